@@ -1,0 +1,71 @@
+"""distpriv: distribution privacy for releasing statistics while hiding global properties.
+
+The central flow (DESIGN.md §2): a query model (f_θ for each θ, and the pairs Ψ) →
+``calibrate(mechanism, model, epsilon=..., delta=...)`` → ``release(F(data))`` →
+a :class:`Release` carrying its :class:`PrivacyGuarantee`.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .accounting import (
+    gaussian_constant,
+    gaussian_delta,
+    gaussian_epsilon,
+    max_mahalanobis_distance,
+)
+from .central import (
+    MECHANISMS,
+    CalibratedMechanism,
+    calibrate,
+    mechanism_info,
+    relax_max_divergence,
+    relax_wasserstein,
+    relaxed_parameters,
+)
+from .distances import closeness, winf_distance
+from .errors import (
+    AssumptionWarning,
+    ConfigError,
+    DistPrivError,
+    MechanismNotApplicableError,
+    ParameterError,
+    ParameterTypeError,
+)
+from .guarantees import Assumption, PrivacyGuarantee, Release
+from .noise import Noise, NoiseComponent
+from .querymodel import GaussianQueryModel, SampledQueryModel
+
+try:
+    __version__ = version("distpriv")
+except PackageNotFoundError:  # running from a source tree without installation
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "MECHANISMS",
+    "Assumption",
+    "AssumptionWarning",
+    "CalibratedMechanism",
+    "ConfigError",
+    "DistPrivError",
+    "GaussianQueryModel",
+    "MechanismNotApplicableError",
+    "Noise",
+    "NoiseComponent",
+    "ParameterError",
+    "ParameterTypeError",
+    "PrivacyGuarantee",
+    "Release",
+    "SampledQueryModel",
+    "__version__",
+    "calibrate",
+    "closeness",
+    "gaussian_constant",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "max_mahalanobis_distance",
+    "mechanism_info",
+    "relax_max_divergence",
+    "relax_wasserstein",
+    "relaxed_parameters",
+    "winf_distance",
+]

@@ -1,0 +1,238 @@
+"""Shared pieces of the central mechanisms: assumption checks, linear algebra, guarantees.
+
+Each check returns an :class:`~distpriv.guarantees.Assumption` with the measured quantity
+behind the verdict, so that the guarantee can state honestly what was verified
+(DESIGN.md §3, "Honest guarantees"; Chen & Ohrimenko 2023 §4.4).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..accounting import classical_covers, gaussian_delta, max_distance
+from ..errors import AssumptionWarning
+from ..guarantees import Assumption, PrivacyGuarantee
+from ..querymodel import GaussianQueryModel, SampledQueryModel
+
+QueryModel = GaussianQueryModel | SampledQueryModel
+
+# Relative tolerance under which two covariance matrices count as equal, or a matrix
+# commutes with another: above it the difference is real, not rounding.
+COV_RTOL = 1e-9
+# Relative tolerance (to the largest singular value) for the span of mean differences;
+# kept below the 1e-10 null-space tolerance of `mahalanobis` so the two agree.
+SPAN_RTOL = 1e-12
+# Gaussian mechanisms calibrate to D*(1 − margin), so that floating-point rounding in the
+# noise computation can never push the exact δ(ε) of the output above the target δ.
+DISTANCE_MARGIN = 1e-12
+
+FALLBACK_NOTE = (
+    "If f_theta differs from the model: with approximations whose eta-approximate "
+    "max-divergence from the truth is at most lambda in both directions, the release is "
+    "(eps + 2 lambda, (1 + e^(eps + lambda)) eta + e^lambda delta)-private (Chen & Ohrimenko "
+    "2023, Thm 4.6); or add Laplace noise W/lambda per coordinate with W the "
+    "infinity-Wasserstein model error for (eps + 2 lambda, e^lambda delta) (Thm 4.7; "
+    "distpriv.relax_wasserstein)."
+)
+
+
+def target_distance(epsilon: float, delta: float, calibration: str) -> tuple[float, float]:
+    """(D*, D* with the safety margin) for the Gaussian calibration."""
+    d_star = max_distance(epsilon, delta, calibration)
+    return d_star, d_star * (1.0 - DISTANCE_MARGIN)
+
+
+def calibration_assumptions(
+    epsilon: float, calibration: str, delta: float | None = None
+) -> list[Assumption]:
+    """The classical constant is proven only for ε < 1; the analytic one needs nothing.
+
+    Outside the proof, the detail reports the exact δ(ε) at the classical distance ε/c,
+    so the reader sees whether the noise happens to suffice anyway.
+    """
+    if calibration != "classical":
+        return []
+    ok = classical_covers(epsilon)
+    detail = f"epsilon = {epsilon:g}"
+    if not ok:
+        detail += "; outside the theorem"
+        if delta is not None:
+            exact = float(gaussian_delta(epsilon, max_distance(epsilon, delta, "classical")))
+            verdict = "within" if exact <= delta else "ABOVE"
+            detail += (
+                f"; the exact profile at the classical distance eps/c gives delta(eps) = "
+                f"{exact:.3g}, {verdict} the target {delta:g}"
+            )
+        detail += "; use calibration='analytic' for a proven calibration"
+    return [
+        Assumption(
+            "classical-epsilon",
+            "epsilon < 1, where c = sqrt(2 ln(1.25/delta)) is proven (Chen & Ohrimenko 2023, "
+            "Thm 4.2; Dwork & Roth 2014, Thm A.1)",
+            ok,
+            detail,
+        )
+    ]
+
+
+def gaussian_assumption(model: QueryModel) -> tuple[GaussianQueryModel, Assumption]:
+    """Return a Gaussian model, fitting one to samples if needed, with its assumption."""
+    if isinstance(model, GaussianQueryModel):
+        return model, Assumption(
+            "gaussian",
+            "f_theta is Gaussian N(mu_theta, Sigma_theta)",
+            True,
+            "the query model is given as Gaussian",
+        )
+    sizes = ", ".join(str(s.shape[0]) for s in model.samples)
+    return model.to_gaussian(), Assumption(
+        "gaussian",
+        "f_theta is Gaussian N(mu_theta, Sigma_theta)",
+        None,
+        f"Gaussian fitted to samples of sizes {sizes} (Chen & Ohrimenko 2023, App. C.1); "
+        "not verified",
+    )
+
+
+def covariance_gaps(model: GaussianQueryModel) -> np.ndarray:
+    """Relative Frobenius difference ‖Σᵢ − Σⱼ‖ / max(‖Σᵢ‖, ‖Σⱼ‖) per pair, shape (p,)."""
+    idx = model.pair_index
+    a = model.covariances[idx[:, 0]]
+    b = model.covariances[idx[:, 1]]
+    num = np.linalg.norm(a - b, axis=(1, 2))
+    den = np.maximum(np.linalg.norm(a, axis=(1, 2)), np.linalg.norm(b, axis=(1, 2)))
+    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+
+
+def equal_covariance_assumption(
+    model: GaussianQueryModel, *, name: str = "equal-covariance", statement: str | None = None
+) -> Assumption:
+    """Σ_θᵢ = Σ_θⱼ for every pair in Ψ (Chen & Ohrimenko 2023, Thm 4.4/4.5, Alg. 1)."""
+    gaps = covariance_gaps(model)
+    worst = int(np.argmax(gaps))
+    a, b = model.pair_labels[worst]
+    holds = bool(gaps[worst] <= COV_RTOL)
+    return Assumption(
+        name,
+        statement or "Sigma_theta_i = Sigma_theta_j for every pair in Psi",
+        holds,
+        f"largest relative difference {gaps[worst]:.3g} (pair ({a}, {b}))",
+    )
+
+
+def translation_assumption(model: QueryModel) -> Assumption:
+    """f_θᵢ is a translation of f_θⱼ for every pair (Chen & Ohrimenko 2023, Thm 4.1–4.3)."""
+    statement = "f_theta_i is a translation of f_theta_j for every pair in Psi"
+    if isinstance(model, GaussianQueryModel):
+        return equal_covariance_assumption(
+            model,
+            name="translation",
+            statement=statement + " (for Gaussians: equal covariances)",
+        )
+    fitted = model.to_gaussian() if all(s.shape[0] >= 2 for s in model.samples) else None
+    detail = "cannot be verified from samples"
+    if fitted is not None:
+        gaps = covariance_gaps(fitted)
+        detail += f"; largest relative difference of sample covariances {gaps.max():.3g}"
+    return Assumption("translation", statement, None, detail)
+
+
+def difference_basis(diffs: np.ndarray) -> tuple[np.ndarray, float]:
+    """Orthonormal basis (m, d) of the span of the mean differences, and the residual.
+
+    The residual is the largest ‖(I − VVᵀ)dₚ‖ relative to the largest ‖dₚ‖: the part of
+    a difference the basis leaves out because it is below the rank tolerance.
+    """
+    m = diffs.shape[1]
+    norms = np.linalg.norm(diffs, axis=1)
+    if norms.max(initial=0.0) == 0.0:
+        return np.zeros((m, 0)), 0.0
+    _, s, vt = np.linalg.svd(diffs, full_matrices=False)
+    keep = s > SPAN_RTOL * s[0]
+    basis = vt[keep].T
+    # Deterministic orientation: the largest entry of each direction is positive.
+    signs = np.sign(basis[np.argmax(np.abs(basis), axis=0), np.arange(basis.shape[1])])
+    basis = basis * signs
+    resid = diffs - (diffs @ basis) @ basis.T
+    return basis, float(np.linalg.norm(resid, axis=1).max() / norms.max())
+
+
+def mahalanobis(diff: np.ndarray, cov: np.ndarray) -> float:
+    """√(dᵀ S⁻¹ d), +inf when d has a component outside the range of a singular S."""
+    w, v = np.linalg.eigh(cov)
+    proj = v.T @ diff
+    tol = max(float(w[-1]), 0.0) * cov.shape[0] * 1e-13
+    null = w <= tol
+    if np.any(null & (np.abs(proj) > 1e-10 * max(np.linalg.norm(diff), 1e-300))):
+        return math.inf
+    return float(math.sqrt(np.sum(proj[~null] ** 2 / w[~null])))
+
+
+def pair_distances(
+    model: GaussianQueryModel, noise_cov: np.ndarray, *, include_model: bool
+) -> np.ndarray:
+    """Mahalanobis distance of each pair's means under the released output's covariance.
+
+    With ``include_model`` the output covariance is Σ_θ + Σ_Z, evaluated with both
+    covariances of the pair (the larger distance is kept); otherwise Σ_Z alone (what the
+    translation-based theorems use). Returns shape (p,).
+    """
+    out = np.empty(len(model.pairs))
+    for p, ((i, j), d) in enumerate(zip(model.pairs, model.mean_differences, strict=True)):
+        if include_model:
+            out[p] = max(mahalanobis(d, model.covariances[t] + noise_cov) for t in (i, j))
+        else:
+            out[p] = mahalanobis(d, noise_cov)
+    return out
+
+
+def warn_failed(name: str, assumptions: Iterable[Assumption]) -> None:
+    """One AssumptionWarning per failed assumption."""
+    for a in assumptions:
+        if a.holds is False:
+            warnings.warn(
+                f"{name}: assumption '{a.name}' does not hold ({a.statement}): {a.detail}",
+                AssumptionWarning,
+                stacklevel=5,  # warn_failed < make_guarantee < mechanism < calibrate
+            )
+
+
+def make_guarantee(
+    name: str,
+    model: QueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    theorem: str,
+    assumptions: list[Assumption],
+    calibration: str | None = None,
+    notes: Iterable[str] = (),
+    notion: str = "distribution privacy",
+) -> PrivacyGuarantee:
+    """Build the guarantee, warn on failed assumptions, add the §4.4 fallback note."""
+    notes = list(notes)
+    if any(a.holds is not True for a in assumptions) and notion == "distribution privacy":
+        notes.append(FALLBACK_NOTE)
+    warn_failed(name, assumptions)
+    return PrivacyGuarantee(
+        epsilon=epsilon,
+        delta=delta,
+        pairs=model.pair_labels,
+        mechanism=name,
+        theorem=theorem,
+        calibration=calibration,
+        notion=notion,
+        assumptions=tuple(assumptions),
+        notes=tuple(notes),
+    )
+
+
+def pure_delta_note(delta: float) -> list[str]:
+    """Note for a pure-DP mechanism given a δ > 0 it does not use."""
+    if delta > 0:
+        return [f"delta={delta:g} was given; this mechanism satisfies delta = 0"]
+    return []

@@ -1,0 +1,204 @@
+"""One entry point, :func:`calibrate`, over a registry of named mechanisms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from .._validation import check_choice, check_epsilon, check_real
+from ..accounting import CALIBRATIONS
+from ..errors import ParameterError, ParameterTypeError
+from ..querymodel import GaussianQueryModel, SampledQueryModel
+from .base import CalibratedMechanism
+from .expected_value import calibrate_dirm, calibrate_expm
+from .groupdp import calibrate_groupdp
+from .uncertainty import calibrate_daum, calibrate_eigm, calibrate_noiseless
+from .wasserstein import calibrate_approx_wasserstein, calibrate_wasserstein
+
+__all__ = ["MECHANISMS", "MechanismSpec", "calibrate", "mechanism_info"]
+
+
+@dataclass(frozen=True)
+class MechanismSpec:
+    """A registered mechanism: how to calibrate it and what it needs."""
+
+    name: str
+    summary: str
+    theorem: str
+    gaussian: bool
+    options: tuple[str, ...]
+    build: Callable[..., CalibratedMechanism]
+
+
+_GAUSS_OPTS = ("calibration",)
+
+_SPECS = (
+    MechanismSpec(
+        "wasserstein",
+        "Laplace noise scaled to the largest W-infinity distance",
+        "Chen & Ohrimenko 2023, Thm 3.1",
+        False,
+        (),
+        calibrate_wasserstein,
+    ),
+    MechanismSpec(
+        "approx-wasserstein",
+        "Laplace noise scaled to (W, delta)-closeness",
+        "Chen & Ohrimenko 2023, Thm 3.2/3.3",
+        False,
+        ("method",),
+        calibrate_approx_wasserstein,
+    ),
+    MechanismSpec(
+        "expm-l",
+        "ExpM (L): i.i.d. Laplace noise scaled to Delta_E,1",
+        "Chen & Ohrimenko 2023, Thm 4.1",
+        False,
+        (),
+        partial(calibrate_expm, kind="laplace"),
+    ),
+    MechanismSpec(
+        "expm-g",
+        "ExpM (G): i.i.d. Gaussian noise scaled to Delta_E,2",
+        "Chen & Ohrimenko 2023, Thm 4.2",
+        True,
+        _GAUSS_OPTS,
+        partial(calibrate_expm, kind="gaussian"),
+    ),
+    MechanismSpec(
+        "dirm-l",
+        "DirM (L): Laplace noise along the mean differences",
+        "Chen & Ohrimenko 2023, Thm 4.3",
+        False,
+        (),
+        partial(calibrate_dirm, kind="laplace"),
+    ),
+    MechanismSpec(
+        "dirm-g",
+        "DirM (G): Gaussian noise along the mean differences",
+        "Chen & Ohrimenko 2023, Thm 4.3",
+        True,
+        _GAUSS_OPTS,
+        partial(calibrate_dirm, kind="gaussian"),
+    ),
+    MechanismSpec(
+        "eigm",
+        "EigM (G): Gaussian noise along the eigenvectors of Sigma_theta",
+        "Chen & Ohrimenko 2023, Thm 4.5",
+        True,
+        _GAUSS_OPTS,
+        calibrate_eigm,
+    ),
+    MechanismSpec(
+        "daum",
+        "DauM (G): directional Gaussian noise using the model's variance",
+        "Chen & Ohrimenko 2023, Alg. 1",
+        True,
+        (*_GAUSS_OPTS, "direction"),
+        calibrate_daum,
+    ),
+    MechanismSpec(
+        "groupdp-l",
+        "Group-DP Laplace baseline (group size, sensitivities)",
+        "Dwork & Roth 2014, Thm 2.2",
+        False,
+        ("group_size", "sensitivities"),
+        partial(calibrate_groupdp, kind="laplace"),
+    ),
+    MechanismSpec(
+        "groupdp-g",
+        "Group-DP Gaussian baseline (group size, sensitivities)",
+        "Dwork & Roth 2014, Thm A.1",
+        True,
+        (*_GAUSS_OPTS, "group_size", "sensitivities"),
+        partial(calibrate_groupdp, kind="gaussian"),
+    ),
+    MechanismSpec(
+        "noiseless",
+        "No noise, when the model alone hides the secret",
+        "Chen & Ohrimenko 2023, Thm 4.4",
+        True,
+        _GAUSS_OPTS,
+        calibrate_noiseless,
+    ),
+)
+
+_REGISTRY = {s.name: s for s in _SPECS}
+MECHANISMS: tuple[str, ...] = tuple(_REGISTRY)
+
+
+def mechanism_info(name: str) -> MechanismSpec:
+    """The registry entry of ``name``."""
+    return _REGISTRY[check_choice(name, "mechanism", MECHANISMS)]
+
+
+def calibrate(
+    name: str,
+    model: GaussianQueryModel | SampledQueryModel,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    **options: Any,
+) -> CalibratedMechanism:
+    """Calibrate the mechanism ``name`` to a query model.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`MECHANISMS`: ``"wasserstein"``, ``"approx-wasserstein"``,
+        ``"expm-l"``, ``"expm-g"``, ``"dirm-l"``, ``"dirm-g"``, ``"eigm"``, ``"daum"``,
+        ``"groupdp-l"``, ``"groupdp-g"``, ``"noiseless"``.
+    model : GaussianQueryModel or SampledQueryModel
+        f_θ for each θ and the pairs Ψ. Gaussian mechanisms fit a Gaussian to a sampled
+        model (and say so in the guarantee).
+    epsilon : float
+        ε > 0, finite.
+    delta : float
+        δ in [0, 1); Gaussian mechanisms need δ > 0. Pure mechanisms (Laplace) ignore it
+        and report δ = 0.
+    **options
+        Mechanism options: ``calibration`` ("analytic" default, or "classical") for the
+        Gaussian ones; ``method`` for approx-wasserstein; ``direction`` for daum;
+        ``group_size`` and ``sensitivities`` for the group-DP baselines.
+
+    Returns
+    -------
+    CalibratedMechanism
+        Noise, guarantee (with checked assumptions) and ``release``.
+
+    Raises
+    ------
+    ParameterError, ParameterTypeError
+        Invalid parameters or options.
+    MechanismNotApplicableError
+        The mechanism cannot give its guarantee for this model.
+
+    Warns
+    -----
+    AssumptionWarning
+        An assumption of the theorem does not hold on the model (recorded in the
+        guarantee as well), or the classical constant is used with ε ≥ 1.
+    """
+    spec = mechanism_info(name)
+    if not isinstance(model, GaussianQueryModel | SampledQueryModel):
+        raise ParameterTypeError(
+            f"model must be a GaussianQueryModel or SampledQueryModel, got {type(model).__name__}"
+        )
+    eps = check_epsilon(epsilon)
+    dlt = check_real(delta, "delta", low=0.0, high=1.0, high_inclusive=False)
+    if spec.gaussian and dlt == 0.0:
+        raise ParameterError(
+            f"mechanism {name!r} adds Gaussian noise and needs delta > 0, got delta=0.0"
+        )
+    unknown = sorted(set(options) - set(spec.options))
+    if unknown:
+        allowed = ", ".join(spec.options) or "none"
+        raise ParameterError(
+            f"unknown option(s) {', '.join(map(repr, unknown))} for mechanism {name!r}; "
+            f"allowed: {allowed}"
+        )
+    if "calibration" in options:
+        check_choice(options["calibration"], "calibration", CALIBRATIONS)
+    return spec.build(model, epsilon=eps, delta=dlt, **options)

@@ -1,0 +1,50 @@
+"""Exceptions and warnings raised by distpriv.
+
+Every error raised on bad user input is a subclass of :class:`DistPrivError` and of
+the built-in ``TypeError`` or ``ValueError``, so callers can catch either the library's
+base class or the standard one. Messages name the parameter and the offending value.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AssumptionWarning",
+    "ConfigError",
+    "DistPrivError",
+    "MechanismNotApplicableError",
+    "ParameterError",
+    "ParameterTypeError",
+]
+
+
+class DistPrivError(Exception):
+    """Base class of every error raised by distpriv."""
+
+
+class ParameterError(DistPrivError, ValueError):
+    """A parameter has the right type but an invalid value (NaN, out of range, bad shape…)."""
+
+
+class ParameterTypeError(DistPrivError, TypeError):
+    """A parameter has the wrong type."""
+
+
+class MechanismNotApplicableError(ParameterError):
+    """The mechanism cannot give its guarantee for this query model.
+
+    Raised, for example, when the ∞-Wasserstein distance is infinite (Chen & Ohrimenko
+    2023, Thm 3.1 needs it finite) or when the noiseless release (Thm 4.4) would not be
+    private. The message says which alternative mechanism applies.
+    """
+
+
+class ConfigError(ParameterError):
+    """A configuration file is malformed or has an unknown or invalid key."""
+
+
+class AssumptionWarning(UserWarning):
+    """An assumption of the theorem a mechanism implements does not hold for the input.
+
+    The calibrated mechanism still records the failed assumption, and what is known when
+    it fails, in its :class:`~distpriv.PrivacyGuarantee`.
+    """

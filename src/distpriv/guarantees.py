@@ -1,0 +1,175 @@
+"""Frozen result types: assumptions, privacy guarantees and releases.
+
+A release always carries its guarantee: ε, δ, the pairs Ψ, the mechanism and theorem, the
+calibration, and every assumption the theorem needs with the outcome of checking it on the
+query model (DESIGN.md §3, "Honest guarantees").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Assumption", "PrivacyGuarantee", "Release", "to_jsonable"]
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy arrays/scalars and tuples to JSON-safe Python values.
+
+    Non-finite floats become strings ("inf", "-inf", "nan") because JSON has no such
+    numbers.
+    """
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return to_jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    return obj
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One assumption of the theorem a mechanism implements, checked on the model.
+
+    Attributes
+    ----------
+    name : str
+        Short identifier, e.g. ``"equal-covariance"``.
+    statement : str
+        What the theorem assumes, in words.
+    holds : bool or None
+        ``True``/``False`` when the model lets us check it; ``None`` when it cannot be
+        checked from the model (e.g. that the query really is Gaussian).
+    detail : str
+        The measured quantity behind the verdict, and what is known if it fails.
+    """
+
+    name: str
+    statement: str
+    holds: bool | None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict."""
+        return {
+            "name": self.name,
+            "statement": self.statement,
+            "holds": self.holds,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class PrivacyGuarantee:
+    """An (ε, δ) guarantee w.r.t. the pairs Ψ, with its provenance and assumptions.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The privacy parameters the release satisfies when every assumption holds.
+    pairs : tuple of (str, str)
+        Ψ as pairs of θ labels; each pair is protected in both directions.
+    mechanism : str
+        Registry name of the mechanism.
+    theorem : str
+        The result implemented, e.g. ``"Chen & Ohrimenko 2023, Thm 4.5"``.
+    calibration : str or None
+        ``"analytic"``/``"classical"`` for Gaussian noise, ``None`` otherwise.
+    notion : str
+        ``"distribution privacy"`` or ``"group differential privacy"``.
+    assumptions : tuple of Assumption
+        Every assumption of the theorem with its checked outcome.
+    notes : tuple of str
+        What else a reader should know (fallback guarantees when assumptions fail,
+        ignored parameters).
+    """
+
+    epsilon: float
+    delta: float
+    pairs: tuple[tuple[str, str], ...]
+    mechanism: str
+    theorem: str
+    calibration: str | None = None
+    notion: str = "distribution privacy"
+    assumptions: tuple[Assumption, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def holds(self) -> bool | None:
+        """``True`` if all assumptions were verified, ``False`` if any failed, else ``None``."""
+        verdicts = [a.holds for a in self.assumptions]
+        if any(v is False for v in verdicts):
+            return False
+        if any(v is None for v in verdicts):
+            return None
+        return True
+
+    @property
+    def failed(self) -> tuple[Assumption, ...]:
+        """The assumptions that were checked and do not hold."""
+        return tuple(a for a in self.assumptions if a.holds is False)
+
+    def summary(self) -> str:
+        """One line: ``(ε, δ)-notion w.r.t. Ψ by theorem [status]``."""
+        status = {
+            True: "all assumptions verified",
+            False: "ASSUMPTIONS FAILED",
+            None: "some assumptions unverifiable",
+        }[self.holds]
+        pairs = ", ".join(f"({a}, {b})" for a, b in self.pairs)
+        return (
+            f"({self.epsilon:g}, {self.delta:g})-{self.notion} w.r.t. {{{pairs}}} "
+            f"by {self.theorem} [{status}]"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "notion": self.notion,
+            "pairs": [list(p) for p in self.pairs],
+            "mechanism": self.mechanism,
+            "theorem": self.theorem,
+            "calibration": self.calibration,
+            "holds": self.holds,
+            "assumptions": [a.to_dict() for a in self.assumptions],
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class Release:
+    """Noisy statistics and the guarantee they were released under.
+
+    Attributes
+    ----------
+    value : ndarray, shape (m,) or (batch, m)
+        The released statistics F(Data) + Z (read-only).
+    guarantee : PrivacyGuarantee
+        The guarantee of the mechanism that produced them.
+    statistics : tuple of str
+        Names of the m statistics.
+    """
+
+    value: np.ndarray
+    guarantee: PrivacyGuarantee
+    statistics: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict."""
+        return {
+            "value": to_jsonable(self.value),
+            "statistics": list(self.statistics),
+            "guarantee": self.guarantee.to_dict(),
+        }
