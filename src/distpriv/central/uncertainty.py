@@ -117,10 +117,15 @@ def daum_variance(
     """Smallest σ² with dᵀ(Σ + σ² v vᵀ)⁻¹ d ≤ D² (Chen & Ohrimenko 2023, Alg. 1 line 7).
 
     By Sherman–Morrison, with a = vᵀΣ⁻¹v, b = vᵀΣ⁻¹d and q = dᵀΣ⁻¹d,
-    dᵀ(Σ + σ² vvᵀ)⁻¹d = q − σ² b² / (1 + σ² a), so σ² = (q − D²) / (b² − a(q − D²)) when
-    q > D² (0 otherwise). For d = αv this is α²/D² − 1/a, the closed form of Alg. 1's
-    positive-definiteness condition (DESIGN.md §4). Returns +inf when no multiple of vvᵀ
-    suffices (d has too large a component orthogonal to v).
+    dᵀ(Σ + σ² vvᵀ)⁻¹d = q − σ² b² / (1 + σ² a). With q⊥ = q − b²/a (the part of d the
+    direction v cannot reach, 0 when d ∥ v), the condition solves to
+
+        σ² = (q − D²) / (a (D² − q⊥))     when q > D²  (0 otherwise),
+
+    which for d = αv is α²/D² − 1/a, the closed form of Alg. 1's positive-definiteness
+    condition (DESIGN.md §4). q⊥ is computed as a projected norm rather than as
+    b² − a q, which cancels catastrophically when q ≫ D². Returns +inf when
+    q⊥ ≥ D² (no multiple of vvᵀ suffices).
 
     Parameters
     ----------
@@ -136,14 +141,15 @@ def daum_variance(
     chol = np.linalg.cholesky(cov)
     sv = np.linalg.solve(chol, direction)
     sd = np.linalg.solve(chol, diff)
-    a, b, q = float(sv @ sv), float(sv @ sd), float(sd @ sd)
+    a, q = float(sv @ sv), float(sd @ sd)
     excess = q - distance**2
     if excess <= 0:
         return 0.0
-    denom = b * b - a * excess
-    if denom <= 0:
+    q_perp = float(np.sum((sd - (sv @ sd / a) * sv) ** 2))
+    room = distance**2 - q_perp
+    if room <= 0:
         return float("inf")
-    return excess / denom
+    return excess / (a * room)
 
 
 def calibrate_daum(

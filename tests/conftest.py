@@ -1,0 +1,33 @@
+"""Shared fixtures and the hypothesis profiles (derandomized on CI so main stays green)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture
+def paper_model():
+    """Chen & Ohrimenko 2023, example after Thm 4.5."""
+    from distpriv import GaussianQueryModel
+
+    return GaussianQueryModel(
+        [[100.0, 101.0], [99.0, 102.0]],
+        [[22.0, -6.0], [-6.0, 13.0]],
+        labels=["theta1", "theta2"],
+        statistics=["x1", "x2"],
+    )
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
