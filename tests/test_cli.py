@@ -27,8 +27,17 @@ def run(argv, capsys):
 def test_example_json_reproduces_paper(capsys):
     status, out, err = run(
         [
-            "calibrate", str(EXAMPLE), "--mechanism", "eigm", "--epsilon", "1",
-            "--delta", "1e-3", "--calibration", "classical", "--json",
+            "calibrate",
+            str(EXAMPLE),
+            "--mechanism",
+            "eigm",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-3",
+            "--calibration",
+            "classical",
+            "--json",
         ],
         capsys,
     )
@@ -44,8 +53,7 @@ def test_example_json_reproduces_paper(capsys):
 
 def test_human_output(capsys):
     status, out, _ = run(
-        ["calibrate", str(EXAMPLE), "--mechanism", "daum", "--epsilon", "0.5",
-         "--delta", "1e-3"],
+        ["calibrate", str(EXAMPLE), "--mechanism", "daum", "--epsilon", "0.5", "--delta", "1e-3"],
         capsys,
     )
     assert status == 0
@@ -55,8 +63,18 @@ def test_human_output(capsys):
 def test_out_file_written_atomically(tmp_path, capsys):
     target = tmp_path / "report.json"
     status, _, _ = run(
-        ["calibrate", str(EXAMPLE), "--mechanism", "expm-g", "--epsilon", "0.5",
-         "--delta", "1e-3", "--out", str(target)],
+        [
+            "calibrate",
+            str(EXAMPLE),
+            "--mechanism",
+            "expm-g",
+            "--epsilon",
+            "0.5",
+            "--delta",
+            "1e-3",
+            "--out",
+            str(target),
+        ],
         capsys,
     )
     assert status == 0
@@ -74,14 +92,14 @@ def test_group_options_from_config(capsys):
 
 
 BAD_TOML = {
-    "unknown key": '[model]\nmeans = [[0.0], [1.0]]\ncovariance = [[1.0]]\nmean = 3\n',
+    "unknown key": "[model]\nmeans = [[0.0], [1.0]]\ncovariance = [[1.0]]\nmean = 3\n",
     "invalid TOML": "[model\nmeans = 1",
     "non-PSD covariance": "[model]\nmeans = [[0.0, 0.0], [1.0, 1.0]]\n"
-                          "covariance = [[1.0, 2.0], [2.0, 1.0]]\n",
+    "covariance = [[1.0, 2.0], [2.0, 1.0]]\n",
     "NaN mean": "[model]\nmeans = [[0.0], [nan]]\ncovariance = [[1.0]]\n",
     "missing covariance": "[model]\nmeans = [[0.0], [1.0]]\n",
     "unknown mechanism options": "[model]\nmeans = [[0.0], [1.0]]\ncovariance = [[1.0]]\n"
-                                 "[options.foo]\nx = 1\n",
+    "[options.foo]\nx = 1\n",
     "bad pair": "[model]\nmeans = [[0.0], [1.0]]\ncovariance = [[1.0]]\npairs = [['a', 'b']]\n",
 }
 
@@ -91,9 +109,19 @@ def test_bad_model_files(case, tmp_path, capsys):
     path = tmp_path / "model.toml"
     path.write_text(BAD_TOML[case])
     out_file = tmp_path / "out.json"
-    status, out, err = run(
-        ["calibrate", str(path), "--mechanism", "eigm", "--epsilon", "1", "--delta", "1e-3",
-         "--out", str(out_file)],
+    status, _out, err = run(
+        [
+            "calibrate",
+            str(path),
+            "--mechanism",
+            "eigm",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-3",
+            "--out",
+            str(out_file),
+        ],
         capsys,
     )
     assert status == 2
@@ -128,8 +156,9 @@ def test_bad_parameters(args, match, tmp_path, capsys):
 
 
 def test_missing_file_and_unknown_mechanism(capsys):
-    status, _, err = run(["calibrate", "nope.toml", "--mechanism", "eigm", "--epsilon", "1"],
-                         capsys)
+    status, _, err = run(
+        ["calibrate", "nope.toml", "--mechanism", "eigm", "--epsilon", "1"], capsys
+    )
     assert status == 2 and "cannot read model file" in err
     with pytest.raises(SystemExit) as exc:
         main(["calibrate", str(EXAMPLE), "--mechanism", "foo", "--epsilon", "1"])
@@ -139,8 +168,16 @@ def test_missing_file_and_unknown_mechanism(capsys):
 
 def test_refusal_is_one_line(capsys):
     status, _, err = run(
-        ["calibrate", str(EXAMPLE), "--mechanism", "noiseless", "--epsilon", "0.1",
-         "--delta", "1e-3"],
+        [
+            "calibrate",
+            str(EXAMPLE),
+            "--mechanism",
+            "noiseless",
+            "--epsilon",
+            "0.1",
+            "--delta",
+            "1e-3",
+        ],
         capsys,
     )
     assert status == 2 and "not (0.1, 0.001)-private" in err
@@ -150,9 +187,22 @@ def test_refusal_is_one_line(capsys):
 def test_console_script_subprocess():
     # The installed entry point: non-zero exit and no traceback on bad input.
     proc = subprocess.run(
-        [sys.executable, "-m", "distpriv.cli", "calibrate", str(EXAMPLE), "--mechanism",
-         "eigm", "--epsilon", "0", "--delta", "1e-3"],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "distpriv.cli",
+            "calibrate",
+            str(EXAMPLE),
+            "--mechanism",
+            "eigm",
+            "--epsilon",
+            "0",
+            "--delta",
+            "1e-3",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "epsilon must be > 0" in proc.stderr

@@ -32,8 +32,7 @@ class TestPaperExample:
 
     def test_eigm_variances(self, paper_model):
         with pytest.warns(AssumptionWarning, match="classical-epsilon"):
-            mech = calibrate("eigm", paper_model, epsilon=1.0, delta=1e-3,
-                             calibration="classical")
+            mech = calibrate("eigm", paper_model, epsilon=1.0, delta=1e-3, calibration="classical")
         cov = mech.noise_covariance
         assert V1 @ cov @ V1 == pytest.approx(18.52, abs=0.005)
         assert V2 @ cov @ V2 == pytest.approx(3.52, abs=0.005)
@@ -44,8 +43,9 @@ class TestPaperExample:
 
     def test_without_adversarial_uncertainty(self, paper_model):
         with pytest.warns(AssumptionWarning):
-            mech = calibrate("expm-g", paper_model, epsilon=1.0, delta=1e-3,
-                             calibration="classical")
+            mech = calibrate(
+                "expm-g", paper_model, epsilon=1.0, delta=1e-3, calibration="classical"
+            )
         np.testing.assert_allclose(mech.noise_covariance, 28.52 * np.eye(2), atol=0.005)
         assert (2 * gaussian_constant(1e-3) ** 2) == pytest.approx(28.52, abs=0.005)
 
@@ -54,11 +54,15 @@ class TestPaperExample:
         g = mech.guarantee
         assert g.holds is True and g.calibration == "analytic"
         assert {a.name for a in g.assumptions} == {
-            "gaussian", "equal-covariance", "shared-eigenvectors"}
+            "gaussian",
+            "equal-covariance",
+            "shared-eigenvectors",
+        }
         assert "Thm 4.5" in g.theorem
         d = mech.to_dict()
         assert d["guarantee"]["pairs"] == [["theta1", "theta2"]]
         import json
+
         json.dumps(d, allow_nan=False)
 
 
@@ -163,8 +167,9 @@ class TestStructure:
         sens = [0.5, 1.0]
         lap = calibrate("groupdp-l", paper_model, epsilon=2.0, group_size=10, sensitivities=sens)
         np.testing.assert_allclose(lap.laplace_scales, 10 * 1.5 / 2.0)
-        gau = calibrate("groupdp-g", paper_model, epsilon=2.0, delta=1e-3, group_size=10,
-                        sensitivities=sens)
+        gau = calibrate(
+            "groupdp-g", paper_model, epsilon=2.0, delta=1e-3, group_size=10, sensitivities=sens
+        )
         sigma = 10 * math.hypot(0.5, 1.0) / max_mahalanobis_distance(2.0, 1e-3)
         np.testing.assert_allclose(np.diag(gau.noise_covariance), sigma**2, rtol=1e-9)
         assert gau.guarantee.notion == "group differential privacy"
@@ -172,8 +177,7 @@ class TestStructure:
         with pytest.raises(ParameterError, match="group_size"):
             calibrate("groupdp-l", paper_model, epsilon=1.0, sensitivities=sens)
         with pytest.raises(ParameterError, match="sensitivities"):
-            calibrate("groupdp-l", paper_model, epsilon=1.0, group_size=3,
-                      sensitivities=[1.0])
+            calibrate("groupdp-l", paper_model, epsilon=1.0, group_size=3, sensitivities=[1.0])
         with pytest.raises(ParameterError, match="group_size must be >= 1"):
             calibrate("groupdp-l", paper_model, epsilon=1.0, group_size=0, sensitivities=sens)
 
@@ -219,8 +223,7 @@ class TestWasserstein:
 
 class TestAssumptions:
     def test_unequal_covariances_warn_and_are_recorded(self):
-        model = GaussianQueryModel([[0.0, 0.0], [1.0, 1.0]],
-                                   np.stack([np.eye(2), 1.2 * np.eye(2)]))
+        model = GaussianQueryModel([[0.0, 0.0], [1.0, 1.0]], np.stack([np.eye(2), 1.2 * np.eye(2)]))
         with pytest.warns(AssumptionWarning, match="equal-covariance"):
             mech = calibrate("eigm", model, epsilon=1.0, delta=1e-3)
         assert mech.guarantee.holds is False
@@ -241,8 +244,7 @@ class TestAssumptions:
             calibrate("expm-g", paper_model, epsilon=0.99, delta=1e-3, calibration="classical")
         with pytest.warns(AssumptionWarning, match="ABOVE"):
             # At ε = 10 the classical noise really is too small (DESIGN.md §4).
-            calibrate("expm-g", paper_model, epsilon=10.0, delta=1e-3,
-                      calibration="classical")
+            calibrate("expm-g", paper_model, epsilon=10.0, delta=1e-3, calibration="classical")
 
 
 class TestRelease:
@@ -278,8 +280,12 @@ class TestRelease:
 
     @pytest.mark.parametrize(
         ("value", "match"),
-        [([1.0, 2.0, 3.0], "2 statistics"), ([1.0, np.nan], "finite"),
-         (np.zeros((2, 2, 2)), "dimension"), ("12", "array")],
+        [
+            ([1.0, 2.0, 3.0], "2 statistics"),
+            ([1.0, np.nan], "finite"),
+            (np.zeros((2, 2, 2)), "dimension"),
+            ("12", "array"),
+        ],
     )
     def test_release_bad_value(self, paper_model, value, match):
         mech = calibrate("expm-g", paper_model, epsilon=1.0, delta=1e-3)
@@ -307,15 +313,20 @@ class TestCalibrateErrors:
     def test_unknown_mechanism_option_model(self, paper_model):
         with pytest.raises(ParameterError, match="mechanism must be one of"):
             calibrate("laplace", paper_model, epsilon=1.0)
-        with pytest.raises(ParameterError, match="unknown option.*'sigma'"):
+        with pytest.raises(ParameterError, match=r"unknown option.*'sigma'"):
             calibrate("eigm", paper_model, epsilon=1.0, delta=1e-3, sigma=2.0)
         with pytest.raises(ParameterError, match="calibration must be one of"):
             calibrate("eigm", paper_model, epsilon=1.0, delta=1e-3, calibration="exact")
         with pytest.raises(ParameterTypeError, match="model must be"):
             calibrate("eigm", {"means": [1]}, epsilon=1.0, delta=1e-3)
         with pytest.raises(ParameterError, match="method must be one of"):
-            calibrate("approx-wasserstein", SampledQueryModel([[0.0, 1.0], [1.0, 2.0]]),
-                      epsilon=1.0, delta=0.1, method="lp")
+            calibrate(
+                "approx-wasserstein",
+                SampledQueryModel([[0.0, 1.0], [1.0, 2.0]]),
+                epsilon=1.0,
+                delta=0.1,
+                method="lp",
+            )
         with pytest.raises(ParameterError, match="direction must have shape"):
             calibrate("daum", paper_model, epsilon=1.0, delta=1e-3, direction=[1.0])
         with pytest.raises(ParameterError, match="non-zero"):

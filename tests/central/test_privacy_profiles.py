@@ -46,8 +46,13 @@ def assert_profile_within(mech, model, epsilon, delta, *, model_cov=True):
 
 def test_paper_example_all_gaussian_mechanisms(paper_model):
     for name in GAUSSIAN:
-        for cal, eps in (("analytic", 0.3), ("analytic", 1.0), ("analytic", 5.0),
-                         ("classical", 0.3), ("classical", 0.9)):
+        for cal, eps in (
+            ("analytic", 0.3),
+            ("analytic", 1.0),
+            ("analytic", 5.0),
+            ("classical", 0.3),
+            ("classical", 0.9),
+        ):
             try:
                 mech = calibrate(name, paper_model, epsilon=eps, delta=1e-3, calibration=cal)
             except MechanismNotApplicableError:
@@ -90,9 +95,7 @@ def random_models(draw, *, shared: bool):
     return GaussianQueryModel(means, np.stack([ca, ca, cb, cb]), [(0, 1), (2, 3)])
 
 
-privacy = st.tuples(
-    st.floats(0.02, 12.0), st.floats(math.log(1e-9), math.log(0.2)).map(math.exp)
-)
+privacy = st.tuples(st.floats(0.02, 12.0), st.floats(math.log(1e-9), math.log(0.2)).map(math.exp))
 
 
 @settings(max_examples=60)
@@ -109,9 +112,12 @@ def test_random_models_analytic(model, params, name):
 
 
 @settings(max_examples=40)
-@given(model=random_models(shared=True), eps=st.floats(0.02, 0.99),
-       delta=st.floats(math.log(1e-9), math.log(0.2)).map(math.exp),
-       name=st.sampled_from(GAUSSIAN))
+@given(
+    model=random_models(shared=True),
+    eps=st.floats(0.02, 0.99),
+    delta=st.floats(math.log(1e-9), math.log(0.2)).map(math.exp),
+    name=st.sampled_from(GAUSSIAN),
+)
 def test_random_models_classical_below_one(model, eps, delta, name):
     try:
         mech = calibrate(name, model, epsilon=eps, delta=delta, calibration="classical")
@@ -121,8 +127,11 @@ def test_random_models_classical_below_one(model, eps, delta, name):
 
 
 @settings(max_examples=40)
-@given(model=random_models(shared=False), params=privacy,
-       name=st.sampled_from(("expm-g", "dirm-g", "eigm", "daum")))
+@given(
+    model=random_models(shared=False),
+    params=privacy,
+    name=st.sampled_from(("expm-g", "dirm-g", "eigm", "daum")),
+)
 def test_random_models_pairwise_covariances(model, params, name):
     # Covariances differ across θ (but not within a pair); EigM's eigenvectors are then
     # not shared and its isotropic top-up must keep the guarantee.

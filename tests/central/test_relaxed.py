@@ -38,8 +38,7 @@ def test_relax_wasserstein_adds_laplace(paper_model, rng):
     assert relaxed.guarantee.epsilon == pytest.approx(0.7)
     assert relaxed.guarantee.delta == pytest.approx(math.exp(0.1) * 1e-3)
     extra = 2 * (0.2 / 0.1) ** 2  # Laplace variance 2b² per coordinate
-    np.testing.assert_allclose(relaxed.noise_covariance,
-                               mech.noise_covariance + extra * np.eye(2))
+    np.testing.assert_allclose(relaxed.noise_covariance, mech.noise_covariance + extra * np.eye(2))
     assert relaxed.expected_l2_error() > mech.expected_l2_error()
     n = 200_000
     z = relaxed.release(np.zeros((n, 2)), rng=rng).value
