@@ -143,3 +143,33 @@ def test_random_models_pairwise_covariances(model, params, name):
         except MechanismNotApplicableError:
             assume(False)
     assert_profile_within(mech, model, eps, delta)
+
+
+@settings(max_examples=40)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    group=st.integers(1, 200),
+    params=privacy,
+    classical=st.booleans(),
+)
+def test_groupdp_gaussian_profile(seed, group, params, classical):
+    # Datasets differing in ≤ g records move statistic k by ≤ g·s_k; the worst shift is
+    # g·s (any signs). Its exact profile under the group-DP noise must be within δ.
+    eps, delta = params
+    if classical:
+        eps = min(eps, 0.99)
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 5))
+    sens = rng.uniform(0.0, 3.0, size=m)
+    model = GaussianQueryModel(rng.normal(size=(2, m)), np.eye(m))
+    mech = calibrate(
+        "groupdp-g",
+        model,
+        epsilon=eps,
+        delta=delta,
+        group_size=group,
+        sensitivities=sens,
+        calibration="classical" if classical else "analytic",
+    )
+    shift = group * sens * rng.choice([-1.0, 1.0], size=m)
+    assert exact_delta(eps, shift, mech.noise_covariance) <= delta
