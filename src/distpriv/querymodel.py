@@ -128,6 +128,10 @@ class GaussianQueryModel(_PairsMixin):
         Names of the θ (e.g. the secret values 0.45, 0.55). Default: 0..k-1.
     statistics : sequence of str, optional
         Names of the m statistics.
+    fitted : str, optional
+        How the Gaussian was fitted, when it approximates f_θ rather than being given
+        (e.g. "sample mean and covariance of 1000 subsets"). Mechanisms then report the
+        Gaussian assumption as unverified, with this text.
 
     Examples
     --------
@@ -143,6 +147,7 @@ class GaussianQueryModel(_PairsMixin):
     pairs: tuple[tuple[int, int], ...]
     labels: tuple[Hashable, ...]
     statistics: tuple[str, ...]
+    fitted: str | None
 
     def __init__(
         self,
@@ -152,6 +157,7 @@ class GaussianQueryModel(_PairsMixin):
         *,
         labels: Sequence[Hashable] | None = None,
         statistics: Sequence[str] | None = None,
+        fitted: str | None = None,
     ) -> None:
         mu = check_array(means, "means", ndim=2)
         k, m = mu.shape
@@ -170,6 +176,9 @@ class GaussianQueryModel(_PairsMixin):
         object.__setattr__(self, "labels", labs)
         object.__setattr__(self, "pairs", _resolve_pairs(pairs, labs))
         object.__setattr__(self, "statistics", _resolve_statistics(statistics, m))
+        if fitted is not None and not isinstance(fitted, str):
+            raise ParameterTypeError(f"fitted must be a string or None, got {fitted!r}")
+        object.__setattr__(self, "fitted", fitted)
 
     @property
     def dim(self) -> int:
@@ -191,6 +200,7 @@ class GaussianQueryModel(_PairsMixin):
             "means": self.means.tolist(),
             "covariances": self.covariances.tolist(),
             "pairs": [list(p) for p in self.pair_labels],
+            "fitted": self.fitted,
         }
 
 
@@ -270,8 +280,15 @@ class SampledQueryModel(_PairsMixin):
                     f"samples[{i}] has {s.shape[0]} draw(s); a Gaussian fit needs at least 2"
                 )
         covs = np.stack([np.atleast_2d(np.cov(s, rowvar=False, ddof=1)) for s in self.samples])
+        sizes = ", ".join(str(s.shape[0]) for s in self.samples)
         return GaussianQueryModel(
-            self.means, covs, self.pairs, labels=self.labels, statistics=self.statistics
+            self.means,
+            covs,
+            self.pairs,
+            labels=self.labels,
+            statistics=self.statistics,
+            fitted=f"sample mean and covariance of samples of sizes {sizes} "
+            "(Chen & Ohrimenko 2023, App. C.1)",
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -236,7 +236,7 @@ class TestAssumptions:
             warnings.simplefilter("ignore")
             mech = calibrate("eigm", model, epsilon=1.0, delta=1e-3)
         gauss = next(a for a in mech.guarantee.assumptions if a.name == "gaussian")
-        assert gauss.holds is None and "fitted" in gauss.detail
+        assert gauss.holds is None and "approximation" in gauss.detail
 
     def test_classical_warns_at_epsilon_one_and_above_only(self, paper_model):
         with warnings.catch_warnings():

@@ -81,20 +81,19 @@ def calibration_assumptions(
 
 def gaussian_assumption(model: QueryModel) -> tuple[GaussianQueryModel, Assumption]:
     """Return a Gaussian model, fitting one to samples if needed, with its assumption."""
-    if isinstance(model, GaussianQueryModel):
-        return model, Assumption(
+    gm = model if isinstance(model, GaussianQueryModel) else model.to_gaussian()
+    if gm.fitted is None:
+        return gm, Assumption(
             "gaussian",
             "f_theta is Gaussian N(mu_theta, Sigma_theta)",
             True,
             "the query model is given as Gaussian",
         )
-    sizes = ", ".join(str(s.shape[0]) for s in model.samples)
-    return model.to_gaussian(), Assumption(
+    return gm, Assumption(
         "gaussian",
         "f_theta is Gaussian N(mu_theta, Sigma_theta)",
         None,
-        f"Gaussian fitted to samples of sizes {sizes} (Chen & Ohrimenko 2023, App. C.1); "
-        "not verified",
+        f"Gaussian approximation: {gm.fitted}; not verified",
     )
 
 

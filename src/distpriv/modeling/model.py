@@ -1,0 +1,351 @@
+"""From a table to a query model: f_θ for each value of the secret (Chen & Ohrimenko App. C.1).
+
+For a :class:`ProportionSecret` with value p and datasets of n rows, θ_p is the
+distribution of a dataset made of round(p·n) rows drawn without replacement from the rows
+satisfying the predicate (stratum A) and n − round(p·n) from the others (stratum B). The
+query model is f_θ = law of F(dataset) under θ, as Monte Carlo samples or, for linear
+statistics, through its exact mean and covariance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from .._validation import check_choice, check_positive_int, check_rng
+from ..errors import ParameterError, ParameterTypeError
+from ..querymodel import GaussianQueryModel, SampledQueryModel
+from .queries import Query
+from .sampling import sample_subsets
+from .secrets import ProportionSecret
+from .tables import Table, as_table
+
+__all__ = ["DataQueryModel", "model_query", "stratum_moments"]
+
+METHODS = ("montecarlo", "analytic")
+# Draws used for the non-Gaussianity diagnostics when the moments are analytic.
+_DIAGNOSTIC_DRAWS = 2000
+
+
+@dataclass(frozen=True, init=False)
+class DataQueryModel(GaussianQueryModel):
+    """A Gaussian query model estimated from a table, with its samples and diagnostics.
+
+    A :class:`GaussianQueryModel` (so it goes straight into :func:`distpriv.calibrate`)
+    whose ``fitted`` text says how it was estimated. Extra attributes:
+
+    Attributes
+    ----------
+    samples : tuple of ndarray or None
+        Monte Carlo draws of F per θ, shape (n_samples, m) each (``None`` for analytic).
+    diagnostics : dict
+        ``covariance_gap`` (relative Frobenius difference per pair), ``variance_ratio``
+        (largest/smallest variance of each statistic across a pair), ``skewness`` and
+        ``excess_kurtosis`` (per θ and statistic), ``gaussian_se`` (their standard errors
+        under Gaussianity), ``parallel_residual`` (largest relative part of a mean
+        difference outside the first difference's direction), ``mean_difference_l2``.
+    method : str
+        ``"montecarlo"`` or ``"analytic"``.
+    subset_size : int
+        n, the size of the protected dataset.
+    counts : tuple of int
+        Rows satisfying the predicate under each θ.
+    stratum_sizes : tuple of int
+        (N_A, N_B), rows satisfying / not satisfying the predicate in the table.
+    secret : ProportionSecret
+    query : Query
+    """
+
+    samples: tuple[np.ndarray, ...] | None
+    diagnostics: dict[str, Any]
+    method: str
+    subset_size: int
+    counts: tuple[int, ...]
+    stratum_sizes: tuple[int, int]
+    secret: ProportionSecret
+    query: Query
+
+    def __init__(
+        self,
+        means: Any,
+        covariances: Any,
+        *,
+        secret: ProportionSecret,
+        query: Query,
+        samples: tuple[np.ndarray, ...] | None,
+        method: str,
+        subset_size: int,
+        counts: tuple[int, ...],
+        stratum_sizes: tuple[int, int],
+        diagnostics: dict[str, Any],
+        fitted: str,
+    ) -> None:
+        super().__init__(
+            means,
+            covariances,
+            secret.pairs,
+            labels=secret.values,
+            statistics=query.names,
+            fitted=fitted,
+        )
+        for name, value in (
+            ("samples", samples),
+            ("diagnostics", diagnostics),
+            ("method", method),
+            ("subset_size", subset_size),
+            ("counts", counts),
+            ("stratum_sizes", stratum_sizes),
+            ("secret", secret),
+            ("query", query),
+        ):
+            object.__setattr__(self, name, value)
+
+    def to_sampled(self) -> SampledQueryModel:
+        """The Monte Carlo draws as a :class:`SampledQueryModel` (for the Wasserstein family)."""
+        if self.samples is None:
+            raise ParameterError(
+                "this model was computed with method='analytic' and has no samples; use "
+                "method='montecarlo' for the Wasserstein mechanisms"
+            )
+        return SampledQueryModel(
+            self.samples, self.pairs, labels=self.labels, statistics=self.statistics
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe description (without the samples)."""
+        from ..guarantees import to_jsonable
+
+        out = super().to_dict()
+        out.update(
+            {
+                "type": "data",
+                "method": self.method,
+                "subset_size": self.subset_size,
+                "counts": list(self.counts),
+                "stratum_sizes": list(self.stratum_sizes),
+                "n_samples": None if self.samples is None else int(self.samples[0].shape[0]),
+                "secret": self.secret.to_dict(),
+                "query": self.query.to_dict(),
+                "diagnostics": to_jsonable(self.diagnostics),
+            }
+        )
+        return out
+
+
+def stratum_moments(features: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact mean and covariance of the sum of k rows drawn without replacement.
+
+    With N rows of population mean μ and population covariance Σ (divisor N),
+    E[Σ xᵣ] = kμ and Cov[Σ xᵣ] = k (N − k)/(N − 1) Σ (finite-population correction).
+
+    Parameters
+    ----------
+    features : ndarray, shape (N, m)
+    k : int, 0 ≤ k ≤ N
+
+    Returns
+    -------
+    (ndarray (m,), ndarray (m, m))
+    """
+    n_rows = features.shape[0]
+    mu = features.mean(axis=0)
+    centred = features - mu
+    pop_cov = centred.T @ centred / n_rows
+    fpc = (n_rows - k) / (n_rows - 1) if n_rows > 1 else 0.0
+    return k * mu, k * fpc * pop_cov
+
+
+def _as_query(query: Any) -> Query:
+    if isinstance(query, Query):
+        return query
+    if isinstance(query, Mapping | Sequence) and not isinstance(query, str):
+        return Query(query)
+    raise ParameterTypeError(
+        f"query must be a Query or a mapping of SQL aggregates, got {type(query).__name__}"
+    )
+
+
+def _diagnostics(
+    means: np.ndarray, covs: np.ndarray, draws: list[np.ndarray], pairs: tuple[tuple[int, int], ...]
+) -> dict[str, Any]:
+    idx = np.asarray(pairs)
+    a, b = covs[idx[:, 0]], covs[idx[:, 1]]
+    den = np.maximum(np.linalg.norm(a, axis=(1, 2)), np.linalg.norm(b, axis=(1, 2)))
+    gap = np.divide(
+        np.linalg.norm(a - b, axis=(1, 2)), den, out=np.zeros(len(pairs)), where=den > 0
+    )
+    va, vb = np.diagonal(a, axis1=1, axis2=2), np.diagonal(b, axis1=1, axis2=2)
+    lo, hi = np.minimum(va, vb), np.maximum(va, vb)
+    ratio = np.divide(hi, lo, out=np.where(hi > 0, np.inf, 1.0), where=lo > 0)
+    diffs = means[idx[:, 0]] - means[idx[:, 1]]
+    norms = np.linalg.norm(diffs, axis=1)
+    ref = diffs[int(np.argmax(norms))] / max(norms.max(), 1e-300)
+    orth = np.linalg.norm(diffs - np.outer(diffs @ ref, ref), axis=1)
+    parallel = float(np.max(np.divide(orth, norms, out=np.zeros_like(orth), where=norms > 0)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        skew = np.stack([sps.skew(d, axis=0) for d in draws])
+        kurt = np.stack([sps.kurtosis(d, axis=0) for d in draws])
+    n_draw = draws[0].shape[0]
+    return {
+        "covariance_gap": gap,
+        "variance_ratio": ratio,
+        "skewness": np.nan_to_num(skew),
+        "excess_kurtosis": np.nan_to_num(kurt),
+        "gaussian_se": {
+            "skewness": float(np.sqrt(6.0 / n_draw)),
+            "excess_kurtosis": float(np.sqrt(24.0 / n_draw)),
+        },
+        "diagnostic_draws": int(n_draw),
+        "parallel_residual": parallel,
+        "mean_difference_l2": norms,
+        "constant_statistics": [
+            int(i) for i in np.flatnonzero(np.all(np.diagonal(covs, axis1=1, axis2=2) <= 0, axis=0))
+        ],
+    }
+
+
+def model_query(
+    data: Any,
+    query: Query | Mapping[str, str] | Sequence[str],
+    secret: ProportionSecret,
+    *,
+    subset_size: int,
+    method: str = "montecarlo",
+    n_samples: int = 1000,
+    rng: np.random.Generator | int | None = None,
+) -> DataQueryModel:
+    """Model f_θ of a query for each value of the secret, from a table.
+
+    Chen & Ohrimenko 2023, §5.1 and App. C.1: for each value p, datasets of
+    ``subset_size`` rows with exactly round(p·n) rows satisfying the predicate, drawn
+    without replacement from the two strata.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, pyarrow.Table, or str/Path to a CSV or Parquet file
+        The modelling data (public or auxiliary, not the data to be released).
+    query : Query or mapping of name → SQL aggregate
+    secret : ProportionSecret
+    subset_size : int
+        n, the number of rows of a protected dataset.
+    method : {"montecarlo", "analytic"}
+        ``"montecarlo"`` (the paper's): ``n_samples`` datasets per θ, drawn as index
+        arrays for all subsets at once; sample mean and covariance. Linear statistics are
+        summed from per-row features in numpy; other SQL aggregates are evaluated by one
+        grouped DuckDB query; a Python callable is called per dataset.
+        ``"analytic"`` (linear statistics only): the exact mean and covariance under this
+        sampling (:func:`stratum_moments`), with no Monte Carlo error; ``n_samples``
+        draws (at most 2000) are still made for the non-Gaussianity diagnostics.
+    n_samples : int
+        Datasets per θ (≥ 2).
+    rng : int, numpy.random.Generator or None
+
+    Returns
+    -------
+    DataQueryModel
+        A Gaussian query model (labels = the secret's values, pairs = its pairs) with
+        samples and diagnostics.
+
+    Raises
+    ------
+    ParameterError
+        Unknown column or invalid SQL (naming the statistic), a predicate no row (or every
+        row) satisfies, ``subset_size`` larger than a stratum needs, NULL/NaN in a
+        statistic, ``method="analytic"`` with a non-linear statistic, empty table.
+    """
+    table: Table = as_table(data)
+    q = _as_query(query)
+    if not isinstance(secret, ProportionSecret):
+        raise ParameterTypeError(f"secret must be a ProportionSecret, got {type(secret).__name__}")
+    n = check_positive_int(subset_size, "subset_size")
+    meth = check_choice(method, "method", METHODS)
+    draws_n = check_positive_int(n_samples, "n_samples", minimum=2)
+    gen = check_rng(rng)
+    if meth == "analytic" and not q.is_linear:
+        bad = next(s for s in q.statistics if not s.linear)
+        raise ParameterError(
+            f"method='analytic' needs linear statistics (sum, count, count_if, avg of a row "
+            f"expression); statistic {bad.name!r} ({bad.expression}) is not: use "
+            "method='montecarlo'"
+        )
+    mask = table.predicate(secret.predicate, f"secret predicate ({secret.predicate})")
+    rows_a, rows_b = np.flatnonzero(mask), np.flatnonzero(~mask)
+    if rows_a.size == 0:
+        raise ParameterError(f"secret predicate {secret.predicate!r} is satisfied by no row")
+    if rows_b.size == 0:
+        raise ParameterError(f"secret predicate {secret.predicate!r} is satisfied by every row")
+    counts = secret.counts(n)
+    for p, k in zip(secret.values, counts, strict=True):
+        if k > rows_a.size:
+            raise ParameterError(
+                f"subset_size={n} with p={p} needs {k} rows satisfying the predicate; the "
+                f"table has {rows_a.size}"
+            )
+        if n - k > rows_b.size:
+            raise ParameterError(
+                f"subset_size={n} with p={p} needs {n - k} rows not satisfying the "
+                f"predicate; the table has {rows_b.size}"
+            )
+    # Validates every statistic (unknown column, invalid SQL, NULLs) before sampling.
+    feats = q.row_features(table) if q.is_linear else None
+    if feats is None and q.function is None:
+        q.evaluate_subsets(table, np.arange(min(n, table.n_rows))[None, :])
+    scale = None
+    if feats is not None:
+        scale = np.array([1.0 / n if s.scale == "mean" else 1.0 for s in q.statistics])
+
+    def simulate(k: int, count: int) -> np.ndarray:
+        pick = np.concatenate(
+            [
+                rows_a[sample_subsets(rows_a.size, k, count, gen)],
+                rows_b[sample_subsets(rows_b.size, n - k, count, gen)],
+            ],
+            axis=1,
+        )
+        if feats is not None:
+            return feats[pick].sum(axis=1) * scale
+        return q.evaluate_subsets(table, pick)
+
+    if meth == "montecarlo":
+        samples = tuple(simulate(k, draws_n) for k in counts)
+        means = np.stack([s.mean(axis=0) for s in samples])
+        covs = np.stack([np.atleast_2d(np.cov(s, rowvar=False, ddof=1)) for s in samples])
+        diag_draws = list(samples)
+        fitted = (
+            f"sample mean and covariance of {draws_n} Monte Carlo datasets of "
+            f"{n} rows per value (Chen & Ohrimenko 2023, App. C.1)"
+        )
+    else:
+        samples = None
+        fa, fb = feats[rows_a], feats[rows_b]
+        means, covs = [], []
+        for k in counts:
+            ma, ca = stratum_moments(fa, k)
+            mb, cb = stratum_moments(fb, n - k)
+            means.append((ma + mb) * scale)
+            covs.append((ca + cb) * np.outer(scale, scale))
+        means, covs = np.stack(means), np.stack(covs)
+        diag_draws = [simulate(k, min(draws_n, _DIAGNOSTIC_DRAWS)) for k in counts]
+        fitted = (
+            f"exact mean and covariance of the statistics of {n}-row datasets drawn "
+            "without replacement from the two strata (Gaussian shape assumed)"
+        )
+    pairs_idx = tuple((secret.values.index(a), secret.values.index(b)) for a, b in secret.pairs)
+    diagnostics = _diagnostics(means, covs, diag_draws, pairs_idx)
+    return DataQueryModel(
+        means,
+        covs,
+        secret=secret,
+        query=q,
+        samples=samples,
+        method=meth,
+        subset_size=n,
+        counts=counts,
+        stratum_sizes=(int(rows_a.size), int(rows_b.size)),
+        diagnostics=diagnostics,
+        fitted=fitted,
+    )

@@ -1,0 +1,110 @@
+"""Secrets: the global property to hide, and the pairs Ψ of its values (Chen & Ohrimenko §2)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_real
+from ..errors import ParameterError, ParameterTypeError
+
+__all__ = ["ProportionSecret"]
+
+
+@dataclass(frozen=True, init=False)
+class ProportionSecret:
+    """The proportion p of rows satisfying a SQL predicate (e.g. ``"income = '>50K'"``).
+
+    θ_p is "a dataset of n rows of which round(p·n) satisfy the predicate" (Chen &
+    Ohrimenko 2023, §5.1 and App. C.1).
+
+    Parameters
+    ----------
+    predicate : str
+        A DuckDB SQL boolean expression over a row; NULL counts as false.
+    values : sequence of float
+        At least two distinct proportions in [0, 1].
+    pairs : sequence of (float, float), optional
+        Ψ as pairs of values. Default: every pair of values, or, with ``within``, the
+        pairs at most ``within`` apart (Chen & Ohrimenko 2023, Ex. 2.1).
+    within : float, optional
+        k > 0: protect every pair of values with |pᵢ − pⱼ| ≤ k.
+
+    Examples
+    --------
+    >>> ProportionSecret("income = '>50K'", values=[0.45, 0.55]).pairs
+    ((0.45, 0.55),)
+    >>> len(ProportionSecret("x > 0", values=[0.3, 0.4, 0.5, 0.6], within=0.1).pairs)
+    3
+    """
+
+    predicate: str
+    values: tuple[float, ...]
+    pairs: tuple[tuple[float, float], ...]
+
+    def __init__(
+        self,
+        predicate: str,
+        values: Sequence[float],
+        *,
+        pairs: Sequence[Sequence[float]] | None = None,
+        within: float | None = None,
+    ) -> None:
+        if not isinstance(predicate, str) or not predicate.strip():
+            raise ParameterTypeError(f"predicate must be a non-empty SQL string, got {predicate!r}")
+        if isinstance(values, str) or not isinstance(values, Sequence | np.ndarray):
+            raise ParameterTypeError(f"values must be a sequence of proportions, got {values!r}")
+        vals = tuple(check_real(v, "values", low=0.0, high=1.0) for v in values)
+        if len(set(vals)) != len(vals) or len(vals) < 2:
+            raise ParameterError(f"values must hold at least two distinct proportions, got {vals}")
+        if pairs is not None and within is not None:
+            raise ParameterError("give either pairs or within, not both")
+        if pairs is not None:
+            out = []
+            for pair in pairs:
+                if len(pair) != 2 or any(p not in vals for p in pair) or pair[0] == pair[1]:
+                    raise ParameterError(
+                        f"pairs entry {tuple(pair)!r} must join two different values of {vals}"
+                    )
+                out.append((float(pair[0]), float(pair[1])))
+        elif within is not None:
+            k = check_real(within, "within", low=0.0, low_inclusive=False)
+            out = [
+                (a, b) for i, a in enumerate(vals) for b in vals[i + 1 :] if abs(a - b) <= k + 1e-12
+            ]
+            if not out:
+                raise ParameterError(f"no two values of {vals} are within {k} of each other")
+        else:
+            out = [(a, b) for i, a in enumerate(vals) for b in vals[i + 1 :]]
+        object.__setattr__(self, "predicate", predicate)
+        object.__setattr__(self, "values", vals)
+        object.__setattr__(self, "pairs", tuple(out))
+
+    def counts(self, subset_size: int) -> tuple[int, ...]:
+        """Rows satisfying the predicate in a dataset of ``subset_size`` rows, per value.
+
+        round(p·n) with halves rounded up (so 0.445·100 → 45 regardless of float error
+        of ±1e-9). Raises if two protected values give the same count.
+        """
+        counts = tuple(math.floor(p * subset_size + 0.5 + 1e-9) for p in self.values)
+        for a, b in self.pairs:
+            if counts[self.values.index(a)] == counts[self.values.index(b)]:
+                raise ParameterError(
+                    f"values {a} and {b} give the same count "
+                    f"{counts[self.values.index(a)]} at subset_size {subset_size}: the pair "
+                    "is indistinguishable by construction; use a larger subset_size"
+                )
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe description."""
+        return {
+            "type": "proportion",
+            "predicate": self.predicate,
+            "values": list(self.values),
+            "pairs": [list(p) for p in self.pairs],
+        }
