@@ -90,8 +90,10 @@ class PrivacyGuarantee:
     assumptions : tuple of Assumption
         Every assumption of the theorem with its checked outcome.
     notes : tuple of str
-        What else a reader should know (fallback guarantees when assumptions fail,
-        ignored parameters).
+        What else a reader should know (ignored parameters, how to relax).
+    fallback : PrivacyGuarantee or None
+        A weaker guarantee that still holds when some assumption fails (Chen & Ohrimenko
+        2023, §4.4), with the assumptions it needs instead.
     """
 
     epsilon: float
@@ -103,6 +105,7 @@ class PrivacyGuarantee:
     notion: str = "distribution privacy"
     assumptions: tuple[Assumption, ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    fallback: PrivacyGuarantee | None = None
 
     @property
     def holds(self) -> bool | None:
@@ -127,10 +130,16 @@ class PrivacyGuarantee:
             None: "some assumptions unverifiable",
         }[self.holds]
         pairs = ", ".join(f"({a}, {b})" for a, b in self.pairs)
-        return (
+        text = (
             f"({self.epsilon:g}, {self.delta:g})-{self.notion} w.r.t. {{{pairs}}} "
             f"by {self.theorem} [{status}]"
         )
+        if self.fallback is not None:
+            text += (
+                f"; without the failed assumptions: ({self.fallback.epsilon:.4g}, "
+                f"{self.fallback.delta:.3g})"
+            )
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
@@ -145,6 +154,7 @@ class PrivacyGuarantee:
             "holds": self.holds,
             "assumptions": [a.to_dict() for a in self.assumptions],
             "notes": list(self.notes),
+            "fallback": None if self.fallback is None else self.fallback.to_dict(),
         }
 
 

@@ -13,6 +13,7 @@ from ..errors import ParameterError, ParameterTypeError
 from ..querymodel import GaussianQueryModel, SampledQueryModel
 from .base import CalibratedMechanism
 from .expected_value import calibrate_dirm, calibrate_expm
+from .fallback import covariance_fallback
 from .groupdp import calibrate_groupdp
 from .uncertainty import calibrate_daum, calibrate_eigm, calibrate_noiseless
 from .wasserstein import calibrate_approx_wasserstein, calibrate_wasserstein
@@ -30,6 +31,7 @@ class MechanismSpec:
     gaussian: bool
     options: tuple[str, ...]
     build: Callable[..., CalibratedMechanism]
+    uses_model_covariance: bool = False
 
 
 _GAUSS_OPTS = ("calibration",)
@@ -201,4 +203,15 @@ def calibrate(
         )
     if "calibration" in options:
         check_choice(options["calibration"], "calibration", CALIBRATIONS)
-    return spec.build(model, epsilon=eps, delta=dlt, **options)
+    mech = spec.build(model, epsilon=eps, delta=dlt, **options)
+    failed = {a.name for a in mech.guarantee.failed}
+    if failed & {"equal-covariance", "translation"}:
+        # The same Gaussian the mechanism was calibrated on (fitted if given samples).
+        gm = model if isinstance(model, GaussianQueryModel) else model.to_gaussian()
+        mech = covariance_fallback(
+            mech,
+            gm,
+            uses_model_covariance=spec.uses_model_covariance,
+            d_star=mech.diagnostics.get("allowed_distance"),
+        )
+    return mech

@@ -1,0 +1,152 @@
+"""The guarantee that remains when covariances differ within a pair (Chen & Ohrimenko §4.4).
+
+Models estimated from data never have Σ_θᵢ = Σ_θⱼ exactly. Thm 4.6 then still gives a
+guarantee: if the mechanism is (ε, δ)-private for approximations f̃_θ and
+max(D∞^η(f̃_θ‖f_θ), D∞^η(f_θ‖f̃_θ)) ≤ λ for every θ, it is
+(ε + 2λ, (1 + e^(ε+λ))η + e^λ δ)-private for the true f_θ.
+
+We apply it to the released output F + Z (itself a query whose mechanism is the identity,
+so Thm 4.6's independence condition holds trivially): the true output under θ is
+N(μ_θ, Σ_θ + Σ_Z) and the approximation is N(μ_θ, Σ_r + Σ_Z) for one reference θ_r for
+which the calibration is verified. For two Gaussians with one mean, λ has a closed-form
+bound (:func:`gaussian_covariance_divergence`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import linalg
+from scipy.stats import chi2
+
+from ..guarantees import Assumption, PrivacyGuarantee
+from ..querymodel import GaussianQueryModel
+from .base import CalibratedMechanism
+
+__all__ = ["covariance_fallback", "fallback_eta", "gaussian_covariance_divergence"]
+
+
+def fallback_eta(delta: float) -> float:
+    """η used for the fallback: δ/10 (or 1e-9 for a pure mechanism)."""
+    return delta / 10.0 if delta > 0 else 1e-9
+
+
+def gaussian_covariance_divergence(cov_p: np.ndarray, cov_q: np.ndarray, eta: float) -> float:
+    """An upper bound λ on D∞^η(N(μ, A) ‖ N(μ, B)) (Chen & Ohrimenko 2023, Def. 4.1).
+
+    With γ_k the generalised eigenvalues of (A, B) (eigenvalues of B⁻¹A), the privacy
+    loss under P = N(μ, A) is L = −½ Σ log γ_k + ½ Σ (γ_k − 1) z_k², z ~ N(0, I). Dropping
+    the negative terms, L ≤ c + ½ g χ²_d with g = max(γ_k − 1) and d = #{γ_k > 1}, so
+    λ = c + ½ g · χ²_d⁻¹(1 − η) has P(L > λ) ≤ η, hence P(S) ≤ e^λ Q(S) + η for all S.
+
+    Parameters
+    ----------
+    cov_p, cov_q : ndarray, shape (m, m)
+        Positive definite covariances A (of P) and B (of Q).
+    eta : float
+        η in (0, 1).
+
+    Returns
+    -------
+    float
+        λ ≥ 0; ``inf`` if a covariance is singular.
+    """
+    try:
+        gam = linalg.eigh(cov_p, cov_q, eigvals_only=True)
+    except (linalg.LinAlgError, ValueError):
+        return math.inf
+    if np.any(gam <= 0) or not np.all(np.isfinite(gam)):
+        return math.inf
+    c = -0.5 * float(np.sum(np.log(gam)))
+    up = gam[gam > 1.0] - 1.0
+    tail = 0.5 * float(up.max()) * float(chi2.ppf(1.0 - eta, up.size)) if up.size else 0.0
+    return max(0.0, c + tail)
+
+
+def _pair_condition_holds(model: GaussianQueryModel, cov: np.ndarray, d_star: float) -> bool:
+    """Cor. A.1 with the shared covariance ``cov`` for every pair."""
+    try:
+        chol = np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        return False
+    z = np.linalg.solve(chol, model.mean_differences.T)
+    return bool(np.all(np.sum(z * z, axis=0) <= d_star**2 * (1 + 1e-9)))
+
+
+def covariance_fallback(
+    mech: CalibratedMechanism,
+    model: GaussianQueryModel,
+    *,
+    uses_model_covariance: bool,
+    d_star: float | None,
+) -> CalibratedMechanism:
+    """Attach the Thm 4.6 fallback guarantee to a mechanism calibrated on unequal covariances.
+
+    Parameters
+    ----------
+    mech : CalibratedMechanism
+        The calibrated mechanism; its guarantee must have a failed covariance assumption.
+    model : GaussianQueryModel
+        The model it was calibrated on.
+    uses_model_covariance : bool
+        True for EigM, DauM and the noiseless release: the reference covariance must then
+        satisfy Cor. A.1 for every pair (checked); translation mechanisms are private for
+        any shared covariance.
+    d_star : float or None
+        D*(ε, δ) of the mechanism (needed when ``uses_model_covariance``).
+    """
+    g = mech.guarantee
+    gaussian_noise = all(c.kind == "gaussian" for c in mech.noise.components)
+    noise_cov = mech.noise_covariance if gaussian_noise else np.zeros((model.dim,) * 2)
+    eta = fallback_eta(g.delta)
+    outputs = model.covariances + noise_cov
+    best: tuple[float, int] | None = None
+    for r in range(model.n_thetas):
+        if uses_model_covariance and not _pair_condition_holds(model, outputs[r], d_star):
+            continue
+        lam = max(
+            max(
+                gaussian_covariance_divergence(outputs[t], outputs[r], eta),
+                gaussian_covariance_divergence(outputs[r], outputs[t], eta),
+            )
+            for t in range(model.n_thetas)
+        )
+        if best is None or lam < best[0]:
+            best = (lam, r)
+    if best is None or not math.isfinite(best[0]):
+        note = (
+            "no weaker guarantee could be computed for the unequal covariances (a "
+            "covariance is singular, or no reference covariance satisfies Cor. A.1)"
+        )
+        return dataclasses.replace(mech, guarantee=dataclasses.replace(g, notes=(*g.notes, note)))
+    lam, r = best
+    eps2 = g.epsilon + 2 * lam
+    dlt2 = min(1.0, (1 + math.exp(g.epsilon + lam)) * eta + math.exp(lam) * g.delta)
+    target = "F + Z" if gaussian_noise else "F"
+    approx = Assumption(
+        "covariance-approximation",
+        f"the law of {target} under theta is within lambda = {lam:.4g} of "
+        f"N(mu_theta, Sigma_ref + Sigma_Z) in eta-approximate max-divergence "
+        f"(eta = {eta:.3g}), both directions",
+        True,
+        f"reference theta = {model.labels[r]}; bound from the chi-square tail of the "
+        "privacy loss between the true and reference Gaussians",
+    )
+    kept = tuple(a for a in g.assumptions if a.name not in ("equal-covariance", "translation"))
+    fallback = PrivacyGuarantee(
+        epsilon=eps2,
+        delta=dlt2,
+        pairs=g.pairs,
+        mechanism=g.mechanism,
+        theorem=f"{g.theorem}; Chen & Ohrimenko 2023, Thm 4.6",
+        calibration=g.calibration,
+        notion=g.notion,
+        assumptions=(*kept, approx),
+        notes=(
+            f"holds without the equal-covariance assumption, for Gaussian f_theta; "
+            f"lambda = {lam:.4g}, eta = {eta:.3g}",
+        ),
+    )
+    return dataclasses.replace(mech, guarantee=dataclasses.replace(g, fallback=fallback))
