@@ -32,6 +32,14 @@ from .errors import (
     ParameterTypeError,
 )
 from .guarantees import Assumption, PrivacyGuarantee, Release
+from .modeling import (
+    DataQueryModel,
+    ProportionSecret,
+    Query,
+    ReleaseReport,
+    model_query,
+    release,
+)
 from .noise import Noise, NoiseComponent
 from .querymodel import GaussianQueryModel, SampledQueryModel
 
@@ -46,6 +54,7 @@ __all__ = [
     "AssumptionWarning",
     "CalibratedMechanism",
     "ConfigError",
+    "DataQueryModel",
     "DistPrivError",
     "GaussianQueryModel",
     "MechanismNotApplicableError",
@@ -54,7 +63,10 @@ __all__ = [
     "ParameterError",
     "ParameterTypeError",
     "PrivacyGuarantee",
+    "ProportionSecret",
+    "Query",
     "Release",
+    "ReleaseReport",
     "SampledQueryModel",
     "__version__",
     "calibrate",
@@ -64,8 +76,10 @@ __all__ = [
     "gaussian_epsilon",
     "max_mahalanobis_distance",
     "mechanism_info",
+    "model_query",
     "relax_max_divergence",
     "relax_wasserstein",
     "relaxed_parameters",
+    "release",
     "winf_distance",
 ]

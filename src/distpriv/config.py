@@ -31,7 +31,7 @@ from .central import MECHANISMS
 from .errors import ConfigError, DistPrivError
 from .querymodel import GaussianQueryModel
 
-__all__ = ["ModelConfig", "load_model_config"]
+__all__ = ["ModelConfig", "ReleaseConfig", "load_model_config", "load_release_config"]
 
 _TOP_KEYS = {"title", "model", "options"}
 _MODEL_KEYS = {"labels", "statistics", "means", "covariance", "covariances", "pairs"}
@@ -103,3 +103,150 @@ def load_model_config(path: str | Path) -> ModelConfig:
     if not isinstance(title, str):
         raise ConfigError(f"{p}: title must be a string")
     return ModelConfig(model=model, options=options, title=title, path=str(p))
+
+
+# ---------------------------------------------------------------------------------------
+# Release configurations (distpriv release)
+# ---------------------------------------------------------------------------------------
+
+_RELEASE_TOP = {"title", "seed", "data", "query", "secret", "model", "mechanism", "output"}
+_RELEASE_DATA = {"model", "release", "split_seed"}
+_RELEASE_SECRET = {"predicate", "values", "pairs", "within"}
+_RELEASE_MODEL = {"subset_size", "method", "n_samples"}
+_RELEASE_OUTPUT = {"include_true"}
+
+
+@dataclass(frozen=True)
+class ReleaseConfig:
+    """A parsed ``distpriv release`` configuration (see ``examples/adult-income.toml``)."""
+
+    title: str
+    seed: int | None
+    model_source: str
+    release_source: str | None
+    split_seed: int
+    query: dict[str, str]
+    secret: dict[str, Any]
+    model: dict[str, Any]
+    mechanism: str
+    epsilon: float
+    delta: float
+    options: dict[str, Any]
+    include_true: bool
+    path: str
+
+
+def _table(
+    data: dict[str, Any], key: str, allowed: set[str], path: str, required: bool = True
+) -> dict[str, Any]:
+    tab = data.get(key)
+    if tab is None and not required:
+        return {}
+    if not isinstance(tab, dict):
+        raise ConfigError(f"{path}: missing [{key}] table")
+    _check_keys(tab, allowed, f"[{key}]", path)
+    return tab
+
+
+def load_release_config(path: str | Path) -> ReleaseConfig:
+    """Read a release configuration (TOML); unknown keys are errors.
+
+    Layout::
+
+        title = "..."
+        seed = 2023                       # seeds the modelling, the sampling and the noise
+        [data]
+        model = "adult:modeling"          # "adult:<split>" of the bundled data, or a path
+        release = "adult:test"            # a path (released as is) or "adult:<split>"
+                                          # (a random subset_size-row sample of that split)
+        split_seed = 0                    # seed of the paper's Adult split
+        [query]                           # name = SQL aggregate
+        avg_age = "avg(age)"
+        [secret]
+        predicate = "income = '>50K'"
+        values = [0.45, 0.55]             # and optionally pairs = [[...]] or within = k
+        [model]
+        subset_size = 100
+        method = "analytic"               # or "montecarlo"
+        n_samples = 1000
+        [mechanism]
+        name = "daum"
+        epsilon = 1.0
+        delta = 1e-3
+        calibration = "analytic"          # any other key is a mechanism option
+        [output]
+        include_true = false
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(p)!r}: {exc.strerror}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: invalid TOML: {exc}") from exc
+    where = str(p)
+    _check_keys(data, _RELEASE_TOP, "the top level", where)
+    dat = _table(data, "data", _RELEASE_DATA, where)
+    sec = _table(data, "secret", _RELEASE_SECRET, where)
+    mod = _table(data, "model", _RELEASE_MODEL, where)
+    out = _table(data, "output", _RELEASE_OUTPUT, where, required=False)
+    query = data.get("query")
+    if not isinstance(query, dict) or not query:
+        raise ConfigError(f"{where}: [query] must map statistic names to SQL aggregates")
+    for name, expr in query.items():
+        if not isinstance(expr, str):
+            raise ConfigError(f"{where}: [query] {name} must be a SQL string, got {expr!r}")
+    mech = data.get("mechanism")
+    if not isinstance(mech, dict):
+        raise ConfigError(f"{where}: missing [mechanism] table")
+    mech = dict(mech)
+    for key in ("name", "epsilon"):
+        if key not in mech:
+            raise ConfigError(f"{where}: [mechanism] needs {key!r}")
+    name = mech.pop("name")
+    if name not in MECHANISMS:
+        raise ConfigError(
+            f"{where}: [mechanism] name {name!r} is not one of {', '.join(MECHANISMS)}"
+        )
+    epsilon = mech.pop("epsilon")
+    delta = mech.pop("delta", 0.0)
+    for key, val in (("epsilon", epsilon), ("delta", delta)):
+        if isinstance(val, bool) or not isinstance(val, int | float):
+            raise ConfigError(f"{where}: [mechanism] {key} must be a number, got {val!r}")
+    for key in ("predicate", "values"):
+        if key not in sec:
+            raise ConfigError(f"{where}: [secret] needs {key!r}")
+    if "subset_size" not in mod:
+        raise ConfigError(f"{where}: [model] needs 'subset_size'")
+    if "model" not in dat:
+        raise ConfigError(f"{where}: [data] needs 'model' (the modelling table)")
+    seed = data.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ConfigError(f"{where}: seed must be a non-negative integer, got {seed!r}")
+    split_seed = dat.get("split_seed", 0)
+    if isinstance(split_seed, bool) or not isinstance(split_seed, int) or split_seed < 0:
+        raise ConfigError(f"{where}: [data] split_seed must be a non-negative integer")
+    include_true = out.get("include_true", False)
+    if not isinstance(include_true, bool):
+        raise ConfigError(f"{where}: [output] include_true must be true or false")
+    for key in ("model", "release"):
+        if key in dat and not isinstance(dat[key], str):
+            raise ConfigError(f"{where}: [data] {key} must be a string, got {dat[key]!r}")
+    return ReleaseConfig(
+        title=str(data.get("title", p.stem)),
+        seed=seed,
+        model_source=dat["model"],
+        release_source=dat.get("release"),
+        split_seed=split_seed,
+        query=dict(query),
+        secret=dict(sec),
+        model=dict(mod),
+        mechanism=name,
+        epsilon=float(epsilon),
+        delta=float(delta),
+        options=mech,
+        include_true=include_true,
+        path=where,
+    )

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError, ParameterTypeError
-from .tables import Table
+from .tables import Table, as_table
 
 __all__ = ["Query", "Statistic"]
 
@@ -176,8 +176,9 @@ class Query:
             [f"statistic {s.name!r} ({s.expression})" for s in self.statistics],
         )
 
-    def evaluate(self, table: Table) -> np.ndarray:
-        """F on the whole table, shape (m,)."""
+    def evaluate(self, data: Any) -> np.ndarray:
+        """F on a whole table (DataFrame, Arrow table, path or Table), shape (m,)."""
+        table = as_table(data)
         if self.function is not None:
             return self._call(table.frame)
         return table.aggregate(

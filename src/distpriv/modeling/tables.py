@@ -128,7 +128,8 @@ class Table:
             if not np.all(np.isfinite(values)):
                 raise ParameterError(f"{name}: the aggregate is NULL, NaN or infinite")
             out.append(values)
-        return np.stack(out, axis=-1)
+        stacked = np.stack(out, axis=-1)
+        return stacked[0] if rows is None else stacked
 
     def subset_frame(self, rows: np.ndarray) -> pd.DataFrame:
         """The records at positions ``rows`` as a DataFrame (for Python callables)."""
