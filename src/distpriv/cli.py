@@ -55,7 +55,7 @@ def _console() -> Any:
 
     console = Console(soft_wrap=True)
     if not console.is_terminal:  # files and pipes: do not squeeze tables to 80 columns
-        console = Console(soft_wrap=True, width=120)
+        console = Console(soft_wrap=True, width=140)
     return console
 
 
@@ -237,23 +237,26 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     table = Table()
     for col in (
         "mechanism",
+        "noise",
         "E||Z||",
         "measured ||Z||",
         "(eps, delta)",
         "assumptions",
         "without failed ones",
     ):
-        table.add_column(col, justify="left" if col in ("mechanism", "assumptions") else "right")
+        left = col in ("mechanism", "noise", "assumptions")
+        table.add_column(col, justify="left" if left else "right")
     mark = {True: "verified", False: "[red]some fail[/red]", None: "unverified"}
     refused = []
     for r in report.rows:
         if not r.applicable:
-            table.add_row(r.mechanism, "-", "-", "-", "refused", "-")
+            table.add_row(r.mechanism, "-", "-", "-", "-", "refused", "-")
             refused.append(f"{r.mechanism}: {r.reason}")
             continue
         fb = "-" if r.fallback is None else f"({r.fallback[0]:.3g}, {r.fallback[1]:.2g})"
         table.add_row(
             r.mechanism,
+            r.noise,
             f"{r.expected_l2_error:.3f}",
             f"{r.measured_l2_error:.3f} ± {r.measured_l2_se:.3f}",
             f"({r.epsilon:g}, {r.delta:g})",

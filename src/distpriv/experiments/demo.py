@@ -31,6 +31,7 @@ class DemoRow:
     mechanism: str
     applicable: bool
     reason: str = ""
+    noise: str = ""
     noise_std: tuple[float, ...] = ()
     expected_l2_error: float = float("nan")
     measured_l2_error: float = float("nan")
@@ -80,6 +81,28 @@ class DemoReport:
                 "warnings": self.warnings,
             }
         )
+
+
+def _describe(mech: Any) -> str:
+    """Short description of a mechanism's noise, e.g. "Gaussian, 1 direction, sd 11"."""
+    parts = []
+    for comp in mech.noise.components:
+        sd = np.sqrt(comp.variances)
+        active = sd[sd > 0]
+        if active.size == 0:
+            continue
+        dirs = (
+            "iid"
+            if comp.basis.shape[1] == mech.dim and np.allclose(comp.basis, np.eye(mech.dim))
+            else f"{active.size} dir"
+        )
+        spread = (
+            f"sd {active[0]:.3g}"
+            if np.ptp(active) <= 1e-9 * active.max()
+            else f"sd {active.min():.3g}-{active.max():.3g}"
+        )
+        parts.append(f"{comp.kind.capitalize()} {dirs}, {spread}")
+    return "; ".join(parts) or "none"
 
 
 def run_demo(
@@ -155,6 +178,7 @@ def run_demo(
                 DemoRow(
                     mechanism=name,
                     applicable=True,
+                    noise=_describe(mech),
                     noise_std=tuple(np.sqrt(np.diag(mech.noise_covariance))),
                     expected_l2_error=mech.expected_l2_error(),
                     measured_l2_error=float(norms.mean()),
