@@ -19,7 +19,7 @@ from scipy.stats import norm
 
 from distpriv import GaussianQueryModel, MechanismNotApplicableError, calibrate
 
-GAUSSIAN = ("expm-g", "dirm-g", "eigm", "daum", "noiseless")
+GAUSSIAN = ("expm-g", "dirm-g", "eigm", "daum", "optimal-g", "noiseless")
 TRANSLATION_ONLY = ("expm-g", "dirm-g")  # their proofs do not use Σ_θ
 
 
@@ -130,7 +130,7 @@ def test_random_models_classical_below_one(model, eps, delta, name):
 @given(
     model=random_models(shared=False),
     params=privacy,
-    name=st.sampled_from(("expm-g", "dirm-g", "eigm", "daum")),
+    name=st.sampled_from(("expm-g", "dirm-g", "eigm", "daum", "optimal-g")),
 )
 def test_random_models_pairwise_covariances(model, params, name):
     # Covariances differ across θ (but not within a pair); EigM's eigenvectors are then

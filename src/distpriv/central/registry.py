@@ -15,6 +15,7 @@ from .base import CalibratedMechanism
 from .expected_value import calibrate_dirm, calibrate_expm
 from .fallback import covariance_fallback
 from .groupdp import calibrate_groupdp
+from .optimal import calibrate_optimal
 from .uncertainty import calibrate_daum, calibrate_eigm, calibrate_noiseless
 from .wasserstein import calibrate_approx_wasserstein, calibrate_wasserstein
 
@@ -92,6 +93,7 @@ _SPECS = (
         True,
         _GAUSS_OPTS,
         calibrate_eigm,
+        True,
     ),
     MechanismSpec(
         "daum",
@@ -100,6 +102,16 @@ _SPECS = (
         True,
         (*_GAUSS_OPTS, "direction"),
         calibrate_daum,
+        True,
+    ),
+    MechanismSpec(
+        "optimal-g",
+        "Optimal-G: least-error Gaussian noise satisfying Cor. A.1",
+        "Chen & Ohrimenko 2023, Cor. A.1 + convex program (distpriv)",
+        True,
+        (*_GAUSS_OPTS, "weights"),
+        calibrate_optimal,
+        True,
     ),
     MechanismSpec(
         "groupdp-l",
@@ -124,6 +136,7 @@ _SPECS = (
         True,
         _GAUSS_OPTS,
         calibrate_noiseless,
+        True,
     ),
 )
 
@@ -151,7 +164,7 @@ def calibrate(
     name : str
         One of :data:`MECHANISMS`: ``"wasserstein"``, ``"approx-wasserstein"``,
         ``"expm-l"``, ``"expm-g"``, ``"dirm-l"``, ``"dirm-g"``, ``"eigm"``, ``"daum"``,
-        ``"groupdp-l"``, ``"groupdp-g"``, ``"noiseless"``.
+        ``"optimal-g"``, ``"groupdp-l"``, ``"groupdp-g"``, ``"noiseless"``.
     model : GaussianQueryModel or SampledQueryModel
         f_θ for each θ and the pairs Ψ. Gaussian mechanisms fit a Gaussian to a sampled
         model (and say so in the guarantee).
@@ -163,6 +176,7 @@ def calibrate(
     **options
         Mechanism options: ``calibration`` ("analytic" default, or "classical") for the
         Gaussian ones; ``method`` for approx-wasserstein; ``direction`` for daum;
+        ``weights`` (per-statistic, or a matrix W in tr(W Σ_Z)) for optimal-g;
         ``group_size`` and ``sensitivities`` for the group-DP baselines.
 
     Returns
