@@ -88,7 +88,7 @@ def _describe(mech: Any) -> str:
     parts = []
     for comp in mech.noise.components:
         sd = np.sqrt(comp.variances)
-        active = sd[sd > 0]
+        active = sd[sd > 1e-6 * sd.max(initial=0.0)]  # solver round-off is not noise
         if active.size == 0:
             continue
         dirs = (
