@@ -20,9 +20,8 @@ from .._validation import check_choice, check_positive_int, check_rng
 from ..errors import AssumptionWarning, ParameterError, ParameterTypeError
 from ..querymodel import GaussianQueryModel, SampledQueryModel
 from .queries import Query
-from .sampling import sample_subsets
 from .secrets import ProportionSecret
-from .tables import Table, as_table
+from .strata import StratifiedSampler
 
 __all__ = ["DataQueryModel", "model_query", "stratum_moments"]
 
@@ -295,11 +294,7 @@ def model_query(
         row) satisfies, ``subset_size`` larger than a stratum needs, NULL/NaN in a
         statistic, ``method="analytic"`` with a non-linear statistic, empty table.
     """
-    table: Table = as_table(data)
     q = _as_query(query)
-    if not isinstance(secret, ProportionSecret):
-        raise ParameterTypeError(f"secret must be a ProportionSecret, got {type(secret).__name__}")
-    n = check_positive_int(subset_size, "subset_size")
     meth = check_choice(method, "method", METHODS)
     draws_n = check_positive_int(n_samples, "n_samples", minimum=2)
     gen = check_rng(rng)
@@ -310,46 +305,12 @@ def model_query(
             f"expression); statistic {bad.name!r} ({bad.expression}) is not: use "
             "method='montecarlo'"
         )
-    mask = table.predicate(secret.predicate, f"secret predicate ({secret.predicate})")
-    rows_a, rows_b = np.flatnonzero(mask), np.flatnonzero(~mask)
-    if rows_a.size == 0:
-        raise ParameterError(f"secret predicate {secret.predicate!r} is satisfied by no row")
-    if rows_b.size == 0:
-        raise ParameterError(f"secret predicate {secret.predicate!r} is satisfied by every row")
-    counts = secret.counts(n)
-    for p, k in zip(secret.values, counts, strict=True):
-        if k > rows_a.size:
-            raise ParameterError(
-                f"subset_size={n} with p={p} needs {k} rows satisfying the predicate; the "
-                f"table has {rows_a.size}"
-            )
-        if n - k > rows_b.size:
-            raise ParameterError(
-                f"subset_size={n} with p={p} needs {n - k} rows not satisfying the "
-                f"predicate; the table has {rows_b.size}"
-            )
-    # Validates every statistic (unknown column, invalid SQL, NULLs) before sampling.
-    feats = q.row_features(table) if q.is_linear else None
-    if feats is None and q.function is None:
-        q.evaluate_subsets(table, np.arange(min(n, table.n_rows))[None, :])
-    scale = None
-    if feats is not None:
-        scale = np.array([1.0 / n if s.scale == "mean" else 1.0 for s in q.statistics])
-
-    def simulate(k: int, count: int) -> np.ndarray:
-        pick = np.concatenate(
-            [
-                rows_a[sample_subsets(rows_a.size, k, count, gen)],
-                rows_b[sample_subsets(rows_b.size, n - k, count, gen)],
-            ],
-            axis=1,
-        )
-        if feats is not None:
-            return feats[pick].sum(axis=1) * scale
-        return q.evaluate_subsets(table, pick)
+    sampler = StratifiedSampler(data, q, secret, subset_size)
+    n, counts = sampler.n, sampler.counts
+    rows_a, rows_b, feats, scale = (sampler.rows_a, sampler.rows_b, sampler.features, sampler.scale)
 
     if meth == "montecarlo":
-        samples = tuple(simulate(k, draws_n) for k in counts)
+        samples = tuple(sampler.draw(t, draws_n, gen) for t in range(len(counts)))
         means = np.stack([s.mean(axis=0) for s in samples])
         covs = np.stack([np.atleast_2d(np.cov(s, rowvar=False, ddof=1)) for s in samples])
         diag_draws = list(samples)
@@ -367,7 +328,9 @@ def model_query(
             means.append((ma + mb) * scale)
             covs.append((ca + cb) * np.outer(scale, scale))
         means, covs = np.stack(means), np.stack(covs)
-        diag_draws = [simulate(k, min(draws_n, _DIAGNOSTIC_DRAWS)) for k in counts]
+        diag_draws = [
+            sampler.draw(t, min(draws_n, _DIAGNOSTIC_DRAWS), gen) for t in range(len(counts))
+        ]
         fitted = (
             f"exact mean and covariance of the statistics of {n}-row datasets drawn "
             "without replacement from the two strata (Gaussian shape assumed)"

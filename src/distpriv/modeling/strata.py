@@ -1,0 +1,114 @@
+"""Datasets with a fixed value of a proportion secret, drawn from a table's two strata.
+
+θ_p = "n rows, round(p·n) of them satisfying the predicate", drawn without replacement
+from the rows that satisfy it (stratum A) and from the others (stratum B) — the modelling of
+Chen & Ohrimenko 2023, App. C.1, used by :func:`model_query` and by the attacks' shadow and
+test datasets (§5.3).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_positive_int
+from ..errors import ParameterError, ParameterTypeError
+from .queries import Query
+from .sampling import sample_subsets
+from .secrets import ProportionSecret
+from .tables import Table, as_table
+
+__all__ = ["StratifiedSampler"]
+
+
+class StratifiedSampler:
+    """Draws datasets of ``subset_size`` rows at each value of a secret, as query values.
+
+    Validates everything once — the predicate, the strata sizes against every value's
+    counts, and every statistic (unknown column, invalid SQL, NULLs) — and, for linear
+    queries, computes the per-row features once, so each draw is an index array and a sum.
+
+    Parameters
+    ----------
+    data : DataFrame, Arrow table, path or Table
+    query : Query
+    secret : ProportionSecret
+    subset_size : int
+    role : str
+        Names the table in error messages (e.g. "auxiliary data").
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        query: Query,
+        secret: ProportionSecret,
+        subset_size: int,
+        *,
+        role: str = "table",
+    ) -> None:
+        if not isinstance(secret, ProportionSecret):
+            raise ParameterTypeError(
+                f"secret must be a ProportionSecret, got {type(secret).__name__}"
+            )
+        self.table: Table = as_table(data)
+        self.query = query
+        self.secret = secret
+        self.n = check_positive_int(subset_size, "subset_size")
+        mask = self.table.predicate(secret.predicate, f"secret predicate ({secret.predicate})")
+        self.rows_a, self.rows_b = np.flatnonzero(mask), np.flatnonzero(~mask)
+        if self.rows_a.size == 0:
+            raise ParameterError(
+                f"secret predicate {secret.predicate!r} is satisfied by no row of the {role}"
+            )
+        if self.rows_b.size == 0:
+            raise ParameterError(
+                f"secret predicate {secret.predicate!r} is satisfied by every row of the {role}"
+            )
+        self.counts = secret.counts(self.n)
+        for p, k in zip(secret.values, self.counts, strict=True):
+            if k > self.rows_a.size:
+                raise ParameterError(
+                    f"subset_size={self.n} with p={p} needs {k} rows satisfying the "
+                    f"predicate; the {role} has {self.rows_a.size}"
+                )
+            if self.n - k > self.rows_b.size:
+                raise ParameterError(
+                    f"subset_size={self.n} with p={p} needs {self.n - k} rows not satisfying "
+                    f"the predicate; the {role} has {self.rows_b.size}"
+                )
+        self.features = query.row_features(self.table) if query.is_linear else None
+        if self.features is None and query.function is None:
+            query.evaluate_subsets(self.table, np.arange(min(self.n, self.table.n_rows))[None, :])
+        self.scale = None
+        if self.features is not None:
+            self.scale = np.array(
+                [1.0 / self.n if s.scale == "mean" else 1.0 for s in query.statistics]
+            )
+
+    def value_index(self, value: float) -> int:
+        """Position of a secret value."""
+        if value not in self.secret.values:
+            raise ParameterError(
+                f"{value!r} is not one of the secret's values {self.secret.values}"
+            )
+        return self.secret.values.index(value)
+
+    def rows(self, index: int, count: int, rng: np.random.Generator) -> np.ndarray:
+        """Row indices of ``count`` datasets at the index-th value, shape (count, n)."""
+        k = self.counts[index]
+        return np.concatenate(
+            [
+                self.rows_a[sample_subsets(self.rows_a.size, k, count, rng)],
+                self.rows_b[sample_subsets(self.rows_b.size, self.n - k, count, rng)],
+            ],
+            axis=1,
+        )
+
+    def draw(self, index: int, count: int, rng: np.random.Generator) -> np.ndarray:
+        """F on ``count`` datasets at the index-th value, shape (count, m)."""
+        pick = self.rows(index, count, rng)
+        if self.features is not None:
+            return self.features[pick].sum(axis=1) * self.scale
+        return self.query.evaluate_subsets(self.table, pick)
