@@ -1,0 +1,20 @@
+"""Property-inference attacks and the privacy audit (Chen & Ohrimenko 2023 §5.3)."""
+
+from .audit import UNDEFENDED, AttackResult, AuditReport, MechanismAudit, audit
+from .bounds import EpsilonBound, clopper_pearson, epsilon_lower_bound
+from .classifiers import CLASSIFIERS, make_classifier
+from .likelihood import GaussianLikelihoodRatio
+
+__all__ = [
+    "CLASSIFIERS",
+    "UNDEFENDED",
+    "AttackResult",
+    "AuditReport",
+    "EpsilonBound",
+    "GaussianLikelihoodRatio",
+    "MechanismAudit",
+    "audit",
+    "clopper_pearson",
+    "epsilon_lower_bound",
+    "make_classifier",
+]

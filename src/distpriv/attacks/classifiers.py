@@ -1,0 +1,53 @@
+"""The attacker's meta-classifiers (scikit-learn), standardised features first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_choice
+
+__all__ = ["CLASSIFIERS", "make_classifier"]
+
+CLASSIFIERS = ("logistic", "lda", "gradient-boosting", "mlp")
+
+
+def make_classifier(name: str, seed: int) -> Any:
+    """A fresh scikit-learn pipeline: StandardScaler + the named classifier.
+
+    ``"logistic"`` is the paper's (Chen & Ohrimenko 2023 §5.3); ``"lda"``,
+    ``"gradient-boosting"`` and ``"mlp"`` (one hidden layer of 32 units) are alternatives.
+    """
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    check_choice(name, "classifier", CLASSIFIERS)
+    if name == "logistic":
+        clf = LogisticRegression(max_iter=1000)
+    elif name == "lda":
+        clf = LinearDiscriminantAnalysis()
+    elif name == "gradient-boosting":
+        clf = HistGradientBoostingClassifier(max_iter=100, random_state=seed)
+    else:
+        clf = MLPClassifier(hidden_layer_sizes=(32,), max_iter=500, random_state=seed)
+    return make_pipeline(StandardScaler(), clf)
+
+
+def fit_predict(
+    name: str, x_train: np.ndarray, y_train: np.ndarray, x_tests: list[np.ndarray], seed: int
+) -> list[np.ndarray]:
+    """Train once, predict 0/1 on each test array."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    model = make_classifier(name, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(x_train, y_train)
+    return [model.predict(x).astype(np.int8) for x in x_tests]
