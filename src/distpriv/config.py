@@ -110,7 +110,7 @@ def load_model_config(path: str | Path) -> ModelConfig:
 # ---------------------------------------------------------------------------------------
 
 _RELEASE_TOP = {"title", "seed", "data", "query", "secret", "model", "mechanism", "output"}
-_RELEASE_DATA = {"model", "release", "split_seed"}
+_RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test"}
 _RELEASE_SECRET = {"predicate", "values", "pairs", "within"}
 _RELEASE_MODEL = {"subset_size", "method", "n_samples"}
 _RELEASE_OUTPUT = {"include_true"}
@@ -125,6 +125,8 @@ class ReleaseConfig:
     model_source: str
     release_source: str | None
     split_seed: int
+    auxiliary_source: str | None
+    test_source: str | None
     query: dict[str, str]
     secret: dict[str, Any]
     model: dict[str, Any]
@@ -160,6 +162,8 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         release = "adult:test"            # a path (released as is) or "adult:<split>"
                                           # (a random subset_size-row sample of that split)
         split_seed = 0                    # seed of the paper's Adult split
+        auxiliary = "adult:auxiliary"     # distpriv audit: the attacker's shadow data
+        test = "adult:test"               # distpriv audit: where test datasets come from
         [query]                           # name = SQL aggregate
         avg_age = "avg(age)"
         [secret]
@@ -231,7 +235,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
     include_true = out.get("include_true", False)
     if not isinstance(include_true, bool):
         raise ConfigError(f"{where}: [output] include_true must be true or false")
-    for key in ("model", "release"):
+    for key in ("model", "release", "auxiliary", "test"):
         if key in dat and not isinstance(dat[key], str):
             raise ConfigError(f"{where}: [data] {key} must be a string, got {dat[key]!r}")
     return ReleaseConfig(
@@ -240,6 +244,8 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         model_source=dat["model"],
         release_source=dat.get("release"),
         split_seed=split_seed,
+        auxiliary_source=dat.get("auxiliary"),
+        test_source=dat.get("test"),
         query=dict(query),
         secret=dict(sec),
         model=dict(mod),

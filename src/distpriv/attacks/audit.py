@@ -26,7 +26,7 @@ from scipy.stats import t as student_t
 
 from .._validation import check_positive_int, check_real, check_rng
 from ..central import CalibratedMechanism, calibrate
-from ..errors import ParameterError, ParameterTypeError
+from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query
 from ..modeling.release import SAMPLE_MECHANISMS
@@ -271,6 +271,7 @@ def audit(
     idx = [secret.values.index(p) for p in pr]
 
     mechs: list[tuple[str, CalibratedMechanism | None]] = []
+    notes: list[str] = []
     for item in mechanisms:
         if isinstance(item, CalibratedMechanism):
             mechs.append((item.name, item))
@@ -283,7 +284,10 @@ def audit(
                 )
             target = model.to_sampled() if item in SAMPLE_MECHANISMS else model
             opts = dict((options or {}).get(item, {}))
-            mechs.append((item, calibrate(item, target, epsilon=epsilon, delta=delta, **opts)))
+            try:
+                mechs.append((item, calibrate(item, target, epsilon=epsilon, delta=delta, **opts)))
+            except MechanismNotApplicableError as exc:
+                notes.append(f"{item} not audited: {exc}")
         else:
             raise ParameterTypeError(
                 f"mechanisms must hold names or CalibratedMechanism objects, got {item!r}"
@@ -362,7 +366,10 @@ def audit(
             )
         best = max(results, key=lambda res: res.bound.epsilon_lower)
         eps_lb = best.bound.epsilon_lower
-        verdict = "violated" if eps_lb > claim_eps * (1 + 1e-9) else "consistent"
+        if mech is None:
+            verdict = "undefended"
+        else:
+            verdict = "violated" if eps_lb > claim_eps * (1 + 1e-9) else "consistent"
         fb = None
         if mech is not None and mech.guarantee.fallback is not None:
             fb = (mech.guarantee.fallback.epsilon, mech.guarantee.fallback.delta)
@@ -374,7 +381,15 @@ def audit(
         )
     seed_val = rng if isinstance(rng, int) and not isinstance(rng, bool) else None
     return AuditReport(
-        tuple(out), (float(pr[0]), float(pr[1])), reps, n_sh, n_te, conf, clfs, seed_val
+        tuple(out),
+        (float(pr[0]), float(pr[1])),
+        reps,
+        n_sh,
+        n_te,
+        conf,
+        clfs,
+        seed_val,
+        tuple(notes),
     )
 
 
