@@ -438,6 +438,82 @@ class _Progress:
             self.bar.stop()
 
 
+def _cmd_experiment(args: argparse.Namespace) -> int:
+    from .experiments import EXPERIMENTS, reproduction_markdown, run_experiments
+
+    if args.action == "list":
+        for name, exp in EXPERIMENTS.items():
+            sys.stdout.write(f"{name:<18} {exp.paper}: {exp.title}\n")
+        return 0
+    if not args.names:
+        return _fail("experiment run needs a NAME (or 'all'); see 'distpriv experiment list'")
+    for name in args.names:
+        if name != "all" and name not in EXPERIMENTS:
+            return _fail(f"unknown experiment {name!r}; see 'distpriv experiment list'")
+    out_dir = Path(args.out)
+    if args.doc is not None:  # fail before a minute of work, not after
+        Path(args.doc).parent.mkdir(parents=True, exist_ok=True)
+    console = _console()
+    results = []
+
+    def show(res: Any) -> None:
+        results.append(res)
+        if args.json:
+            return
+        _print_experiment(console, res)
+
+    run_experiments(
+        list(args.names), quick=args.quick, seed=args.seed, out_dir=out_dir, on_done=show
+    )
+    if args.doc is not None:
+        cmd = "distpriv experiment run " + " ".join(args.names) + (" --quick" if args.quick else "")
+        write_atomic(args.doc, reproduction_markdown(results, cmd))
+    if args.json:
+        sys.stdout.write(
+            json.dumps([r.to_dict() for r in results], indent=2, allow_nan=False) + "\n"
+        )
+    else:
+        total = sum(r.elapsed for r in results)
+        console.print(f"{len(results)} experiment(s) in {total:.1f} s; files in {out_dir}")
+    return 0
+
+
+def _print_experiment(console: Any, res: Any) -> None:
+    from rich.table import Table
+
+    console.print(
+        f"[bold]{res.name}[/bold] — {res.title} ({res.elapsed:.1f} s"
+        f"{', quick' if res.quick else ''})"
+    )
+    if res.comparisons:
+        table = Table()
+        for col in ("quantity", "paper", "ours", "95% interval", "within"):
+            table.add_column(col, justify="left" if col == "quantity" else "right")
+        for c in res.comparisons:
+            table.add_row(
+                c.quantity,
+                f"{c.paper:.4g}",
+                f"{c.ours:.4g}",
+                f"[{c.low:.4g}, {c.high:.4g}]",
+                "yes" if c.within else "[red]no[/red]",
+            )
+        console.print(table)
+    else:
+        table = Table()
+        for col in res.columns:
+            table.add_column(col)
+        shown = res.rows if len(res.rows) <= 30 else res.rows[:: max(1, len(res.rows) // 30)]
+        for row in shown:
+            table.add_row(*(res.format_value(v) for v in row))
+        console.print(table)
+        if len(shown) < len(res.rows):
+            console.print(f"({len(shown)} of {len(res.rows)} rows shown; all in the CSV)")
+    for key, ok in res.checks.items():
+        console.print(f"  check: {key}: {'holds' if ok else '[red]FAILS[/red]'}")
+    if res.figures:
+        console.print(f"  figures: {', '.join(res.figures)}")
+
+
 def _cmd_mechanisms(args: argparse.Namespace) -> int:
     rows = [
         {
@@ -522,6 +598,16 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--json", action="store_true")
     aud.add_argument("--out", help="write the JSON report to this file (atomically)")
     aud.set_defaults(func=_cmd_audit)
+
+    exp = sub.add_parser("experiment", help="reproduce the papers' tables and figures")
+    exp.add_argument("action", choices=("list", "run"))
+    exp.add_argument("names", nargs="*", metavar="NAME", help="experiment names, or 'all'")
+    exp.add_argument("--quick", action="store_true", help="fewer repetitions (for tests)")
+    exp.add_argument("--out", default="out", help="directory for CSV, JSON and PNG files")
+    exp.add_argument("--seed", type=int, default=0)
+    exp.add_argument("--json", action="store_true")
+    exp.add_argument("--doc", help="also write the reproduction record (markdown) here")
+    exp.set_defaults(func=_cmd_experiment)
 
     demo = sub.add_parser("demo", help="every mechanism on the paper's Adult setting")
     demo.add_argument("--epsilon", type=_float, default=1.0)
