@@ -30,6 +30,7 @@ from ._common import (
     calibration_assumptions,
     equal_covariance_assumption,
     gaussian_assumption,
+    mahalanobis,
     make_guarantee,
     target_distance,
 )
@@ -41,18 +42,6 @@ __all__ = ["calibrate_optimal", "single_pair_optimum"]
 # Solver target: a hair inside D* so that the solver's tolerance rarely needs the
 # isotropic correction; the verification below is exact either way.
 _SOLVER_MARGIN = 1e-6
-
-
-def _constraint_value(diff: np.ndarray, cov: np.ndarray) -> float:
-    """dᵀ S⁻¹ d for a positive definite S (inf if S is singular along d)."""
-    w, v = np.linalg.eigh(cov)
-    proj = v.T @ diff
-    if w[0] <= 0:
-        if np.any(np.abs(proj[w <= 0]) > 1e-12 * max(np.linalg.norm(diff), 1e-300)):
-            return math.inf
-        keep = w > 0
-        return float(np.sum(proj[keep] ** 2 / w[keep]))
-    return float(np.sum(proj**2 / w))
 
 
 def single_pair_optimum(cov: np.ndarray, diff: np.ndarray, distance: float) -> np.ndarray:
@@ -152,7 +141,7 @@ def _isotropic_correction(
     tau = 0.0
     for cov, diff in constraints:
         total = cov + sigma
-        if _constraint_value(diff, total) <= distance**2:
+        if mahalanobis(diff, total) <= distance:
             continue
         w, v = np.linalg.eigh(total)
         proj2 = (v.T @ diff) ** 2
@@ -206,7 +195,7 @@ def calibrate_optimal(
                     np.array_equal(c, key[0]) and np.array_equal(x, d) for c, x in constraints
                 ):
                     constraints.append(key)
-    active = [(c, d) for c, d in constraints if _constraint_value(d, c) > d_target**2]
+    active = [(c, d) for c, d in constraints if mahalanobis(d, c) > d_target]
     method = "no noise needed"
     if not active:
         sigma = np.zeros((m, m))
