@@ -9,8 +9,10 @@ from typing import Any
 
 from .._validation import check_choice, check_epsilon, check_real
 from ..accounting import CALIBRATIONS
-from ..errors import ParameterError, ParameterTypeError
+from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
 from ..querymodel import GaussianQueryModel, SampledQueryModel
+from .apgm import calibrate_apgm
+from .apmqm import AttributeNetworkModel, calibrate_apmqm
 from .base import CalibratedMechanism
 from .expected_value import calibrate_dirm, calibrate_expm
 from .fallback import covariance_fallback
@@ -22,9 +24,17 @@ from .wasserstein import calibrate_approx_wasserstein, calibrate_wasserstein
 __all__ = ["MECHANISMS", "MechanismSpec", "calibrate", "mechanism_info"]
 
 
+QUERY_MODELS: tuple[type, ...] = (GaussianQueryModel, SampledQueryModel)
+MODEL_TYPES: tuple[type, ...] = (*QUERY_MODELS, AttributeNetworkModel)
+
+
 @dataclass(frozen=True)
 class MechanismSpec:
-    """A registered mechanism: how to calibrate it and what it needs."""
+    """A registered mechanism: how to calibrate it and what it needs.
+
+    ``model_types`` are the model classes the mechanism is calibrated on: the query models
+    f_θ by default, a Bayesian network over attribute parameters for APMQM.
+    """
 
     name: str
     summary: str
@@ -33,6 +43,7 @@ class MechanismSpec:
     options: tuple[str, ...]
     build: Callable[..., CalibratedMechanism]
     uses_model_covariance: bool = False
+    model_types: tuple[type, ...] = QUERY_MODELS
 
 
 _GAUSS_OPTS = ("calibration",)
@@ -138,6 +149,24 @@ _SPECS = (
         calibrate_noiseless,
         True,
     ),
+    MechanismSpec(
+        "apgm",
+        "APGM: Gaussian noise reduced by the conditional variance of F given the secret",
+        "Zhang, Ohrimenko & Cummings 2022, Alg. 1 / Thm 1",
+        True,
+        _GAUSS_OPTS,
+        calibrate_apgm,
+        True,
+    ),
+    MechanismSpec(
+        "apmqm",
+        "APMQM: Laplace noise scaled by the best Markov quilt of a parameter network",
+        "Zhang, Ohrimenko & Cummings 2022, Alg. 2 / Thm 3",
+        False,
+        (),
+        calibrate_apmqm,
+        model_types=(AttributeNetworkModel,),
+    ),
 )
 
 _REGISTRY = {s.name: s for s in _SPECS}
@@ -151,7 +180,7 @@ def mechanism_info(name: str) -> MechanismSpec:
 
 def calibrate(
     name: str,
-    model: GaussianQueryModel | SampledQueryModel,
+    model: GaussianQueryModel | SampledQueryModel | AttributeNetworkModel,
     *,
     epsilon: float,
     delta: float = 0.0,
@@ -164,10 +193,14 @@ def calibrate(
     name : str
         One of :data:`MECHANISMS`: ``"wasserstein"``, ``"approx-wasserstein"``,
         ``"expm-l"``, ``"expm-g"``, ``"dirm-l"``, ``"dirm-g"``, ``"eigm"``, ``"daum"``,
-        ``"optimal-g"``, ``"groupdp-l"``, ``"groupdp-g"``, ``"noiseless"``.
-    model : GaussianQueryModel or SampledQueryModel
+        ``"optimal-g"``, ``"groupdp-l"``, ``"groupdp-g"``, ``"noiseless"``, ``"apgm"``,
+        ``"apmqm"``.
+    model : GaussianQueryModel, SampledQueryModel or AttributeNetworkModel
         f_θ for each θ and the pairs Ψ. Gaussian mechanisms fit a Gaussian to a sampled
-        model (and say so in the guarantee).
+        model (and say so in the guarantee). For ``"apgm"`` the hypotheses are the
+        combinations (θ, secret value) and the pairs the secret pairs within one θ
+        (:func:`~distpriv.central.attribute_query_model`). ``"apmqm"`` takes an
+        :class:`~distpriv.central.AttributeNetworkModel` and only it.
     epsilon : float
         ε > 0, finite.
     delta : float
@@ -189,7 +222,8 @@ def calibrate(
     ParameterError, ParameterTypeError
         Invalid parameters or options.
     MechanismNotApplicableError
-        The mechanism cannot give its guarantee for this model.
+        The mechanism cannot give its guarantee for this model (including a model of a
+        kind the mechanism does not take, e.g. a query model for ``"apmqm"``).
 
     Warns
     -----
@@ -198,12 +232,24 @@ def calibrate(
         guarantee as well), or the classical constant is used with ε ≥ 1.
     """
     spec = mechanism_info(name)
-    if not isinstance(model, GaussianQueryModel | SampledQueryModel):
-        raise ParameterTypeError(
-            f"model must be a GaussianQueryModel or SampledQueryModel, got {type(model).__name__}"
-        )
+    # Privacy parameters first: they are checked the same way for every kind of model.
     eps = check_epsilon(epsilon)
     dlt = check_real(delta, "delta", low=0.0, high=1.0, high_inclusive=False)
+    if not isinstance(model, MODEL_TYPES):
+        raise ParameterTypeError(
+            f"model must be a GaussianQueryModel, SampledQueryModel or AttributeNetworkModel, "
+            f"got {type(model).__name__}"
+        )
+    if not isinstance(model, spec.model_types):
+        kinds = " or ".join(t.__name__ for t in spec.model_types)
+        raise MechanismNotApplicableError(
+            f"mechanism {name!r} is calibrated on a {kinds}, got a {type(model).__name__}"
+            + (
+                "; use 'apgm' for dataset attribute privacy on a query model"
+                if name == "apmqm"
+                else ""
+            )
+        )
     if spec.gaussian and dlt == 0.0:
         raise ParameterError(
             f"mechanism {name!r} adds Gaussian noise and needs delta > 0, got delta=0.0"
@@ -219,7 +265,7 @@ def calibrate(
         check_choice(options["calibration"], "calibration", CALIBRATIONS)
     mech = spec.build(model, epsilon=eps, delta=dlt, **options)
     failed = {a.name for a in mech.guarantee.failed}
-    if failed & {"equal-covariance", "translation"}:
+    if failed & {"equal-covariance", "translation"} and isinstance(model, QUERY_MODELS):
         # The same Gaussian the mechanism was calibrated on (fitted if given samples).
         gm = model if isinstance(model, GaussianQueryModel) else model.to_gaussian()
         mech = covariance_fallback(

@@ -8,10 +8,11 @@ from pathlib import Path
 from .._validation import check_choice
 from .base import Experiment, ExperimentResult
 from .chen2023 import EXPERIMENTS as CHEN2023
+from .zhang2022 import EXPERIMENTS as ZHANG2022
 
 __all__ = ["EXPERIMENTS", "reproduction_markdown", "run_experiment", "run_experiments"]
 
-EXPERIMENTS: dict[str, Experiment] = {**CHEN2023}
+EXPERIMENTS: dict[str, Experiment] = {**CHEN2023, **ZHANG2022}
 
 
 def run_experiment(
