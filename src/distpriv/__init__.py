@@ -7,6 +7,7 @@ a :class:`Release` carrying its :class:`PrivacyGuarantee`.
 
 from importlib.metadata import PackageNotFoundError, version
 
+from . import divergences, local
 from .accounting import (
     gaussian_constant,
     gaussian_delta,
@@ -71,9 +72,11 @@ __all__ = [
     "__version__",
     "calibrate",
     "closeness",
+    "divergences",
     "gaussian_constant",
     "gaussian_delta",
     "gaussian_epsilon",
+    "local",
     "max_mahalanobis_distance",
     "mechanism_info",
     "model_query",

@@ -6,6 +6,9 @@
   auxiliary / test / modelling split of Chen & Ohrimenko 2023, §5.1.
 - :func:`generate_hospital`: the synthetic hospital records of Zhang, Ohrimenko & Cummings
   2022, §4.2 (gender, height, weight, blood pressure, temperature), seeded.
+- :func:`load_scenario` (``"city"``, ``"adult"``): local-obfuscation scenarios of Kawamoto &
+  Murakami 2019 — a synthetic 10 km × 9 km city with two location distributions, and Adult
+  (age band × hours band) cells for men/women and the two income classes.
 """
 
 from __future__ import annotations
@@ -25,17 +28,22 @@ from .hospital import (
     hospital_moments,
     hospital_theta,
 )
+from .scenarios import SCENARIOS, adult_scenario, load_scenario, synthetic_city
 
 __all__ = [
     "ADULT_ATTRIBUTION",
     "ADULT_COLUMNS",
     "HOSPITAL_COLUMNS",
     "PAPER_SPLIT",
+    "SCENARIOS",
     "HospitalParameters",
+    "adult_scenario",
     "generate_hospital",
     "hospital_moments",
     "hospital_theta",
     "load_adult",
+    "load_scenario",
     "paper_split",
     "split",
+    "synthetic_city",
 ]

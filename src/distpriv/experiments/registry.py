@@ -8,11 +8,12 @@ from pathlib import Path
 from .._validation import check_choice
 from .base import Experiment, ExperimentResult
 from .chen2023 import EXPERIMENTS as CHEN2023
+from .kawamoto2019 import EXPERIMENTS as KAWAMOTO2019
 from .zhang2022 import EXPERIMENTS as ZHANG2022
 
 __all__ = ["EXPERIMENTS", "reproduction_markdown", "run_experiment", "run_experiments"]
 
-EXPERIMENTS: dict[str, Experiment] = {**CHEN2023, **ZHANG2022}
+EXPERIMENTS: dict[str, Experiment] = {**CHEN2023, **ZHANG2022, **KAWAMOTO2019}
 
 
 def run_experiment(
