@@ -37,6 +37,20 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
+def _emit(report: dict[str, Any], args: argparse.Namespace) -> bool:
+    """Write the JSON report to ``--out`` (atomically) and print it with ``--json``.
+
+    Returns True when the JSON was printed, so the caller skips the human-readable view.
+    """
+    text = json.dumps(report, indent=2, allow_nan=False) + "\n"
+    if getattr(args, "out", None) is not None:
+        write_atomic(args.out, text)
+    if args.json:
+        sys.stdout.write(text)
+        return True
+    return False
+
+
 def write_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename."""
     target = Path(path)
@@ -116,12 +130,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         "model": cfg.model.to_dict(),
         **mech.to_dict(),
     }
-    text = json.dumps(report, indent=2, allow_nan=False)
-    if args.out is not None:
-        write_atomic(args.out, text + "\n")
-    if args.json:
-        sys.stdout.write(text + "\n")
-    else:
+    if not _emit(report, args):
         _print_calibration(report)
     return 0
 
@@ -167,12 +176,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         **report.to_dict(include_true=include_true),
     }
     out["seed"] = seed
-    text = json.dumps(out, indent=2, allow_nan=False)
-    if args.out is not None:
-        write_atomic(args.out, text + "\n")
-    if args.json:
-        sys.stdout.write(text + "\n")
-    else:
+    if not _emit(out, args):
         _print_release(out, include_true)
     return 0
 
@@ -223,11 +227,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         attack_repetitions=args.attack_repetitions,
     )
     out = report.to_dict()
-    text = json.dumps(out, indent=2, allow_nan=False)
-    if args.out is not None:
-        write_atomic(args.out, text + "\n")
-    if args.json:
-        sys.stdout.write(text + "\n")
+    if _emit(out, args):
         return 0
     from rich.table import Table
 
@@ -368,11 +368,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         )
     out = {"title": cfg.title, "config": cfg.path, **report.to_dict()}
     out["seed"] = seed
-    text = json.dumps(out, indent=2, allow_nan=False)
-    if args.out is not None:
-        write_atomic(args.out, text + "\n")
-    if args.json:
-        sys.stdout.write(text + "\n")
+    if _emit(out, args):
         return 0
     from rich.table import Table
 
@@ -541,11 +537,7 @@ def _cmd_local(args: argparse.Namespace) -> int:
         rng=args.seed,
     )
     out = report.to_dict()
-    text = json.dumps(out, indent=2, allow_nan=False)
-    if args.out is not None:
-        write_atomic(args.out, text + "\n")
-    if args.json:
-        sys.stdout.write(text + "\n")
+    if _emit(out, args):
         return 0
     _print_local(scenario.title, out)
     return 0

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,15 @@ import numpy as np
 
 from ..guarantees import to_jsonable
 
-__all__ = ["Comparison", "Experiment", "ExperimentResult", "single_run_interval"]
+__all__ = [
+    "Comparison",
+    "Experiment",
+    "ExperimentResult",
+    "make_result",
+    "positive",
+    "save_figure",
+    "single_run_interval",
+]
 
 
 def single_run_interval(values: np.ndarray) -> tuple[float, float, float]:
@@ -137,3 +146,60 @@ class Experiment:
     title: str
     paper: str
     run: Callable[..., ExperimentResult]
+
+
+def make_result(
+    name: str,
+    title: str,
+    columns: list[str],
+    rows: list[tuple],
+    comparisons: list[Comparison],
+    figures: list[str],
+    params: dict,
+    seed: int,
+    quick: bool,
+    t0: float,
+    checks: dict[str, bool] | None = None,
+    notes: tuple[str, ...] = (),
+) -> ExperimentResult:
+    """An :class:`ExperimentResult` timed from ``t0`` (a ``time.perf_counter()`` value)."""
+    return ExperimentResult(
+        name,
+        title,
+        tuple(columns),
+        tuple(rows),
+        tuple(comparisons),
+        tuple(figures),
+        params,
+        seed,
+        quick,
+        time.perf_counter() - t0,
+        checks or {},
+        notes,
+    )
+
+
+def save_figure(out_dir: Path | None, name: str, draw: Callable[[Any], Any]) -> list[str]:
+    """Draw with matplotlib (Agg) and save ``NAME.png`` in ``out_dir``; [] without one.
+
+    ``draw`` receives ``matplotlib.pyplot`` and returns the figure.
+    """
+    if out_dir is None:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig = draw(plt)
+    path = out_dir / f"{name}.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return [path.name]
+
+
+def positive(values: Any) -> np.ndarray:
+    """Zeros (e.g. no noise needed) cannot sit on a log axis: leave them out of the curve."""
+    arr = np.asarray(values, dtype=float)
+    return np.where(arr > 0, arr, np.nan)

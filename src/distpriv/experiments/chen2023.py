@@ -24,7 +24,15 @@ from ..central import calibrate
 from ..datasets import paper_split
 from ..errors import AssumptionWarning
 from ..modeling import ProportionSecret, model_query
-from .base import Comparison, Experiment, ExperimentResult, single_run_interval
+from .base import (
+    Comparison,
+    Experiment,
+    ExperimentResult,
+    make_result,
+    positive,
+    save_figure,
+    single_run_interval,
+)
 from .paper import ADULT_STATISTICS, group_sensitivities
 
 __all__ = ["EXPERIMENTS"]
@@ -113,58 +121,6 @@ def _calibrate(
     return calibrate(name, model, epsilon=eps, delta=delta, **opts)
 
 
-def _positive(values: Any) -> np.ndarray:
-    """Zeros (no noise needed) cannot sit on a log axis: leave them out of the curve."""
-    arr = np.asarray(values, dtype=float)
-    return np.where(arr > 0, arr, np.nan)
-
-
-def _figure(out_dir: Path | None, name: str, draw: Any) -> list[str]:
-    if out_dir is None:
-        return []
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fig = draw(plt)
-    path = out_dir / f"{name}.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return [path.name]
-
-
-def _result(
-    name: str,
-    title: str,
-    columns: list[str],
-    rows: list[tuple],
-    comparisons: list,
-    figures: list[str],
-    params: dict,
-    seed: int,
-    quick: bool,
-    t0: float,
-    checks: dict | None = None,
-    notes: tuple[str, ...] = (),
-) -> ExperimentResult:
-    return ExperimentResult(
-        name,
-        title,
-        tuple(columns),
-        tuple(rows),
-        tuple(comparisons),
-        tuple(figures),
-        params,
-        seed,
-        quick,
-        time.perf_counter() - t0,
-        checks or {},
-        notes,
-    )
-
-
 OUTSIDE = "classical constant at eps >= 1: outside Thm 4.2"
 
 
@@ -207,7 +163,7 @@ def table2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
         "ours (analytic)",
         "note",
     ]
-    return _result(
+    return make_result(
         "chen2023-table2",
         "Table 2: L2 error protecting income (dp = 0.1)",
         cols,
@@ -290,7 +246,7 @@ def table3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
         "ours (analytic)",
         "note",
     ]
-    return _result(
+    return make_result(
         "chen2023-table3",
         "Table 3: attack accuracy on income (0.45 vs 0.55)",
         cols,
@@ -353,11 +309,11 @@ def fig2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
         for ax, (prop, dp) in zip(axes, (("income", 0.1), ("workclass", 0.04)), strict=True):
             for k, lab in enumerate(labels):
                 color = f"C{k}"
-                ax.plot(grid, _positive(curves[(prop, lab, "classical")]), color=color, label=lab)
+                ax.plot(grid, positive(curves[(prop, lab, "classical")]), color=color, label=lab)
                 if lab in GAUSSIAN:
                     ax.plot(
                         grid,
-                        _positive(curves[(prop, lab, "analytic")]),
+                        positive(curves[(prop, lab, "analytic")]),
                         color=color,
                         ls="--",
                         label=f"{lab}, analytic",
@@ -379,8 +335,8 @@ def fig2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
         )
         return fig
 
-    figs = _figure(out_dir, "chen2023-fig2", draw)
-    return _result(
+    figs = save_figure(out_dir, "chen2023-fig2", draw)
+    return make_result(
         "chen2023-fig2",
         "Figure 2: L2 error vs epsilon",
         ["property", "mechanism", "calibration", "epsilon", "l2_error"],
@@ -455,7 +411,7 @@ def fig3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
                     ys = [np.mean(err[(prop, lab, cal, float(d))]) for d in dps]
                     ax.plot(
                         dps,
-                        _positive(ys),
+                        positive(ys),
                         color=f"C{k}",
                         ls=ls,
                         label=lab if cal == "classical" else f"{lab}, analytic",
@@ -477,9 +433,9 @@ def fig3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
         )
         return fig
 
-    figs = _figure(out_dir, "chen2023-fig3", draw)
+    figs = save_figure(out_dir, "chen2023-fig3", draw)
     checks = {f"{c.quantity}: found": bool(np.isfinite(c.ours)) for c in comps}
-    return _result(
+    return make_result(
         "chen2023-fig3",
         "Figure 3: L2 error vs delta p (eps = 1)",
         ["property", "mechanism", "calibration", "delta_p", "l2_error"],
@@ -580,8 +536,8 @@ def fig4(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
         ax.legend(fontsize=7, ncol=2)
         return fig
 
-    figs = _figure(out_dir, "chen2023-fig4", draw)
-    return _result(
+    figs = save_figure(out_dir, "chen2023-fig4", draw)
+    return make_result(
         "chen2023-fig4",
         "Figure 4: attack accuracy vs epsilon",
         ["mechanism", "calibration", "epsilon", "accuracy"],

@@ -42,7 +42,14 @@ from ..local import (
     tupling_mechanism,
     tupling_monte_carlo,
 )
-from .base import Comparison, Experiment, ExperimentResult, single_run_interval
+from .base import (
+    Comparison,
+    Experiment,
+    ExperimentResult,
+    make_result,
+    save_figure,
+    single_run_interval,
+)
 
 __all__ = ["EXPERIMENTS", "PAPER_TABLE2", "PAPER_TABLE3_K"]
 
@@ -64,52 +71,6 @@ EPS_A_LOW, EPS_A_HIGH = 10 / KM, 100 / KM  # 0.1 and 1 per km
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
-
-
-def _figure(out_dir: Path | None, name: str, draw: Any) -> list[str]:
-    if out_dir is None:
-        return []
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fig = draw(plt)
-    path = out_dir / f"{name}.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return [path.name]
-
-
-def _result(
-    name: str,
-    title: str,
-    columns: list[str],
-    rows: list[tuple],
-    comparisons: list[Comparison],
-    figures: list[str],
-    params: dict,
-    seed: int,
-    quick: bool,
-    t0: float,
-    checks: dict[str, bool],
-    notes: tuple[str, ...],
-) -> ExperimentResult:
-    return ExperimentResult(
-        name,
-        title,
-        tuple(columns),
-        tuple(rows),
-        tuple(comparisons),
-        tuple(figures),
-        params,
-        seed,
-        quick,
-        time.perf_counter() - t0,
-        checks,
-        notes,
-    )
 
 
 def _tm_eps(
@@ -237,8 +198,8 @@ def dummies(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) 
         fig.tight_layout()
         return fig
 
-    figs = _figure(out_dir, "kawamoto2019-dummies", draw)
-    return _result(
+    figs = save_figure(out_dir, "kawamoto2019-dummies", draw)
+    return make_result(
         "kawamoto2019-dummies",
         "Fig. 2: DistP and loss of the tupling mechanism vs k, eps_A, r",
         ["panel", "k", "eps_A", "radius", "epsilon", "eps_low", "eps_high", "expected_loss"],
@@ -401,8 +362,8 @@ def compare(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) 
         fig.tight_layout()
         return fig
 
-    figs = _figure(out_dir, "kawamoto2019-compare", draw)
-    return _result(
+    figs = save_figure(out_dir, "kawamoto2019-compare", draw)
+    return make_result(
         "kawamoto2019-compare",
         "Fig. 5: eps-DistP (delta = 0.001) against expected loss, five mechanisms",
         [
@@ -629,8 +590,8 @@ def bounds(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
         ax.legend(fontsize=8)
         return fig
 
-    figs = _figure(out_dir, "kawamoto2019-bounds", draw)
-    return _result(
+    figs = save_figure(out_dir, "kawamoto2019-bounds", draw)
+    return make_result(
         "kawamoto2019-bounds",
         "Table 2: theoretical (Thm 3) vs empirical eps of the tupling mechanism",
         [

@@ -49,7 +49,9 @@ from ..datasets.hospital import (
 )
 from ..errors import AssumptionWarning
 from .base import Comparison, Experiment, single_run_interval
-from .chen2023 import _figure, _positive, _result
+from .base import make_result as _result
+from .base import positive as _positive
+from .base import save_figure as _figure
 
 __all__ = ["EXPERIMENTS"]
 
