@@ -25,6 +25,7 @@ __all__ = [
     "check_privacy",
     "check_real",
     "check_rng",
+    "readonly",
 ]
 
 RngLike = int | np.random.Generator | None
@@ -216,3 +217,13 @@ def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
     if int(rng) < 0:
         raise ParameterError(f"{name} seed must be non-negative, got {int(rng)}")
     return np.random.default_rng(int(rng))
+
+
+def readonly(value: object, dtype: type | None = np.float64) -> np.ndarray:
+    """A read-only copy of ``value`` (as ``dtype``; ``None`` keeps the input's dtype).
+
+    Frozen result types store arrays this way, so that a caller cannot change them.
+    """
+    arr = np.array(value, dtype=dtype, copy=True)
+    arr.setflags(write=False)
+    return arr

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import integrate
 from scipy.special import erfcx, gammaln
 
-from ._validation import check_positive_int, check_rng
+from ._validation import check_positive_int, check_rng, readonly
 from .errors import ParameterError
 
 __all__ = ["Noise", "NoiseComponent"]
@@ -27,12 +27,6 @@ _ORTHO_TOL = 1e-8
 # components in different bases); seeded so the number is reproducible.
 _MC_DRAWS = 400_000
 _MC_SEED = 20230101
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 @dataclass(frozen=True)
@@ -65,8 +59,8 @@ class NoiseComponent:
         gram = basis.T @ basis
         if basis.shape[1] and np.max(np.abs(gram - np.eye(basis.shape[1]))) > _ORTHO_TOL:
             raise ParameterError("noise basis must have orthonormal columns")
-        object.__setattr__(self, "basis", _readonly(basis))
-        object.__setattr__(self, "scales", _readonly(scales))
+        object.__setattr__(self, "basis", readonly(basis))
+        object.__setattr__(self, "scales", readonly(scales))
 
     @property
     def variances(self) -> np.ndarray:

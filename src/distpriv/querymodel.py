@@ -14,16 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_array, check_covariance
+from ._validation import check_array, check_covariance, readonly
 from .errors import ParameterError, ParameterTypeError
 
 __all__ = ["GaussianQueryModel", "SampledQueryModel"]
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 def _resolve_labels(labels: Sequence[Hashable] | None, k: int) -> tuple[Hashable, ...]:
@@ -171,8 +165,8 @@ class GaussianQueryModel(_PairsMixin):
                 f"covariances must have shape ({m}, {m}) or ({k}, {m}, {m}), got {cov.shape}"
             )
         labs = _resolve_labels(labels, k)
-        object.__setattr__(self, "means", _readonly(mu))
-        object.__setattr__(self, "covariances", _readonly(cov))
+        object.__setattr__(self, "means", readonly(mu))
+        object.__setattr__(self, "covariances", readonly(cov))
         object.__setattr__(self, "labels", labs)
         object.__setattr__(self, "pairs", _resolve_pairs(pairs, labs))
         object.__setattr__(self, "statistics", _resolve_statistics(statistics, m))
@@ -250,7 +244,7 @@ class SampledQueryModel(_PairsMixin):
                     f"samples[{i}] has {a.shape[1]} statistics, samples[0] has {m}"
                 )
         labs = _resolve_labels(labels, len(arrays))
-        object.__setattr__(self, "samples", tuple(_readonly(a) for a in arrays))
+        object.__setattr__(self, "samples", tuple(readonly(a) for a in arrays))
         object.__setattr__(self, "labels", labs)
         object.__setattr__(self, "pairs", _resolve_pairs(pairs, labs))
         object.__setattr__(self, "statistics", _resolve_statistics(statistics, m))

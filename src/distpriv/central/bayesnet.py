@@ -30,6 +30,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .._validation import readonly
 from ..errors import ParameterError, ParameterTypeError
 
 __all__ = ["MarkovQuilt", "ParameterNetwork"]
@@ -42,12 +43,6 @@ MAX_JOINT_CELLS = 2**22
 _ZERO_INFLUENCE = 1e-12
 # Every subset of the other attributes is a candidate quilt.
 MAX_QUILT_ATTRIBUTES = 14
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 @dataclass(frozen=True)
@@ -295,7 +290,7 @@ class ParameterNetwork:
                     f"cpts[{a!r}] rows must sum to 1 (within {PROB_ATOL:g}); the row for "
                     f"{'parents ' + cond if cond else 'the root'} sums to {float(sums[where])!r}"
                 )
-            tables.append(_readonly(t))
+            tables.append(readonly(t))
         return tuple(tables)
 
     def _check_positive_marginals(self) -> None:

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
-from .._validation import RngLike, check_choice
+from .._validation import RngLike, check_choice, readonly
 from ..distances import winf_distance
 from ..divergences import check_distribution, max_divergence
 from ..errors import ParameterError, ParameterTypeError
@@ -50,12 +50,6 @@ __all__ = [
 COUPLING_METHODS: tuple[str, ...] = ("auto", "emd", "nwc", "winf")
 # A pair at distance t·(1 + 1e-9) still counts as "within t" for the W∞ coupling.
 _WINF_RTOL = 1e-9
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,7 +228,7 @@ class CouplingMechanism:
             for lab, m in zip(self.labels, self.matrices, strict=True)
         )
         for attr in ("estimates", "target", "couplings", "matrices"):
-            object.__setattr__(self, attr, _readonly(getattr(self, attr)))
+            object.__setattr__(self, attr, readonly(getattr(self, attr)))
         object.__setattr__(self, "_mechs", mechs)
 
     @property

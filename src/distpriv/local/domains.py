@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial.distance import cdist
 
-from .._validation import check_array, check_choice, check_positive_int, check_real
+from .._validation import check_array, check_choice, check_positive_int, check_real, readonly
 from ..divergences import check_distribution, check_stochastic_matrix
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
@@ -29,12 +29,6 @@ __all__ = ["METRICS", "Domain", "Grid", "LocalScenario", "build_grid", "lift"]
 #: Metrics on coordinates: Euclidean (default), Manhattan, Chebyshev.
 METRICS: tuple[str, ...] = ("l2", "l1", "linf")
 _CDIST = {"l1": "cityblock", "l2": "euclidean", "linf": "chebyshev"}
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 def _points(value: object, name: str) -> np.ndarray:
@@ -97,20 +91,20 @@ class Domain:
         metric = check_choice(self.metric, "metric", METRICS)
         dist = cdist(x, y, metric=_CDIST[metric])
         set_ = object.__setattr__
-        set_(self, "inputs", _readonly(x))
-        set_(self, "outputs", _readonly(y))
+        set_(self, "inputs", readonly(x, dtype=None))
+        set_(self, "outputs", readonly(y, dtype=None))
         set_(self, "input_labels", _labels(self.input_labels, "input_labels", x.shape[0]))
         out_labels = self.output_labels
         if out_labels is None and self.outputs is None:
             out_labels = self.input_labels
         set_(self, "output_labels", _labels(out_labels, "output_labels", y.shape[0]))
-        set_(self, "distances", _readonly(dist))
-        set_(self, "nearest_output", _readonly(np.argmin(dist, axis=1)))
+        set_(self, "distances", readonly(dist, dtype=None))
+        set_(self, "nearest_output", readonly(np.argmin(dist, axis=1), dtype=None))
 
     @cached_property
     def input_distances(self) -> np.ndarray:
         """d(x, x'), shape (n_x, n_x): the metric of XDP and of W∞,d (computed on first use)."""
-        return _readonly(cdist(self.inputs, self.inputs, metric=_CDIST[self.metric]))
+        return readonly(cdist(self.inputs, self.inputs, metric=_CDIST[self.metric]), dtype=None)
 
     @property
     def n_inputs(self) -> int:
@@ -352,12 +346,12 @@ def build_grid(
         )
         depth[r] = d
     return Grid(
-        bounds=_readonly(bounds),
-        depth=_readonly(depth),
+        bounds=readonly(bounds, dtype=None),
+        depth=readonly(depth, dtype=None),
         extent=(x0, x1, y0, y1),
         cell=c,
         max_depth=depth_max,
-        _raster=_readonly(raster),
+        _raster=readonly(raster, dtype=None),
     )
 
 
@@ -401,11 +395,11 @@ class LocalScenario:
 
     def __post_init__(self) -> None:
         dists = {
-            str(k): _readonly(self.domain.check_distribution(v, f"distributions[{k!r}]"))
+            str(k): readonly(self.domain.check_distribution(v, f"distributions[{k!r}]"), dtype=None)
             for k, v in self.distributions.items()
         }
         ests = {
-            str(k): _readonly(self.domain.check_distribution(v, f"estimates[{k!r}]"))
+            str(k): readonly(self.domain.check_distribution(v, f"estimates[{k!r}]"), dtype=None)
             for k, v in self.estimates.items()
         }
         for a, b in self.pairs:

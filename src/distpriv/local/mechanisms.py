@@ -36,6 +36,7 @@ from .._validation import (
     check_positive_int,
     check_real,
     check_rng,
+    readonly,
 )
 from ..accounting import max_mahalanobis_distance
 from ..divergences import check_distribution, check_stochastic_matrix
@@ -58,12 +59,6 @@ __all__ = [
 _RADIUS_RTOL = 1e-9
 # Inputs of the XDP computation are processed in blocks of rows to bound memory.
 _XDP_BLOCK = 32
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,9 +104,9 @@ class MatrixMechanism:
         # Row x of the flattened table holds x + cdf[x]: one searchsorted samples every row.
         table = (cdf + np.arange(a.shape[0])[:, None]).ravel()
         set_ = object.__setattr__
-        set_(self, "matrix", _readonly(a))
-        set_(self, "log_matrix", _readonly(log_a))
-        set_(self, "_cdf", _readonly(table))
+        set_(self, "matrix", readonly(a))
+        set_(self, "log_matrix", readonly(log_a))
+        set_(self, "_cdf", readonly(table))
         set_(self, "params", MappingProxyType(dict(self.params)))
 
     @property

@@ -18,10 +18,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
-from .._validation import RngLike, check_delta, check_positive_int, check_real, check_rng
+from .._validation import RngLike, check_delta, check_positive_int, check_real, check_rng, readonly
 from ..guarantees import to_jsonable
 from .profiles import Divergences
-from .tupling import TuplingMechanism, _pure_epsilon, _readonly, _weights
+from .tupling import TuplingMechanism, _pure_epsilon, _weights
 from .utility import AttackResult
 
 __all__ = ["DistPEstimate", "TuplingMonteCarlo", "tupling_distp", "tupling_monte_carlo"]
@@ -178,12 +178,12 @@ class TuplingMonteCarlo:
     _cum1: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        r0 = _readonly(np.sort(np.asarray(self.ratios0, dtype=np.float64)))
-        r1 = _readonly(np.sort(np.asarray(self.ratios1, dtype=np.float64)))
+        r0 = readonly(np.sort(np.asarray(self.ratios0, dtype=np.float64)))
+        r1 = readonly(np.sort(np.asarray(self.ratios1, dtype=np.float64)))
         object.__setattr__(self, "ratios0", r0)
         object.__setattr__(self, "ratios1", r1)
-        object.__setattr__(self, "_cum0", _readonly(np.cumsum(r0)))
-        object.__setattr__(self, "_cum1", _readonly(np.cumsum(r1)))
+        object.__setattr__(self, "_cum0", readonly(np.cumsum(r0)))
+        object.__setattr__(self, "_cum1", readonly(np.cumsum(r1)))
 
     @property
     def n_samples(self) -> int:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import RngLike, check_positive_int, check_rng
+from .._validation import RngLike, check_positive_int, check_rng, readonly
 from ..divergences import check_distribution
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
@@ -40,12 +40,6 @@ __all__ = ["MAX_EXACT_TUPLES", "TuplingMechanism", "tupling_exact", "tupling_mec
 #: Largest |Y|^(k+1) that :func:`tupling_exact` enumerates (two float64 arrays of it).
 MAX_EXACT_TUPLES = 1 << 22
 _UNIFORM_RTOL = 1e-12
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,8 +79,8 @@ class TuplingMechanism:
         cdf = np.cumsum(nu)
         cdf[-1] = 1.0
         object.__setattr__(self, "k", k)
-        object.__setattr__(self, "dummy", _readonly(nu))
-        object.__setattr__(self, "_dummy_cdf", _readonly(cdf))
+        object.__setattr__(self, "dummy", readonly(nu, dtype=None))
+        object.__setattr__(self, "_dummy_cdf", readonly(cdf, dtype=None))
 
     @property
     def n_outputs(self) -> int:
