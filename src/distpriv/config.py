@@ -47,6 +47,19 @@ class ModelConfig:
     path: str
 
 
+def _read_toml(path: str | Path, kind: str) -> tuple[Path, dict[str, Any]]:
+    """Read and parse a TOML file; a missing file or bad TOML is a one-line ConfigError."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {kind} {str(p)!r}: {exc.strerror}") from exc
+    try:
+        return p, tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: invalid TOML: {exc}") from exc
+
+
 def _check_keys(table: dict[str, Any], allowed: set[str], where: str, path: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
@@ -65,15 +78,7 @@ def load_model_config(path: str | Path) -> ModelConfig:
         Missing file, invalid TOML, unknown keys, or an invalid model (the message names
         the file and the offending key or value).
     """
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read model file {str(p)!r}: {exc.strerror}") from exc
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{p}: invalid TOML: {exc}") from exc
+    p, data = _read_toml(path, "model file")
     _check_keys(data, _TOP_KEYS, "the top level", str(p))
     model_tab = data.get("model")
     if not isinstance(model_tab, dict):
@@ -181,15 +186,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         [output]
         include_true = false
     """
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {str(p)!r}: {exc.strerror}") from exc
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{p}: invalid TOML: {exc}") from exc
+    p, data = _read_toml(path, "config file")
     where = str(p)
     _check_keys(data, _RELEASE_TOP, "the top level", where)
     dat = _table(data, "data", _RELEASE_DATA, where)
