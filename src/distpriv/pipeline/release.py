@@ -26,7 +26,14 @@ from ..guarantees import Release, to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
 from ..modeling.tables import as_table
 
-__all__ = ["ReleaseReport", "build_model", "calibrate_for", "method_for", "release"]
+__all__ = [
+    "ReleaseReport",
+    "build_model",
+    "calibrate_for",
+    "checked_noise",
+    "method_for",
+    "release",
+]
 
 
 @dataclass(frozen=True)
@@ -129,7 +136,31 @@ def calibrate_for(
     if facts is not None:
         opts = {**default_options(mechanism, facts), **opts}
     target = model_view_for(mechanism, model)
-    return calibrate(mechanism, target, epsilon=epsilon, delta=delta, **opts)
+    return checked_noise(calibrate(mechanism, target, epsilon=epsilon, delta=delta, **opts))
+
+
+def checked_noise(mech: CalibratedMechanism) -> CalibratedMechanism:
+    """Refuse a calibration whose noise is not a usable number (ε far too small or large).
+
+    ε = 1e-300 asks for Laplace scales of ~1e300, whose variance overflows; ε = 1e300 for
+    scales that underflow to 0. Either way the guarantee would be stated for noise that
+    cannot be drawn, so the calibration is refused, naming ε.
+    """
+    eps = mech.guarantee.epsilon
+    problem = None
+    with np.errstate(all="ignore"):
+        try:
+            ok = np.all(np.isfinite(mech.noise_covariance))
+            ok = ok and np.isfinite(mech.expected_l2_error())
+        except (ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
+            ok = False
+    if not ok:
+        problem = "too small" if eps < 1.0 else "too large"
+        raise ParameterError(
+            f"epsilon={eps!r} is {problem} for mechanism {mech.name!r}: the noise it needs "
+            "is not a representable number"
+        )
+    return mech
 
 
 def release(
