@@ -31,6 +31,7 @@ from .errors import (
     MechanismNotApplicableError,
     ParameterError,
     ParameterTypeError,
+    SamplerError,
 )
 from .guarantees import Assumption, PrivacyGuarantee, Release
 from .modeling import (
@@ -41,7 +42,7 @@ from .modeling import (
     model_query,
     release,
 )
-from .noise import Noise, NoiseComponent
+from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample
 from .querymodel import GaussianQueryModel, SampledQueryModel
 
 try:
@@ -58,6 +59,7 @@ __all__ = [
     "DataQueryModel",
     "DistPrivError",
     "GaussianQueryModel",
+    "GridRounding",
     "MechanismNotApplicableError",
     "Noise",
     "NoiseComponent",
@@ -69,6 +71,7 @@ __all__ = [
     "Release",
     "ReleaseReport",
     "SampledQueryModel",
+    "SamplerError",
     "__version__",
     "calibrate",
     "closeness",
@@ -76,6 +79,7 @@ __all__ = [
     "gaussian_constant",
     "gaussian_delta",
     "gaussian_epsilon",
+    "grid_rounding",
     "local",
     "max_mahalanobis_distance",
     "mechanism_info",
@@ -84,5 +88,6 @@ __all__ = [
     "relax_wasserstein",
     "relaxed_parameters",
     "release",
+    "secure_sample",
     "winf_distance",
 ]

@@ -113,7 +113,9 @@ def release(
     options : mapping, optional
         Mechanism options (``calibration``, ``group_size``, …).
     rng : int, Generator or None
-        One source of randomness for the modelling and the noise.
+        ``None``: the noise comes from the secure sampler (a private release). An int or
+        Generator drives the modelling and a numpy simulation of the noise, reproducible
+        and NOT private (``release.secure`` is ``False``).
 
     Returns
     -------
@@ -139,7 +141,8 @@ def release(
     target = model.to_sampled() if mechanism in SAMPLE_MECHANISMS else model
     mech = calibrate(mechanism, target, epsilon=epsilon, delta=delta, **dict(options or {}))
     value = q.evaluate(table)
-    rel = mech.release(value, rng=gen)
+    # Published noise comes from the secure sampler; a given rng makes a simulation.
+    rel = mech.release(value, rng=None if rng is None else gen)
     seed = rng if isinstance(rng, int) and not isinstance(rng, bool) else None
     return ReleaseReport(
         release=rel, mechanism=mech, model=model, true_value=value, n_rows=table.n_rows, seed=seed
