@@ -282,6 +282,9 @@ def test_bad_arguments_give_clear_errors(model3):
         secure_add(noise, np.zeros(3))
     with pytest.raises(dp.ParameterError, match="values must be finite"):
         secure_add(noise, [[1.0, 2.0, -np.inf]])
+    tiny = dp.Noise.isotropic("gaussian", 2, 1e-20)
+    with pytest.raises(dp.ParameterError, match="too large for the noise scale"):
+        secure_add(tiny, [[1e300, 1.0]])
 
 
 @given(
@@ -317,3 +320,5 @@ def test_data_release_without_rng_is_secure():
         seeded = dp.release(data, {"avg_age": "avg(age)"}, secret, rng=3, **kwargs)
     assert secure.release.secure and "OpenDP" in secure.release.sampler
     assert not seeded.release.secure
+    assert secure.to_dict()["secure"] is True and seeded.to_dict()["secure"] is False
+    assert "NOT private" in seeded.to_dict()["sampler"]

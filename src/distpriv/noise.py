@@ -462,7 +462,14 @@ def secure_add(noise: Noise, values: Any) -> np.ndarray:
     out = x.copy()
     for kind, basis, scales in _noisy_parts(noise):
         coords = out @ basis
-        noisy = _unit_noise_plus(kind, coords / scales) * scales
+        with np.errstate(over="ignore"):
+            whitened = coords / scales
+        if not np.all(np.isfinite(whitened)):
+            raise ParameterError(
+                f"values are too large for the noise scale (down to {scales.min():.3g}): "
+                "their coordinates in noise units overflow float64"
+            )
+        noisy = _unit_noise_plus(kind, whitened) * scales
         if basis.shape[1] == noise.dim:
             out = noisy @ basis.T
         else:

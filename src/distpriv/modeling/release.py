@@ -59,6 +59,8 @@ class ReleaseReport:
             "seed": self.seed,
             "statistics": list(self.release.statistics),
             "released": to_jsonable(self.release.value),
+            "sampler": self.release.sampler,
+            "secure": self.release.secure,
             "n_rows": self.n_rows,
             "mechanism": self.mechanism.name,
             "noise_covariance": self.mechanism.noise_covariance.tolist(),
