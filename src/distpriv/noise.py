@@ -267,12 +267,13 @@ class GridRounding:
     it by enlarging the sensitivity by the rounding error: γ√r in L2 over r Gaussian
     coordinates, γ·d in L1 over d Laplace coordinates (its privacy maps for these
     measurements are ρ(Δ) = (Δ + γ√r)²/2 and ε(Δ) = Δ + γd). In the units of our
-    mechanisms this is a Mahalanobis distance between the θ's larger by at most γ√r; for the
-    Gaussian mean-shift analysis (Chen & Ohrimenko 2023, Thms 4.4–4.5; Balle & Wang 2018,
-    Thm 8) δ(ε) then grows by at most γ√r/√(2π), because dδ/dD = φ(D/2 − ε/D) ≤ 1/√(2π).
-    For Laplace noise of unit scale ε grows by at most γd. The discrete Gaussian itself
-    satisfies the continuous Gaussian's concentrated-DP bound for grid-valued shifts
-    (Canonne, Kamath & Steinke 2020, Thm 4 and §2.3).
+    mechanisms the rounding moves a release by at most γ√r/2 in the Mahalanobis norm of the
+    noise (less in that of Σ_θ + Σ_Z), so the distance D between two θ's grows by at most
+    γ√r; in the Gaussian mean-shift analysis (Chen & Ohrimenko 2023, Thms 4.4–4.5; Balle &
+    Wang 2018, Thm 8) δ(ε) then grows by at most γ√r/√(2π), because
+    dδ/dD = φ(D/2 − ε/D) ≤ 1/√(2π). For Laplace noise of unit scale ε grows by at most γd.
+    The discrete Gaussian itself satisfies the continuous Gaussian's concentrated-DP bound
+    for grid-valued shifts (Canonne, Kamath & Steinke 2020, §2).
 
     Attributes
     ----------
@@ -369,7 +370,7 @@ def sampler_description(noise: Noise, *, secure: bool) -> str:
         names.append("discrete Gaussian on whitened coordinates")
         costs.append(
             f"+{rounding.l2_sensitivity:.2g} whitened L2 sensitivity "
-            f"(delta +{rounding.delta:.2g} at most)"
+            f"(delta +{rounding.delta:.2g} at most in the mean-shift analysis)"
         )
     if "laplace" in kinds:
         names.append("discrete Laplace on scaled coordinates")
