@@ -31,10 +31,11 @@ from .errors import (
     ParameterError,
     ParameterTypeError,
     PrivacyLeakWarning,
+    SamplerError,
 )
 from .guarantees import Assumption, PrivacyGuarantee, Release
 from .modeling import DataQueryModel, ProportionSecret, Query, model_query
-from .noise import Noise, NoiseComponent
+from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample
 from .pipeline import ReleaseReport, release, run_audit, run_calibrate, run_demo, run_release
 from .querymodel import GaussianQueryModel, SampledQueryModel
 
@@ -47,6 +48,7 @@ __all__ = [
     "DataQueryModel",
     "DistPrivError",
     "GaussianQueryModel",
+    "GridRounding",
     "MechanismNotApplicableError",
     "Noise",
     "NoiseComponent",
@@ -59,6 +61,7 @@ __all__ = [
     "Release",
     "ReleaseReport",
     "SampledQueryModel",
+    "SamplerError",
     "__version__",
     "calibrate",
     "closeness",
@@ -66,6 +69,7 @@ __all__ = [
     "gaussian_constant",
     "gaussian_delta",
     "gaussian_epsilon",
+    "grid_rounding",
     "local",
     "max_mahalanobis_distance",
     "mechanism_info",
@@ -78,5 +82,6 @@ __all__ = [
     "run_calibrate",
     "run_demo",
     "run_release",
+    "secure_sample",
     "winf_distance",
 ]

@@ -173,6 +173,20 @@ def test_oversized_k_and_sample_sizes_are_refused_before_allocating(tmp_path, ca
     assert "n_samples=100000000" in line
 
 
+def _wait_until_auditing(proc, timeout=120.0):
+    """Wait until the child has loaded scikit-learn (imported lazily by the audit itself)."""
+    maps = Path(f"/proc/{proc.pid}/maps")
+    start = time.monotonic()
+    while time.monotonic() - start < timeout and proc.poll() is None:
+        if not maps.exists():  # no procfs: give the imports ample time
+            time.sleep(15)
+            return
+        if "sklearn" in maps.read_text(errors="replace"):
+            time.sleep(2)  # well into the repetitions (minutes of work in all)
+            return
+        time.sleep(0.2)
+
+
 def test_ctrl_c_during_a_long_command(tmp_path):
     """SIGINT in the middle of an audit: exit 130, one line, no file, no temporary file."""
     out_file = tmp_path / "audit.json"
@@ -186,7 +200,7 @@ def test_ctrl_c_during_a_long_command(tmp_path):
         env=env,
         cwd=tmp_path,
     )  # fmt: skip
-    time.sleep(8)  # imports, modelling, then the repetitions (minutes of work)
+    _wait_until_auditing(proc)
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)

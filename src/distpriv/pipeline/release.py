@@ -66,6 +66,8 @@ class ReleaseReport:
             {
                 "statistics": list(self.release.statistics),
                 "released": self.release.value,
+                "sampler": self.release.sampler,
+                "secure": self.release.secure,
                 "mechanism": self.mechanism.name,
                 "noise_covariance": self.mechanism.noise_covariance,
                 "expected_l2_error": self.mechanism.expected_l2_error(),
@@ -177,7 +179,6 @@ def release(
     n_samples: int = 1000,
     options: Mapping[str, Any] | None = None,
     rng: np.random.Generator | int | None = None,
-    noise_rng: np.random.Generator | int | None = None,
 ) -> ReleaseReport:
     """Release F(data) under distribution privacy w.r.t. the secret.
 
@@ -207,11 +208,10 @@ def release(
     options : mapping, optional
         Mechanism options (``calibration``, ``group_size``, …).
     rng : int, Generator or None
-        Randomness of the modelling (Monte Carlo datasets, diagnostics).
-    noise_rng : int, Generator or None
         ``None`` (default): the noise comes from the secure sampler
-        (:meth:`CalibratedMechanism.release`). A seed or Generator gives reproducible
-        numpy noise, for simulations and tests only: such a release is NOT private.
+        (:meth:`CalibratedMechanism.release`), a private release. A seed or Generator
+        drives the modelling and a numpy simulation of the noise: reproducible, for
+        experiments and tests only, and NOT private (``release.secure`` is ``False``).
 
     Returns
     -------
@@ -226,6 +226,7 @@ def release(
         )
     q = query if isinstance(query, Query) else Query(query)
     mechanism_info(mechanism)  # fail fast on an unknown name, before modelling
+    gen = None if rng is None else check_rng(rng)
     model = build_model(
         model_data,
         q,
@@ -234,11 +235,11 @@ def release(
         subset_size=n,
         method=method,
         n_samples=n_samples,
-        rng=check_rng(rng),
+        rng=gen,
     )
     mech = calibrate_for(mechanism, model, epsilon=epsilon, delta=delta, options=options)
     value = q.evaluate(table)
-    rel = mech.release(value, rng=noise_rng)
+    rel = mech.release(value, rng=gen)
     return ReleaseReport(
         release=rel, mechanism=mech, model=model, true_value=value, n_rows=table.n_rows
     )
