@@ -14,6 +14,7 @@ from .accounting import (
     gaussian_epsilon,
     max_mahalanobis_distance,
 )
+from .attacks import DataLevelCheck, verify_on_data
 from .central import (
     MECHANISMS,
     CalibratedMechanism,
@@ -55,6 +56,7 @@ __all__ = [
     "AssumptionWarning",
     "CalibratedMechanism",
     "ConfigError",
+    "DataLevelCheck",
     "DataQueryModel",
     "DistPrivError",
     "GaussianQueryModel",
@@ -84,5 +86,6 @@ __all__ = [
     "relax_wasserstein",
     "relaxed_parameters",
     "release",
+    "verify_on_data",
     "winf_distance",
 ]

@@ -4,12 +4,15 @@ from .audit import UNDEFENDED, AttackResult, AuditReport, MechanismAudit, audit
 from .bounds import EpsilonBound, clopper_pearson, epsilon_lower_bound
 from .classifiers import CLASSIFIERS, make_classifier
 from .likelihood import GaussianLikelihoodRatio
+from .verify import DataLevelCheck, DirectionCheck, verify_on_data
 
 __all__ = [
     "CLASSIFIERS",
     "UNDEFENDED",
     "AttackResult",
     "AuditReport",
+    "DataLevelCheck",
+    "DirectionCheck",
     "EpsilonBound",
     "GaussianLikelihoodRatio",
     "MechanismAudit",
@@ -17,4 +20,5 @@ __all__ = [
     "clopper_pearson",
     "epsilon_lower_bound",
     "make_classifier",
+    "verify_on_data",
 ]
