@@ -363,6 +363,12 @@ def _check_inputs(
             f"mechanism releases {mechanism.dim} statistics, samples have "
             f"{samples.samples[0].shape[1]}"
         )
+    eps = mechanism.guarantee.epsilon
+    if not (math.isfinite(eps) and eps >= 0):
+        raise ParameterError(
+            f"mechanism {mechanism.name!r} claims epsilon = {eps}; the data-level check "
+            "needs a finite epsilon"
+        )
     n = check_positive_int(n_eval, "n_eval", minimum=2)
     conf = check_real(
         confidence, "confidence", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
@@ -434,7 +440,7 @@ def verify_on_data(
     notes = _notes(mechanism, frame, grid, decoded, conf)
     lower = max(p.lower for p in per_pair)
     full_rank = frame.rank == mechanism.dim
-    upper = max(p.interval[1] for p in per_pair) if full_rank else 1.0
+    upper = max(lower, *(p.interval[1] for p in per_pair)) if full_rank else 1.0
     return DataLevelCheck(
         mechanism.name,
         eps,
