@@ -5,9 +5,8 @@ The central flow (DESIGN.md §2): a query model (f_θ for each θ, and the pairs
 a :class:`Release` carrying its :class:`PrivacyGuarantee`.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 from . import divergences, local
+from ._version import __version__
 from .accounting import (
     gaussian_constant,
     gaussian_delta,
@@ -32,23 +31,13 @@ from .errors import (
     MechanismNotApplicableError,
     ParameterError,
     ParameterTypeError,
+    PrivacyLeakWarning,
 )
 from .guarantees import Assumption, PrivacyGuarantee, Release
-from .modeling import (
-    DataQueryModel,
-    ProportionSecret,
-    Query,
-    ReleaseReport,
-    model_query,
-    release,
-)
+from .modeling import DataQueryModel, ProportionSecret, Query, model_query
 from .noise import Noise, NoiseComponent
+from .pipeline import ReleaseReport, release, run_audit, run_calibrate, run_demo, run_release
 from .querymodel import GaussianQueryModel, SampledQueryModel
-
-try:
-    __version__ = version("distpriv")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+unknown"
 
 __all__ = [
     "MECHANISMS",
@@ -66,6 +55,7 @@ __all__ = [
     "ParameterError",
     "ParameterTypeError",
     "PrivacyGuarantee",
+    "PrivacyLeakWarning",
     "ProportionSecret",
     "Query",
     "Release",
@@ -86,6 +76,10 @@ __all__ = [
     "relax_wasserstein",
     "relaxed_parameters",
     "release",
+    "run_audit",
+    "run_calibrate",
+    "run_demo",
+    "run_release",
     "verify_on_data",
     "winf_distance",
 ]
