@@ -13,6 +13,7 @@ from .accounting import (
     gaussian_epsilon,
     max_mahalanobis_distance,
 )
+from .attacks import DataLevelCheck, verify_on_data
 from .central import (
     MECHANISMS,
     CalibratedMechanism,
@@ -45,6 +46,7 @@ __all__ = [
     "AssumptionWarning",
     "CalibratedMechanism",
     "ConfigError",
+    "DataLevelCheck",
     "DataQueryModel",
     "DistPrivError",
     "GaussianQueryModel",
@@ -83,5 +85,6 @@ __all__ = [
     "run_demo",
     "run_release",
     "secure_sample",
+    "verify_on_data",
     "winf_distance",
 ]
