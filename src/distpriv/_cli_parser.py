@@ -46,6 +46,12 @@ def _release(sub: Any, types: dict[str, Any]) -> Any:
     rel.add_argument("--json", action="store_true", help="print the public report as JSON")
     rel.add_argument("--quiet", action="store_true", help="print nothing on success")
     rel.add_argument(
+        "--verify",
+        action="store_true",
+        help="check delta(epsilon) of the actual outputs on resampled data first (about a "
+        "minute); refuse the release if the check fails",
+    )
+    rel.add_argument(
         "--insecure-seed",
         type=types["seed"],
         metavar="N",

@@ -77,6 +77,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         data=args.data,
         insecure_seed=args.insecure_seed,
         include_true=True if args.include_true else None,
+        verify=args.verify,
     )
     public, private = outcome.public, outcome.private
     text = _dump(public) if args.json else ("" if args.quiet else render_release(public, private))

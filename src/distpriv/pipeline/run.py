@@ -23,7 +23,7 @@ from .._version import __version__
 from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
 from ..errors import ConfigError, MechanismNotApplicableError, ParameterError
 from ..guarantees import to_jsonable
-from ..modeling import DataQueryModel, ProportionSecret, Query
+from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
 from .demo import demo_report
 from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
@@ -135,12 +135,44 @@ def _model_and_mechanism(
     return model, mech
 
 
+# Monte Carlo datasets per value for the data-level check (half form the density mixture,
+# half are evaluation draws: verify_on_data's default n_eval = 10,000).
+VERIFY_SAMPLES = 20_000
+
+
+def _verify(
+    cfg: ReleaseConfig,
+    model_frame: pd.DataFrame,
+    query: Query,
+    secret: ProportionSecret,
+    n: int,
+    mech: CalibratedMechanism,
+) -> dict[str, Any]:
+    """The data-level check of f_θ + Z (attacks.verify_on_data); refuses a failing release."""
+    from ..attacks import verify_on_data
+
+    need = len(secret.values) * VERIFY_SAMPLES * (n + len(cfg.query)) * 8.0 * 2
+    check_memory(need, f"--verify ({VERIFY_SAMPLES} datasets per value of {n} rows)")
+    samples = model_query(
+        model_frame, query, secret, subset_size=n, method="montecarlo", n_samples=VERIFY_SAMPLES
+    ).to_sampled()
+    check = verify_on_data(samples, mech)
+    if not check.consistent:
+        raise MechanismNotApplicableError(
+            f"release refused by --verify: on resampled data, {mech.name!r} reaches "
+            f"delta >= {check.delta_lower:.3g} at epsilon={check.epsilon:g} (certified lower "
+            f"bound), above its target {check.target_delta:g}; " + " ".join(check.notes[:1])
+        )
+    return check.to_dict()
+
+
 def run_release(
     config: str | Path | ReleaseConfig,
     *,
     data: str | Path | None = None,
     insecure_seed: int | None = None,
     include_true: bool | None = None,
+    verify: bool = False,
 ) -> ReleaseOutcome:
     """Release the configured statistics of a table with secure noise.
 
@@ -163,6 +195,10 @@ def run_release(
     include_true : bool, optional
         Put the true values into the private diagnostics (default: the config's
         ``[output] include_true``).
+    verify : bool
+        Before releasing, estimate δ(ε) of the actual outputs f_θ + Z on resampled data
+        (:func:`distpriv.attacks.verify_on_data`); the check goes into the public report,
+        and a release whose certified lower bound exceeds the target δ is refused.
 
     Returns
     -------
@@ -186,6 +222,7 @@ def run_release(
         overlap = warn_overlap(model_frame, released)
         model, mech = _model_and_mechanism(cfg, model_frame, query, secret, n)
         value = query.evaluate(released)
+        verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
         rel = mech.release(value, rng=noise_rng)
         salt = _secrets.token_bytes(32)
         prov = provenance(
@@ -195,7 +232,13 @@ def run_release(
             insecure_seed=seed,
         )
         public = public_release(
-            title=cfg.title, secret=secret, query=query, rel=rel, mech=mech, prov=prov
+            title=cfg.title,
+            secret=secret,
+            query=query,
+            rel=rel,
+            mech=mech,
+            prov=prov,
+            verification=verification,
         )
         report = ReleaseReport(rel, mech, model, value, len(released))
         private = {
