@@ -54,7 +54,8 @@ class DuckDBEngine:
             self._attach_file(Path(source))
         else:
             if isinstance(source, duckdb.DuckDBPyRelation):
-                source = source.fetch_arrow_table()
+                fetch = getattr(source, "to_arrow_table", None) or source.fetch_arrow_table
+                source = fetch()
             self.conn.register(self.relation, source)
         # Lock down: the table is attached; from now on nothing else can be read or written,
         # and no statement can undo this.

@@ -194,16 +194,14 @@ def _check_node(node: exp.Expression, what: str, text: str) -> None:
         if name not in _ANONYMOUS:
             raise _reject(what, text, f"function {node.name!r} is not on the allow-list")
         return
-    if isinstance(node, exp.Func) and not isinstance(node, _FUNCTIONS):
-        if isinstance(node, exp.Column | exp.Identifier):
-            return
-        name = node.sql_name().lower()
-        raise _reject(what, text, f"function {name!r} is not on the allow-list")
     if isinstance(node, exp.Query | exp.Subquery | exp.Table | exp.From):
         raise _reject(what, text, "subqueries and table references are not allowed")
     if isinstance(node, exp.Window):
         raise _reject(what, text, "window functions are not allowed")
     if not isinstance(node, _NODES + _FUNCTIONS):
+        if isinstance(node, exp.Func):
+            name = node.sql_name().lower()
+            raise _reject(what, text, f"function {name!r} is not on the allow-list")
         raise _reject(what, text, f"SQL construct {type(node).__name__} is not allowed")
     if isinstance(node, exp.Column) and (node.table or node.args.get("db")):
         raise _reject(
