@@ -69,7 +69,7 @@ def test_hostile_statistics_refused_and_nothing_written(sandbox):
 
 
 def test_hostile_predicates_refused(sandbox):
-    tmp, secret_file, frame = sandbox
+    tmp, secret_file, _ = sandbox
     out = tmp / "pwned.csv"
     for text in [
         f"x > (SELECT count(*) FROM read_text('{secret_file}'))",

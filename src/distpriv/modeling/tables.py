@@ -108,7 +108,8 @@ class Table:
         self._frame: pd.DataFrame | None = None
         self._local: duckdb.DuckDBPyConnection | None = None
         self._n_rows: int | None = None
-        if self.n_rows == 0:
+        # Spark: counting is a job of its own; an empty table fails at its first aggregate.
+        if self.dialect == "duckdb" and self.n_rows == 0:
             raise ParameterError(f"data is empty: the table {self.source} has no rows")
 
     # -- engine side -------------------------------------------------------------------
@@ -317,8 +318,12 @@ class Table:
             self.safe_sql(e, name, "aggregate") for e, name in zip(expressions, what, strict=True)
         ]
         if rows is None:
-            select = [f"CAST(({e}) AS DOUBLE)" for e in expressions]
-            values = np.array(self.run(select, what=", ".join(what))[0], dtype=object)
+            # The row count rides along (one round trip, which matters on Spark).
+            select = [f"CAST(({e}) AS DOUBLE)" for e in expressions] + ["count(*)"]
+            *values, count = self.run(select, what=", ".join(what))[0]
+            self._n_rows = int(count)
+            if self._n_rows == 0:
+                raise ParameterError(f"data is empty: the table {self.source} has no rows")
             out = np.array([np.nan if v is None else float(v) for v in values])
             for name, v in zip(what, out, strict=True):
                 if not np.isfinite(v):
