@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ..errors import ParameterError, ParameterTypeError
 from .expressions import ParsedExpression, parse_expression
-from .tables import MissingReport, Table, as_table
+from .tables import MissingReport, Table, as_table, check_missing_policy
 
 __all__ = ["Query", "QueryEvaluation", "Statistic"]
 
@@ -247,11 +247,18 @@ class Query:
             report = MissingReport(missing, ())
             return QueryEvaluation(self._call(table.frame), table.n_rows, report)
         self.check_columns(table)
-        table, report = table.complete(self.columns, missing=missing, what="released data")
-        value = table.aggregate(
-            [s.parsed.sql() for s in self.statistics],
-            [f"statistic {s.name!r} ({s.expression})" for s in self.statistics],
-        )
+        check_missing_policy(missing)
+        exprs = [s.parsed.sql() for s in self.statistics]
+        what = [f"statistic {s.name!r} ({s.expression})" for s in self.statistics]
+        # One query: the statistics and the NULL/NaN counts of their columns. Only when
+        # something is missing does a second query (the errors or the drop) follow.
+        value = table.aggregate(exprs, what, missing_in=self.columns)
+        report = MissingReport(missing, tuple(sorted(self.columns)))
+        if table.last_missing:
+            table, report = table.complete(
+                self.columns, missing=missing, what="released data", counts=table.last_missing
+            )
+            value = table.aggregate(exprs, what)
         return QueryEvaluation(value, table.n_rows, report)
 
     def evaluate_subsets(self, table: Table, rows: np.ndarray) -> np.ndarray:

@@ -108,6 +108,7 @@ class Table:
         self._frame: pd.DataFrame | None = None
         self._local: duckdb.DuckDBPyConnection | None = None
         self._n_rows: int | None = None
+        self.last_missing: dict[str, int] = {}
         # Spark: counting is a job of its own; an empty table fails at its first aggregate.
         if self.dialect == "duckdb" and self.n_rows == 0:
             raise ParameterError(f"data is empty: the table {self.source} has no rows")
@@ -169,7 +170,12 @@ class Table:
         return {c: int(v or 0) for c, v in zip(cols, row, strict=True) if v}
 
     def complete(
-        self, columns: Iterable[str], *, missing: str = "error", what: str = "table"
+        self,
+        columns: Iterable[str],
+        *,
+        missing: str = "error",
+        what: str = "table",
+        counts: dict[str, int] | None = None,
     ) -> tuple[Table, MissingReport]:
         """Apply the missing-value policy to the columns used (issue #12 item 6).
 
@@ -182,6 +188,8 @@ class Table:
             counted.
         what : str
             Names the table in the error message (e.g. ``"modelling data"``).
+        counts : dict, optional
+            Missing values per column, when already counted (saves a query).
 
         Returns
         -------
@@ -196,7 +204,7 @@ class Table:
         """
         policy = check_missing_policy(missing)
         cols = tuple(sorted({self.column_name(c) for c in columns}))
-        counts = self.missing_counts(cols)
+        counts = self.missing_counts(cols) if counts is None else counts
         if not counts:
             return self, MissingReport(policy, cols)
         if policy == "error":
@@ -307,20 +315,39 @@ class Table:
             raise ParameterError(f"{what}: {' '.join(str(exc).split())}") from exc
 
     def aggregate(
-        self, expressions: list[str], what: list[str], rows: np.ndarray | None = None
+        self,
+        expressions: list[str],
+        what: list[str],
+        rows: np.ndarray | None = None,
+        *,
+        missing_in: Iterable[str] = (),
     ) -> np.ndarray:
         """SQL aggregates over all rows (in the engine), or over each row set in ``rows``.
 
         Returns shape (k,) for all rows, (s, k) with ``rows`` (shape (s, n)). Over all rows,
         one query in the engine; with ``rows``, one grouped query over the in-memory rows.
+        Over all rows, the NULL/NaN counts of the columns ``missing_in`` ride along in the
+        same query and are left in :attr:`last_missing` (the values are then only valid
+        when there are none).
         """
         expressions = [
             self.safe_sql(e, name, "aggregate") for e, name in zip(expressions, what, strict=True)
         ]
         if rows is None:
             # The row count rides along (one round trip, which matters on Spark).
+            cols = sorted({self.column_name(c) for c in missing_in})
             select = [f"CAST(({e}) AS DOUBLE)" for e in expressions] + ["count(*)"]
-            *values, count = self.run(select, what=", ".join(what))[0]
+            select += [
+                f"sum(CASE WHEN {missing_condition(c, self.engine)} THEN 1 ELSE 0 END)"
+                for c in cols
+            ]
+            row = self.run(select, what=", ".join(what))[0]
+            values, count = row[: len(expressions)], row[len(expressions)]
+            self.last_missing = {
+                c: int(v or 0) for c, v in zip(cols, row[len(expressions) + 1 :], strict=True) if v
+            }
+            if self.last_missing:
+                return np.full(len(expressions), np.nan)
             self._n_rows = int(count)
             if self._n_rows == 0:
                 raise ParameterError(f"data is empty: the table {self.source} has no rows")
