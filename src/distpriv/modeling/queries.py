@@ -256,7 +256,11 @@ class Query:
         report = MissingReport(missing, tuple(sorted(self.columns)))
         if table.last_missing:
             table, report = table.complete(
-                self.columns, missing=missing, what="released data", counts=table.last_missing
+                self.columns,
+                missing=missing,
+                what="released data",
+                counts=table.last_missing,
+                rows_missing=table.last_missing_rows,
             )
             value = table.aggregate(exprs, what)
         return QueryEvaluation(value, table.n_rows, report)

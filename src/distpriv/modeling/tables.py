@@ -109,6 +109,7 @@ class Table:
         self._local: duckdb.DuckDBPyConnection | None = None
         self._n_rows: int | None = None
         self.last_missing: dict[str, int] = {}
+        self.last_missing_rows = 0
         # Spark: counting is a job of its own; an empty table fails at its first aggregate.
         if self.dialect == "duckdb" and self.n_rows == 0:
             raise ParameterError(f"data is empty: the table {self.source} has no rows")
@@ -176,6 +177,7 @@ class Table:
         missing: str = "error",
         what: str = "table",
         counts: dict[str, int] | None = None,
+        rows_missing: int | None = None,
     ) -> tuple[Table, MissingReport]:
         """Apply the missing-value policy to the columns used (issue #12 item 6).
 
@@ -190,6 +192,8 @@ class Table:
             Names the table in the error message (e.g. ``"modelling data"``).
         counts : dict, optional
             Missing values per column, when already counted (saves a query).
+        rows_missing : int, optional
+            Rows with at least one of them, when already counted (saves a query).
 
         Returns
         -------
@@ -217,14 +221,18 @@ class Table:
         cond = " OR ".join(missing_condition(c, self.engine) for c in counts)
         keep = f"NOT ({cond})"
         where = keep if self.where is None else f"({self.where}) AND {keep}"
+        empty = ParameterError(f"every row of the {what} has a missing value in {list(counts)}")
+        if rows_missing is not None and rows_missing >= self.n_rows:
+            raise empty
         try:
             out = Table(self.engine, self.source, where=where)
         except ParameterError as exc:
-            raise ParameterError(
-                f"every row of the {what} has a missing value in {list(counts)}"
-            ) from exc
-        dropped = self.n_rows - out.n_rows
-        return out, MissingReport(policy, cols, counts, dropped)
+            raise empty from exc
+        if rows_missing is not None:
+            out._n_rows = self.n_rows - rows_missing
+        if out.n_rows == 0:
+            raise empty
+        return out, MissingReport(policy, cols, counts, self.n_rows - out.n_rows)
 
     def safe_sql(self, text: str, what: str, kind: str = "any") -> str:
         """Validate ``text`` as one expression over this table's columns; sqlglot's rendering.
@@ -337,18 +345,22 @@ class Table:
             # The row count rides along (one round trip, which matters on Spark).
             cols = sorted({self.column_name(c) for c in missing_in})
             select = [f"CAST(({e}) AS DOUBLE)" for e in expressions] + ["count(*)"]
-            select += [
-                f"sum(CASE WHEN {missing_condition(c, self.engine)} THEN 1 ELSE 0 END)"
-                for c in cols
-            ]
+            conds = [missing_condition(c, self.engine) for c in cols]
+            select += [f"sum(CASE WHEN {c} THEN 1 ELSE 0 END)" for c in conds]
+            if conds:
+                select.append(f"sum(CASE WHEN {' OR '.join(conds)} THEN 1 ELSE 0 END)")
             row = self.run(select, what=", ".join(what))[0]
-            values, count = row[: len(expressions)], row[len(expressions)]
-            self.last_missing = {
-                c: int(v or 0) for c, v in zip(cols, row[len(expressions) + 1 :], strict=True) if v
-            }
-            if self.last_missing:
-                return np.full(len(expressions), np.nan)
+            m = len(expressions)
+            values, count = row[:m], row[m]
             self._n_rows = int(count)
+            self.last_missing = {
+                c: int(v or 0)
+                for c, v in zip(cols, row[m + 1 : m + 1 + len(cols)], strict=True)
+                if v
+            }
+            self.last_missing_rows = int(row[-1] or 0) if conds else 0
+            if self.last_missing:
+                return np.full(m, np.nan)
             if self._n_rows == 0:
                 raise ParameterError(f"data is empty: the table {self.source} has no rows")
             out = np.array([np.nan if v is None else float(v) for v in values])
