@@ -281,6 +281,19 @@ def parse_expression(
             else n
         )
     )
+    # What runs is the rendering, so the rendering is what is validated: re-parse it and
+    # check it again (sqlglot accepts a few malformed literals, e.g. ".0.0", whose rendering
+    # parses to something else).
+    rendered = tree.sql(dialect="duckdb")
+    try:
+        reparsed = sqlglot.parse_one(rendered, read="duckdb")
+    except SqlglotError as exc:
+        raise ParameterError(f"{what} ({text}) is not valid SQL") from exc
+    for node in reparsed.walk():
+        _check_node(node, what, text)
+    if reparsed.sql(dialect="duckdb") != rendered:
+        raise ParameterError(f"{what} ({text}) is not valid SQL")
+    tree = reparsed
     is_agg = any(isinstance(n, exp.AggFunc) for n in tree.walk())
     if kind == "aggregate" and not is_agg:
         raise _reject(what, text, "a statistic must be an aggregate such as avg(x) or count(*)")
