@@ -21,7 +21,12 @@ import pandas as pd
 from .._validation import check_positive_int, check_rng
 from .._version import __version__
 from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
-from ..errors import ConfigError, MechanismNotApplicableError, ParameterError
+from ..errors import (
+    AssumptionWarning,
+    ConfigError,
+    MechanismNotApplicableError,
+    ParameterError,
+)
 from ..guarantees import to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
@@ -90,6 +95,17 @@ def _check_model_memory(cfg: ReleaseConfig, secret: ProportionSecret, n: int, me
     return n_samples
 
 
+def _warn_dropped(rows: int, n: int) -> None:
+    if rows != n:
+        warnings.warn(
+            f"[data] missing = 'drop' removed {n - rows} of the {n} released rows: the "
+            f"statistics are computed on {rows} rows while the model describes datasets of "
+            f"{n} rows (the guarantee assumes the dropped rows carry no information)",
+            AssumptionWarning,
+            stacklevel=3,
+        )
+
+
 def _released_frame(
     cfg: ReleaseConfig, data: str | Path | None, n: int, rng: np.random.Generator
 ) -> tuple[pd.DataFrame, str]:
@@ -121,6 +137,7 @@ def _model_and_mechanism(
         method=method,
         n_samples=n_samples,
         rng=cfg.model.get("seed", 0),
+        missing=cfg.missing,
     )
     check_model_support(model.stratum_sizes, model.counts, n)
     facts = table_facts(model_frame, query, n) if mechanism_info(cfg.mechanism).defaults else None
@@ -154,7 +171,13 @@ def _verify(
     need = len(secret.values) * VERIFY_SAMPLES * (n + len(cfg.query)) * 8.0 * 2
     check_memory(need, f"--verify ({VERIFY_SAMPLES} datasets per value of {n} rows)")
     samples = model_query(
-        model_frame, query, secret, subset_size=n, method="montecarlo", n_samples=VERIFY_SAMPLES
+        model_frame,
+        query,
+        secret,
+        subset_size=n,
+        method="montecarlo",
+        n_samples=VERIFY_SAMPLES,
+        missing=cfg.missing,
     ).to_sampled()
     check = verify_on_data(samples, mech)
     if not check.consistent:
@@ -221,7 +244,9 @@ def run_release(
             )
         overlap = warn_overlap(model_frame, released)
         model, mech = _model_and_mechanism(cfg, model_frame, query, secret, n)
-        value = query.evaluate(released)
+        evaluation = query.evaluation(released, missing=cfg.missing)
+        value = evaluation.value
+        _warn_dropped(evaluation.n_rows, n)
         verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
         rel = mech.release(value, rng=noise_rng)
         salt = _secrets.token_bytes(32)
@@ -249,6 +274,7 @@ def run_release(
             "data": source,
             "data_sha256_salt": salt.hex(),
             "rows_also_in_modelling_table": overlap,
+            "missing": evaluation.missing.to_dict(),
             **report.diagnostics(
                 include_true=cfg.include_true if include_true is None else include_true
             ),
@@ -306,6 +332,7 @@ def _audit_mechanisms(
                 method=method,
                 n_samples=n_samples,
                 rng=cfg.model.get("seed", 0),
+                missing=cfg.missing,
             )
         if name is None:
             break
