@@ -157,6 +157,12 @@ class PrivacyGuarantee:
             "fallback": None if self.fallback is None else self.fallback.to_dict(),
         }
 
+    def _repr_html_(self) -> str:
+        """Compact HTML summary for Jupyter (from the package templates)."""
+        from ._html import repr_guarantee
+
+        return repr_guarantee(self.to_dict())
+
 
 @dataclass(frozen=True)
 class Release:
@@ -183,3 +189,9 @@ class Release:
             "statistics": list(self.statistics),
             "guarantee": self.guarantee.to_dict(),
         }
+
+    def _repr_html_(self) -> str:
+        """Compact HTML summary for Jupyter (from the package templates)."""
+        from ._html import repr_release
+
+        return repr_release(self.to_dict())
