@@ -157,8 +157,8 @@ def _verdict(g: Any, epsilon: float, delta: float) -> tuple[bool, str]:
             f"request ({epsilon:g}, {delta:g})"
         )
     if g.notion != "distribution privacy":
-        # Group DP with the group the whole dataset implies distribution privacy; say so.
-        return True, f"{g.notion} (implies distribution privacy)"
+        # A guarantee of another notion over the same pairs (attribute privacy, group DP): say so.
+        return True, f"{g.notion} w.r.t. the same pairs"
     return True, ""
 
 
