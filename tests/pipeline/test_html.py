@@ -163,7 +163,7 @@ def test_render_bad_input(model):
     mech = calibrate("eigm", model, epsilon=1.0, delta=1e-3)
     rep = release_report(mech, [1.0, 2.0])
     del rep["guarantee"]
-    with pytest.raises(ParameterError, match="missing key.*guarantee"):
+    with pytest.raises(ParameterError, match=r"missing key.*guarantee"):
         render_html(rep)
     with pytest.raises(ParameterError, match="epsilons"):
         utility_curve(model, delta=1e-3, epsilons=[0.5, -1.0])
