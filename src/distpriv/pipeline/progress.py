@@ -10,7 +10,8 @@ progress text (DESIGN.md §3, CLI).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 __all__ = ["ProgressCallback", "ProgressDisplay", "progress_enabled"]
@@ -96,3 +97,15 @@ class ProgressDisplay:
             bar.update(task[0], completed=done, total=total_now or total)
 
         return tick
+
+    @contextmanager
+    def phase(self, description: str) -> Iterator[None]:
+        """An indeterminate (pulsing) bar for a step that cannot count its progress."""
+        if self._bar is None:
+            yield
+            return
+        task = self._bar.add_task(description, total=None)
+        try:
+            yield
+        finally:
+            self._bar.remove_task(task)
