@@ -135,13 +135,16 @@ def _check_weights(weights: Any, m: int) -> np.ndarray | None:
 
 
 def _views(model: Any) -> tuple[Any, Any]:
-    """(model for the Gaussian mechanisms, Monte Carlo samples or None)."""
-    if isinstance(model, SampledQueryModel):
-        return model, model
+    """(model for the Gaussian mechanisms, model for the Wasserstein ones).
+
+    The Wasserstein mechanisms use Monte Carlo samples when the model has them (Chen &
+    Ohrimenko 2023 Thm 3.1/3.2) and the Gaussian model otherwise (Thm 3.3 for
+    approx-wasserstein; wasserstein then refuses unequal covariances itself).
+    """
     to_sampled = getattr(model, "to_sampled", None)
     if to_sampled is not None and getattr(model, "samples", None) is not None:
         return model, to_sampled()
-    return model, None
+    return model, model
 
 
 def _verdict(g: Any, epsilon: float, delta: float) -> tuple[bool, str]:
@@ -214,9 +217,7 @@ def calibrate_candidates(
         target = sampled_view if name in _SAMPLE_MECHANISMS else gaussian_view
         reason = ""
         mech = None
-        if target is None:
-            reason = "needs Monte Carlo samples of the model (method = 'montecarlo')"
-        elif spec.gaussian and dlt == 0.0:
+        if spec.gaussian and dlt == 0.0:
             reason = "adds Gaussian noise and needs delta > 0"
         else:
             try:
