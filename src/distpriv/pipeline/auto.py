@@ -22,10 +22,22 @@ import numpy as np
 
 from .._validation import check_array, check_delta, check_epsilon
 from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
-from ..errors import DistPrivError, MechanismNotApplicableError, ParameterError
+from ..central.registry import default_options
+from ..errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
 from ..querymodel import GaussianQueryModel, SampledQueryModel
 
-__all__ = ["AutoChoice", "Candidate", "calibrate_candidates", "choose_mechanism"]
+__all__ = [
+    "AUTO",
+    "AutoChoice",
+    "Candidate",
+    "calibrate_candidates",
+    "choose_for_table",
+    "choose_mechanism",
+]
+
+AUTO = "auto"
+# What ``[mechanism] name = "auto"`` accepts besides epsilon and delta.
+AUTO_OPTIONS = ("weights", "calibration")
 
 # Mechanisms calibrated on Monte Carlo samples of f_θ (Chen & Ohrimenko 2023, Thm 3.1-3.3);
 # the same split as distpriv.modeling.release.SAMPLE_MECHANISMS.
@@ -298,4 +310,61 @@ def choose_mechanism(
         epsilon=float(epsilon),
         delta=float(delta),
         weights=None if w is None else tuple(float(x) for x in w),
+    )
+
+
+def choose_for_table(
+    model: GaussianQueryModel | SampledQueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    options: Mapping[str, Any] | None = None,
+    facts: Any = None,
+    progress: ProgressCallback | None = None,
+) -> AutoChoice:
+    """``mechanism = "auto"`` of a release configuration.
+
+    Parameters
+    ----------
+    model : GaussianQueryModel or SampledQueryModel
+        The model built from the modelling table.
+    epsilon, delta : float
+        The configuration's request.
+    options : mapping, optional
+        The ``[mechanism]`` table's other keys: ``weights`` (one positive number per
+        statistic) and ``calibration`` (for the Gaussian mechanisms); nothing else.
+    facts : TableFacts, optional
+        Facts about the modelling table for the registry's default options (the group-DP
+        baselines' group size and sensitivities), as for a named mechanism.
+    progress : callable(done, total), optional
+
+    Raises
+    ------
+    ConfigError
+        An option ``auto`` does not take.
+    MechanismNotApplicableError
+        No mechanism verifies.
+    """
+    opts = dict(options or {})
+    unknown = sorted(set(opts) - set(AUTO_OPTIONS))
+    if unknown:
+        raise ConfigError(
+            f"[mechanism] option(s) {', '.join(map(repr, unknown))} do not apply to "
+            f"name = 'auto'; it takes: {', '.join(AUTO_OPTIONS)}"
+        )
+    per: dict[str, dict[str, Any]] = {}
+    for name in MECHANISMS:
+        spec = mechanism_info(name)
+        mine = dict(default_options(name, facts)) if facts is not None else {}
+        if "calibration" in opts and spec.gaussian:
+            mine["calibration"] = opts["calibration"]
+        if mine:
+            per[name] = mine
+    return choose_mechanism(
+        model,
+        epsilon=epsilon,
+        delta=delta,
+        weights=opts.get("weights"),
+        options=per,
+        progress=progress,
     )

@@ -25,6 +25,7 @@ from ..errors import ConfigError, MechanismNotApplicableError, ParameterError
 from ..guarantees import to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
+from .auto import AUTO, AutoChoice, choose_for_table
 from .demo import demo_report
 from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
 from .release import ReleaseReport, build_model, calibrate_for, method_for
@@ -109,7 +110,10 @@ def _model_and_mechanism(
     query: Query,
     secret: ProportionSecret,
     n: int,
-) -> tuple[DataQueryModel, CalibratedMechanism]:
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice | None]:
+    if cfg.mechanism == AUTO:
+        return _auto_model_and_mechanism(cfg, model_frame, query, secret, n, progress)
     method = method_for(cfg.mechanism, cfg.model.get("method", "analytic"))
     n_samples = _check_model_memory(cfg, secret, n, method)
     model = build_model(
@@ -132,7 +136,39 @@ def _model_and_mechanism(
         options=cfg.options,
         facts=facts,
     )
-    return model, mech
+    return model, mech, None
+
+
+def _auto_model_and_mechanism(
+    cfg: ReleaseConfig,
+    model_frame: pd.DataFrame,
+    query: Query,
+    secret: ProportionSecret,
+    n: int,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice]:
+    """``mechanism = "auto"``: the least-error mechanism that verifies (pipeline.auto)."""
+    method = cfg.model.get("method", "analytic")
+    model = build_model(
+        model_frame,
+        query,
+        secret,
+        mechanism="eigm",  # any Gaussian-view mechanism: the model of the configured method
+        subset_size=n,
+        method=method,
+        n_samples=_check_model_memory(cfg, secret, n, method),
+        rng=cfg.model.get("seed", 0),
+    )
+    check_model_support(model.stratum_sizes, model.counts, n)
+    choice = choose_for_table(
+        model,
+        epsilon=cfg.epsilon,
+        delta=cfg.delta,
+        options=cfg.options,
+        facts=table_facts(model_frame, query, n),
+        progress=progress,
+    )
+    return model, choice.mechanism, choice
 
 
 def run_release(
@@ -141,6 +177,7 @@ def run_release(
     data: str | Path | None = None,
     insecure_seed: int | None = None,
     include_true: bool | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReleaseOutcome:
     """Release the configured statistics of a table with secure noise.
 
@@ -163,6 +200,8 @@ def run_release(
     include_true : bool, optional
         Put the true values into the private diagnostics (default: the config's
         ``[output] include_true``).
+    progress : callable(done, total), optional
+        Called as ``mechanism = "auto"`` calibrates each candidate mechanism.
 
     Returns
     -------
@@ -184,7 +223,7 @@ def run_release(
                 f"describes datasets of {n} rows, so only such a dataset can be released"
             )
         overlap = warn_overlap(model_frame, released)
-        model, mech = _model_and_mechanism(cfg, model_frame, query, secret, n)
+        model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
         value = query.evaluate(released)
         rel = mech.release(value, rng=noise_rng)
         salt = _secrets.token_bytes(32)
@@ -197,6 +236,9 @@ def run_release(
         public = public_release(
             title=cfg.title, secret=secret, query=query, rel=rel, mech=mech, prov=prov
         )
+        if choice is not None:  # mechanism = "auto": the comparison behind the choice
+            public["choice"] = choice.rows()
+            public["choice_weights"] = None if choice.weights is None else list(choice.weights)
         report = ReleaseReport(rel, mech, model, value, len(released))
         private = {
             "kind": "release-diagnostics",
