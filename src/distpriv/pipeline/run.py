@@ -24,8 +24,8 @@ from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
 from ..errors import ConfigError, MechanismNotApplicableError, ParameterError
 from ..guarantees import to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query
-from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
 from .auto import AUTO, AutoChoice, choose_for_table
+from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
 from .demo import demo_report
 from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
 from .release import ReleaseReport, build_model, calibrate_for, method_for
