@@ -14,6 +14,17 @@ def _json_out(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="also write the JSON report to this file (atomically)")
 
 
+def _html(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--html", metavar="FILE", help=f"write {what} as one self-contained HTML page")
+
+
+def _report(sub: Any) -> Any:
+    rep = sub.add_parser("report", help="render a saved JSON report (release, audit, demo)")
+    rep.add_argument("report", metavar="REPORT.json", help="a report written by --out")
+    rep.add_argument("--html", metavar="FILE", required=True, help="write the HTML page here")
+    return rep
+
+
 def _calibrate(sub: Any, types: dict[str, Any], mechanisms: Sequence[str], cals: Any) -> Any:
     cal = sub.add_parser("calibrate", help="calibrate a mechanism to a Gaussian query model")
     cal.add_argument("model", help="TOML file with the query model (docs/user-guide.md)")
@@ -45,6 +56,7 @@ def _release(sub: Any, types: dict[str, Any]) -> Any:
     )
     rel.add_argument("--json", action="store_true", help="print the public report as JSON")
     rel.add_argument("--quiet", action="store_true", help="print nothing on success")
+    _html(rel, "the release report (never overwritten)")
     rel.add_argument(
         "--insecure-seed",
         type=types["seed"],
@@ -78,6 +90,8 @@ def _audit(sub: Any, types: dict[str, Any]) -> Any:
     aud.add_argument("--confidence", type=types["float"], default=None)
     aud.add_argument("--seed", type=types["seed"], help="seed of the simulation")
     _json_out(aud)
+    _html(aud, "the audit report")
+    aud.add_argument("--quiet", action="store_true", help="print nothing on success")
     return aud
 
 
@@ -111,6 +125,8 @@ def _demo(sub: Any, types: dict[str, Any]) -> Any:
         help="repetitions of the paper's attack per mechanism (0: no attack)",
     )
     _json_out(demo)
+    _html(demo, "the demo report")
+    demo.add_argument("--quiet", action="store_true", help="print nothing on success")
     return demo
 
 
@@ -158,6 +174,7 @@ def add_commands(
         "experiment": _experiment(sub, types),
         "demo": _demo(sub, types),
         "local": _local(sub, types, sub._parser_class),
+        "report": _report(sub),
     }
     mech = sub.add_parser("mechanisms", help="list the registered mechanisms")
     mech.add_argument("--json", action="store_true")

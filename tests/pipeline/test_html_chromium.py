@@ -37,21 +37,11 @@ def chromium():
 
 @functools.lru_cache(maxsize=1)
 def release_report() -> dict:
-    """An Adult release through the real pipeline (seeded noise: a test, not a release)."""
+    """An Adult release through the real pipeline and the --html path (release_page)."""
     from distpriv.pipeline import run_release
-    from distpriv.pipeline.html import utility_curve
+    from distpriv.pipeline.html import release_page
 
-    outcome = run_release(CONFIG, insecure_seed=7)
-    public = dict(outcome.public)
-    rep = outcome.report
-    g = rep.release.guarantee
-    public["utility"] = utility_curve(
-        rep.model,
-        delta=g.delta or 1e-3,
-        epsilon=1.0,
-        chosen=rep.mechanism.name,
-        epsilons=(0.5, 2.0),
-    )
+    public, _ = release_page(run_release(CONFIG, insecure_seed=7))
     return public
 
 

@@ -26,7 +26,14 @@ from .._validation import check_delta, check_epsilon
 from ..errors import ParameterError, ParameterTypeError
 from .auto import ProgressCallback, calibrate_candidates
 
-__all__ = ["DEFAULT_EPSILONS", "render_html", "utility_curve", "utility_figure_svg"]
+__all__ = [
+    "DEFAULT_EPSILONS",
+    "demo_page",
+    "release_page",
+    "render_html",
+    "utility_curve",
+    "utility_figure_svg",
+]
 
 # ε grid of the privacy–utility figure (the requested ε is added to it).
 DEFAULT_EPSILONS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -294,3 +301,65 @@ def render_html(report: Mapping[str, Any]) -> str:
     )
     # Collapse the blank lines the template control blocks leave behind.
     return re.sub(r"\n\s*\n+", "\n", html)
+
+
+def release_page(outcome: Any, *, progress: ProgressCallback | None = None) -> tuple[dict, str]:
+    """The public report of a release with its privacy–utility figure, and its HTML.
+
+    Parameters
+    ----------
+    outcome : ReleaseOutcome
+        From :func:`distpriv.pipeline.run_release` (its ``report`` holds the model).
+    progress : callable(done, total), optional
+        Called after each ε of the figure's grid.
+
+    Returns
+    -------
+    (dict, str)
+        The public report with a ``utility`` entry (so that a saved report re-renders
+        the same page with ``distpriv report``), and the page.
+    """
+    public = dict(outcome.public)
+    rep = outcome.report
+    g = rep.release.guarantee
+    epsilon, delta = g.target  # the request, which the figure compares mechanisms at
+    public["utility"] = utility_curve(
+        rep.model,
+        delta=delta,
+        epsilon=epsilon,
+        chosen=rep.mechanism.name,
+        weights=public.get("choice_weights"),
+        progress=progress,
+    )
+    return public, render_html(public)
+
+
+def demo_page(
+    public: Mapping[str, Any], *, progress: ProgressCallback | None = None
+) -> tuple[dict, str]:
+    """The demo's report with its privacy–utility figure, and its HTML.
+
+    The figure is computed on the demo's model: Adult's modelling split, subsets of 100
+    rows, exact (analytic) moments, at the demo's δ (Chen & Ohrimenko 2023 §5.1), with
+    the group-DP baselines' default options from the same table.
+    """
+    from ..central.registry import default_options
+    from ..modeling import Query, model_query
+    from .demo import ADULT_STATISTICS, INCOME_SECRET
+    from .sources import load_frame, table_facts
+
+    out = dict(public)
+    frame = load_frame("adult:modeling", split_seed=int(out.get("seed") or 0))
+    query = Query(ADULT_STATISTICS)
+    n = int(out.get("subset_size") or 100)
+    model = model_query(frame, query, INCOME_SECRET, subset_size=n, method="analytic")
+    facts = table_facts(frame, query, n)
+    options = {name: default_options(name, facts) for name in ("groupdp-l", "groupdp-g")}
+    out["utility"] = utility_curve(
+        model,
+        delta=float(out["delta"]),
+        epsilon=float(out["epsilon"]),
+        options=options,
+        progress=progress,
+    )
+    return out, render_html(out)
