@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python docs/make_report_png.py
 
-Runs the example release (examples/adult-income.toml) through the pipeline with the
+Runs the example release with mechanism = "auto" (examples/adult-auto.toml) through the pipeline with the
 ``--html`` path of the CLI, then takes the screenshot with the same headless-Chromium
 helper the report tests use (distpriv.pipeline.browser). Needs the ``chromium`` package.
 """
@@ -23,7 +23,7 @@ def make(out: Path = ROOT / "docs" / "report.png") -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "report.html"
         status = main(
-            ["release", str(ROOT / "examples" / "adult-income.toml"), "--html", str(page), "--quiet"]
+            ["release", str(ROOT / "examples" / "adult-auto.toml"), "--html", str(page), "--quiet"]
         )
         if status != 0:
             raise SystemExit(f"distpriv release failed with status {status}")

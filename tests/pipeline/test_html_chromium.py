@@ -41,7 +41,7 @@ def release_report() -> dict:
     from distpriv.pipeline import run_release
     from distpriv.pipeline.html import release_page
 
-    public, _ = release_page(run_release(CONFIG, insecure_seed=7))
+    public, _ = release_page(run_release(CONFIG, insecure_seed=7), epsilons=(0.5, 2.0))
     return public
 
 

@@ -303,13 +303,20 @@ def render_html(report: Mapping[str, Any]) -> str:
     return re.sub(r"\n\s*\n+", "\n", html)
 
 
-def release_page(outcome: Any, *, progress: ProgressCallback | None = None) -> tuple[dict, str]:
+def release_page(
+    outcome: Any,
+    *,
+    epsilons: Sequence[float] = DEFAULT_EPSILONS,
+    progress: ProgressCallback | None = None,
+) -> tuple[dict, str]:
     """The public report of a release with its privacy–utility figure, and its HTML.
 
     Parameters
     ----------
     outcome : ReleaseOutcome
         From :func:`distpriv.pipeline.run_release` (its ``report`` holds the model).
+    epsilons : sequence of float
+        The figure's ε grid (the requested ε is added).
     progress : callable(done, total), optional
         Called after each ε of the figure's grid.
 
@@ -329,6 +336,7 @@ def release_page(outcome: Any, *, progress: ProgressCallback | None = None) -> t
         epsilon=epsilon,
         chosen=rep.mechanism.name,
         weights=public.get("choice_weights"),
+        epsilons=epsilons,
         progress=progress,
     )
     return public, render_html(public)
