@@ -211,3 +211,35 @@ def test_repr_html_release_shows_failed_assumption():
     assert (
         fb is not None and f"Without the failed assumptions: (ε = {fmt_number(fb.epsilon)}" in words
     )
+
+
+def test_repr_html_audit():
+    from distpriv.attacks import audit
+    from distpriv.datasets import paper_split
+    from distpriv.modeling import model_query
+    from distpriv.pipeline import ADULT_STATISTICS, INCOME_SECRET
+
+    split = paper_split(rng=0)
+    model = model_query(split["modeling"], ADULT_STATISTICS, INCOME_SECRET, subset_size=100)
+    report = audit(
+        model=model,
+        auxiliary=split["auxiliary"],
+        test=split["test"],
+        query=ADULT_STATISTICS,
+        secret=INCOME_SECRET,
+        subset_size=100,
+        mechanisms=["none", "expm-g"],
+        epsilon=1.0,
+        delta=1e-3,
+        repetitions=1,
+        n_shadow=40,
+        n_test=40,
+        rng=0,
+    )
+    words = parse(report._repr_html_()).words
+    m = report.get("expm-g")
+    assert "Audit of 0.45 vs 0.55: 1 repetitions, 40 shadow / 40 test datasets" in words
+    assert f"expm-g (ε = {fmt_number(m.epsilon)}, δ = {fmt_number(m.delta)})" in words
+    assert f"{fmt_number(m.epsilon_lower, 3)}" in words and m.verdict in words
+    best = max(a.accuracy for a in m.attacks)
+    assert fmt_number(best, 3) in words
