@@ -9,9 +9,13 @@ from importlib.metadata import PackageNotFoundError, version
 
 from . import divergences, local
 from .accounting import (
+    GaussianPairProfile,
     gaussian_constant,
     gaussian_delta,
     gaussian_epsilon,
+    gaussian_pair_delta,
+    gaussian_pair_epsilon,
+    gaussian_pair_profile,
     max_mahalanobis_distance,
 )
 from .central import (
@@ -50,6 +54,7 @@ except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0+unknown"
 
 __all__ = [
+    "GaussianPairProfile",
     "MECHANISMS",
     "Assumption",
     "AssumptionWarning",
@@ -76,6 +81,9 @@ __all__ = [
     "gaussian_constant",
     "gaussian_delta",
     "gaussian_epsilon",
+    "gaussian_pair_delta",
+    "gaussian_pair_epsilon",
+    "gaussian_pair_profile",
     "local",
     "max_mahalanobis_distance",
     "mechanism_info",

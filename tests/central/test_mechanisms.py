@@ -105,7 +105,9 @@ class TestDauM:
         model = GaussianQueryModel([[0.0, 0.0], [1.0, 0.0], [1.0, 0.3]], np.eye(2))
         mech = calibrate("daum", model, epsilon=1.0, delta=1e-3)
         assert any("not all parallel" in n for n in mech.guarantee.notes)
-        assert np.all(mech.diagnostics["pair_distances"] <= max_mahalanobis_distance(1.0, 1e-3))
+        assert np.all(
+            mech.diagnostics["pair_distances"] <= max_mahalanobis_distance(epsilon=1.0, delta=1e-3)
+        )
 
     def test_impossible_direction(self):
         model = GaussianQueryModel([[0.0, 0.0], [0.0, 5.0]], np.eye(2) * 0.01)
@@ -145,7 +147,7 @@ class TestStructure:
         np.testing.assert_allclose(lap.laplace_scales, [4.0, 4.0])  # ‖(1,−1)‖₁/ε
         assert lap.guarantee.delta == 0.0
         gau = calibrate("expm-g", paper_model, epsilon=0.5, delta=1e-5)
-        sigma = math.sqrt(2) / max_mahalanobis_distance(0.5, 1e-5)
+        sigma = math.sqrt(2) / max_mahalanobis_distance(epsilon=0.5, delta=1e-5)
         np.testing.assert_allclose(np.diag(gau.noise_covariance), sigma**2, rtol=1e-9)
         assert gau.expected_l2_error() == pytest.approx(sigma * math.sqrt(math.pi / 2))
 
@@ -170,7 +172,7 @@ class TestStructure:
         gau = calibrate(
             "groupdp-g", paper_model, epsilon=2.0, delta=1e-3, group_size=10, sensitivities=sens
         )
-        sigma = 10 * math.hypot(0.5, 1.0) / max_mahalanobis_distance(2.0, 1e-3)
+        sigma = 10 * math.hypot(0.5, 1.0) / max_mahalanobis_distance(epsilon=2.0, delta=1e-3)
         np.testing.assert_allclose(np.diag(gau.noise_covariance), sigma**2, rtol=1e-9)
         assert gau.guarantee.notion == "group differential privacy"
         assert gau.guarantee.holds is None  # the group coupling cannot be checked
