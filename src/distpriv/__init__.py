@@ -5,9 +5,8 @@ The central flow (DESIGN.md §2): a query model (f_θ for each θ, and the pairs
 a :class:`Release` carrying its :class:`PrivacyGuarantee`.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 from . import divergences, local
+from ._version import __version__
 from .accounting import (
     GaussianPairProfile,
     gaussian_constant,
@@ -35,23 +34,13 @@ from .errors import (
     MechanismNotApplicableError,
     ParameterError,
     ParameterTypeError,
+    PrivacyLeakWarning,
 )
 from .guarantees import Assumption, PrivacyGuarantee, Release
-from .modeling import (
-    DataQueryModel,
-    ProportionSecret,
-    Query,
-    ReleaseReport,
-    model_query,
-    release,
-)
+from .modeling import DataQueryModel, ProportionSecret, Query, model_query
 from .noise import Noise, NoiseComponent
+from .pipeline import ReleaseReport, release, run_audit, run_calibrate, run_demo, run_release
 from .querymodel import GaussianQueryModel, SampledQueryModel
-
-try:
-    __version__ = version("distpriv")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+unknown"
 
 __all__ = [
     "GaussianPairProfile",
@@ -69,6 +58,7 @@ __all__ = [
     "ParameterError",
     "ParameterTypeError",
     "PrivacyGuarantee",
+    "PrivacyLeakWarning",
     "ProportionSecret",
     "Query",
     "Release",
@@ -92,5 +82,9 @@ __all__ = [
     "relax_wasserstein",
     "relaxed_parameters",
     "release",
+    "run_audit",
+    "run_calibrate",
+    "run_demo",
+    "run_release",
     "winf_distance",
 ]

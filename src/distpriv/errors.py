@@ -17,6 +17,7 @@ __all__ = [
     "MechanismNotApplicableError",
     "ParameterError",
     "ParameterTypeError",
+    "PrivacyLeakWarning",
 ]
 
 
@@ -72,4 +73,13 @@ class AssumptionWarning(UserWarning):
 
     The calibrated mechanism still records the failed assumption, and what is known when
     it fails, in its :class:`~distpriv.PrivacyGuarantee`.
+    """
+
+
+class PrivacyLeakWarning(UserWarning):
+    """Something about the inputs may defeat the protection a release claims.
+
+    Raised, for example, when the modelling table contains rows of the released table (the
+    model, hence the noise scale, then depends on the private data), or when the model rests
+    on so few rows per stratum that it describes the table rather than the population.
     """

@@ -25,11 +25,11 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from .._validation import check_positive_int, check_real, check_rng
-from ..central import CalibratedMechanism, calibrate
+from .._version import __version__
+from ..central import CalibratedMechanism, calibrate, model_view_for
 from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query
-from ..modeling.release import SAMPLE_MECHANISMS
 from ..modeling.strata import StratifiedSampler
 from ..querymodel import GaussianQueryModel
 from .bounds import EpsilonBound, clopper_pearson, epsilon_lower_bound
@@ -127,7 +127,6 @@ class AuditReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        from .. import __version__
 
         return to_jsonable(
             {
@@ -288,7 +287,7 @@ def audit(
                 raise ParameterError(
                     f"auditing mechanism {item!r} by name needs model= and epsilon="
                 )
-            target = model.to_sampled() if item in SAMPLE_MECHANISMS else model
+            target = model_view_for(item, model)
             opts = dict((options or {}).get(item, {}))
             try:
                 mechs.append((item, calibrate(item, target, epsilon=epsilon, delta=delta, **opts)))

@@ -22,12 +22,22 @@ from .apmqm import (
 )
 from .base import CalibratedMechanism
 from .bayesnet import MarkovQuilt, ParameterNetwork
-from .registry import MECHANISMS, MechanismSpec, calibrate, mechanism_info
+from .registry import (
+    MECHANISMS,
+    MODEL_VIEWS,
+    MechanismSpec,
+    TableFacts,
+    calibrate,
+    default_options,
+    mechanism_info,
+    model_view_for,
+)
 from .relaxed import relax_max_divergence, relax_wasserstein, relaxed_parameters
 from .uncertainty import daum_variance
 
 __all__ = [
     "MECHANISMS",
+    "MODEL_VIEWS",
     "AttributeNetworkModel",
     "CalibratedMechanism",
     "ColumnQuery",
@@ -37,6 +47,7 @@ __all__ = [
     "ParameterNetwork",
     "QuiltNoise",
     "QuiltSearch",
+    "TableFacts",
     "apgm_accuracy",
     "apgm_noise_variance",
     "apmqm_accuracy",
@@ -44,10 +55,12 @@ __all__ = [
     "attribute_query_model",
     "calibrate",
     "daum_variance",
+    "default_options",
     "gaussian_attribute_bounds",
     "gaussian_attribute_model",
     "gaussian_conditional",
     "mechanism_info",
+    "model_view_for",
     "relax_max_divergence",
     "relax_wasserstein",
     "relaxed_parameters",

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from .._validation import check_choice, check_epsilon, check_real
 from ..accounting import CALIBRATIONS, DISTANCE_CALIBRATIONS
 from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
@@ -24,7 +26,52 @@ from .optimal import calibrate_optimal
 from .uncertainty import calibrate_daum, calibrate_eigm, calibrate_noiseless
 from .wasserstein import calibrate_approx_wasserstein, calibrate_wasserstein
 
-__all__ = ["MECHANISMS", "MechanismSpec", "calibrate", "mechanism_info"]
+__all__ = [
+    "MECHANISMS",
+    "MODEL_VIEWS",
+    "MechanismSpec",
+    "TableFacts",
+    "calibrate",
+    "default_options",
+    "mechanism_info",
+    "model_view_for",
+]
+
+# What a mechanism is calibrated on: the Gaussian fit of f_θ, Monte Carlo samples of f_θ,
+# or a Bayesian network over attribute parameters (APMQM).
+MODEL_VIEWS = ("gaussian", "samples", "network")
+
+
+@dataclass(frozen=True)
+class TableFacts:
+    """Public facts about the modelling table that default options are computed from.
+
+    Computed once per table by the pipeline (not once per calibration).
+
+    Attributes
+    ----------
+    subset_size : int
+        n, the number of rows of a protected dataset.
+    spans : tuple of float
+        max − min of each statistic's per-row feature over the modelling table, shape (m,).
+    scales : tuple of str
+        ``"mean"`` or ``"sum"`` per statistic (avg vs count/sum).
+    """
+
+    subset_size: int
+    spans: tuple[float, ...]
+    scales: tuple[str, ...]
+
+
+def _groupdp_defaults(facts: TableFacts) -> dict[str, Any]:
+    """The paper's group-DP baseline (Chen & Ohrimenko 2023 §5): g = n, range/n for a mean,
+    the range (at least 1) for a count or sum, ranges from the public modelling table."""
+    n = facts.subset_size
+    sens = [
+        span / n if scale == "mean" else max(span, 1.0)
+        for span, scale in zip(facts.spans, facts.scales, strict=True)
+    ]
+    return {"group_size": n, "sensitivities": np.array(sens)}
 
 
 QUERY_MODELS: tuple[type, ...] = (GaussianQueryModel, SampledQueryModel)
@@ -37,6 +84,9 @@ class MechanismSpec:
 
     ``model_types`` are the model classes the mechanism is calibrated on: the query models
     f_θ by default, a Bayesian network over attribute parameters for APMQM.
+    ``model_view`` says which view of a data-built model it is calibrated on (one of
+    :data:`MODEL_VIEWS`; see :func:`model_view_for`), and ``defaults`` computes the options
+    a data curator gets when the configuration does not set them (:func:`default_options`).
     """
 
     name: str
@@ -47,6 +97,8 @@ class MechanismSpec:
     build: Callable[..., CalibratedMechanism]
     uses_model_covariance: bool = False
     model_types: tuple[type, ...] = QUERY_MODELS
+    model_view: str = "gaussian"
+    defaults: Callable[[TableFacts], dict[str, Any]] | None = None
 
 
 _GAUSS_OPTS = ("calibration",)
@@ -59,6 +111,7 @@ _SPECS = (
         False,
         (),
         calibrate_wasserstein,
+        model_view="samples",
     ),
     MechanismSpec(
         "approx-wasserstein",
@@ -67,6 +120,7 @@ _SPECS = (
         False,
         ("method",),
         calibrate_approx_wasserstein,
+        model_view="samples",
     ),
     MechanismSpec(
         "expm-l",
@@ -134,6 +188,7 @@ _SPECS = (
         False,
         ("group_size", "sensitivities"),
         partial(calibrate_groupdp, kind="laplace"),
+        defaults=_groupdp_defaults,
     ),
     MechanismSpec(
         "groupdp-g",
@@ -142,6 +197,7 @@ _SPECS = (
         True,
         (*_GAUSS_OPTS, "group_size", "sensitivities"),
         partial(calibrate_groupdp, kind="gaussian"),
+        defaults=_groupdp_defaults,
     ),
     MechanismSpec(
         "noiseless",
@@ -169,6 +225,7 @@ _SPECS = (
         (),
         calibrate_apmqm,
         model_types=(AttributeNetworkModel,),
+        model_view="network",
     ),
 )
 
@@ -179,6 +236,33 @@ MECHANISMS: tuple[str, ...] = tuple(_REGISTRY)
 def mechanism_info(name: str) -> MechanismSpec:
     """The registry entry of ``name``."""
     return _REGISTRY[check_choice(name, "mechanism", MECHANISMS)]
+
+
+def model_view_for(name: str, model: Any) -> Any:
+    """The view of ``model`` that mechanism ``name`` is calibrated on.
+
+    A data-built model (:class:`~distpriv.DataQueryModel`) is a Gaussian query model that
+    may also carry Monte Carlo samples: the Wasserstein mechanisms (Chen & Ohrimenko 2023,
+    Thm 3.1-3.3) need the samples themselves (``model.to_sampled()``), the others the
+    Gaussian. Other models are returned unchanged. This is the one place that decides.
+    """
+    view = mechanism_info(name).model_view
+    if view == "samples" and not isinstance(model, SampledQueryModel):
+        to_sampled = getattr(model, "to_sampled", None)
+        if to_sampled is None:
+            raise MechanismNotApplicableError(
+                f"mechanism {name!r} is calibrated on Monte Carlo samples of f_theta (model "
+                f"view 'samples'); a {type(model).__name__} has only a Gaussian: build the "
+                "model from data with method='montecarlo'"
+            )
+        return to_sampled()
+    return model
+
+
+def default_options(name: str, facts: TableFacts) -> dict[str, Any]:
+    """The options mechanism ``name`` gets by default for a table with ``facts`` (may be {})."""
+    spec = mechanism_info(name)
+    return {} if spec.defaults is None else spec.defaults(facts)
 
 
 def calibrate(

@@ -1,7 +1,6 @@
 """Reproductions and demonstrations built on the library (Chen & Ohrimenko 2023 §5)."""
 
 from .base import Comparison, Experiment, ExperimentResult, single_run_interval
-from .demo import DemoReport, run_demo
 from .paper import ADULT_STATISTICS, INCOME_SECRET, resolve_source
 from .registry import EXPERIMENTS, reproduction_markdown, run_experiment, run_experiments
 
@@ -10,12 +9,10 @@ __all__ = [
     "EXPERIMENTS",
     "INCOME_SECRET",
     "Comparison",
-    "DemoReport",
     "Experiment",
     "ExperimentResult",
     "reproduction_markdown",
     "resolve_source",
-    "run_demo",
     "run_experiment",
     "run_experiments",
     "single_run_interval",

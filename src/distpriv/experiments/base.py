@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._version import __version__
 from ..guarantees import to_jsonable
 
 __all__ = [
@@ -91,7 +92,6 @@ class ExperimentResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        from .. import __version__
 
         return to_jsonable(
             {

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .._validation import check_choice
+from .._version import __version__
 from .base import Experiment, ExperimentResult
 from .chen2023 import EXPERIMENTS as CHEN2023
 from .kawamoto2019 import EXPERIMENTS as KAWAMOTO2019
@@ -52,7 +53,6 @@ def run_experiments(
 
 def reproduction_markdown(results: list[ExperimentResult], command: str) -> str:
     """docs/reproduction.md: every published number next to ours, generated from a run."""
-    from .. import __version__
 
     total = sum(r.elapsed for r in results)
     seed = results[0].seed if results else 0

@@ -41,6 +41,9 @@ from .profiles import distp_profile, theorem1_guarantee, theorem2_guarantee
 from .tupling import TuplingMechanism, tupling_mechanism
 from .utility import bayes_attack
 
+# Monte Carlo work of the tupling mechanism: 2 · n_samples · k dummy draws at most.
+_MAX_DUMMY_DRAWS = 2e9
+
 __all__ = ["DEFAULTS", "MECHANISM_NAMES", "LocalEvaluation", "build_mechanism", "evaluate"]
 
 #: Mechanisms :func:`build_mechanism` knows, with the parameters each accepts.
@@ -257,6 +260,11 @@ def evaluate(
     notes: list[str] = []
     if isinstance(mech, TuplingMechanism):
         n = check_positive_int(n_samples, "n_samples", minimum=2)
+        if 2.0 * n * mech.k > _MAX_DUMMY_DRAWS:  # refuse before hours of work
+            raise ParameterError(
+                f"k={mech.k} with n_samples={n} would draw {2.0 * n * mech.k:.3g} dummies "
+                f"(limit {_MAX_DUMMY_DRAWS:.0e}): use a smaller k or fewer samples"
+            )
         conf = check_real(
             confidence, "confidence", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
         )

@@ -27,6 +27,8 @@ from .utility import AttackResult
 __all__ = ["DistPEstimate", "TuplingMonteCarlo", "tupling_distp", "tupling_monte_carlo"]
 
 _DEFAULT_CHUNK = 1 << 16
+# At most this many dummies (k × chunk int64) are held at once, whatever k is.
+_MAX_DUMMIES_AT_ONCE = 1 << 23
 
 
 def _importance_ratios(
@@ -40,6 +42,7 @@ def _importance_ratios(
 ) -> np.ndarray:
     """Q_other/Q_src at n tuples drawn from Q_src, all in numpy, ``chunk`` tuples at a time."""
     k = mech.k
+    chunk = max(1, min(chunk, _MAX_DUMMIES_AT_ONCE // k))  # memory O(k · chunk) bounded
     cdf = np.cumsum(a_src)
     cdf[-1] = 1.0
     out = np.empty(n)

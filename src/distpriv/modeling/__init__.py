@@ -2,7 +2,6 @@
 
 from .model import DataQueryModel, model_query, stratum_moments
 from .queries import Query, Statistic
-from .release import ReleaseReport, release
 from .secrets import ProportionSecret
 from .tables import Table, as_table
 
@@ -10,11 +9,9 @@ __all__ = [
     "DataQueryModel",
     "ProportionSecret",
     "Query",
-    "ReleaseReport",
     "Statistic",
     "Table",
     "as_table",
     "model_query",
-    "release",
     "stratum_moments",
 ]

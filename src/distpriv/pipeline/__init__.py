@@ -1,15 +1,55 @@
-"""The curator's process: config → data → model → calibrate → ledger → release → report."""
+"""The curator's process: config → data → model → calibrate → verify → release → report.
 
-from .compose import ComposedGuarantee, ReleaseSpec, compose, table_fingerprint
-from .ledger import Budget, Ledger, LedgerEntry, parse_budget
+One function per command (:func:`run_release`, :func:`run_audit`, :func:`run_demo`,
+:func:`run_calibrate`), each returning a frozen outcome with a ``public`` report and the
+curator's ``private`` diagnostics; :func:`release` is the same process as a library call.
+"""
+
+from .compose import ComposedGuarantee, ReleaseSpec, compose
+from .config import (
+    ModelConfig,
+    ReleaseConfig,
+    load_model_config,
+    load_release_config,
+)
+from .demo import ADULT_STATISTICS, INCOME_SECRET, DemoReport, DemoRow
+from .ledger import Budget, Ledger, LedgerEntry, parse_budget, release_with_ledger
+from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
+from .release import ReleaseReport, build_model, calibrate_for, release
+from .run import run_audit, run_calibrate, run_demo, run_release
+from .sources import fingerprint, load_frame, resolve_source, table_facts
 
 __all__ = [
+    "ADULT_STATISTICS",
+    "INCOME_SECRET",
+    "AuditOutcome",
     "Budget",
+    "CalibrateOutcome",
     "ComposedGuarantee",
+    "DemoOutcome",
+    "DemoReport",
+    "DemoRow",
     "Ledger",
     "LedgerEntry",
+    "ModelConfig",
+    "ReleaseConfig",
+    "ReleaseOutcome",
+    "ReleaseReport",
     "ReleaseSpec",
+    "build_model",
+    "calibrate_for",
     "compose",
+    "fingerprint",
+    "load_frame",
+    "load_model_config",
     "parse_budget",
-    "table_fingerprint",
+    "load_release_config",
+    "release",
+    "release_with_ledger",
+    "resolve_source",
+    "run_audit",
+    "run_calibrate",
+    "run_demo",
+    "run_release",
+    "table_facts",
 ]

@@ -1,4 +1,6 @@
-"""Reading query models and mechanism options from TOML files (used by the CLI).
+"""Reading the TOML files of the pipeline: query models, and release/audit configurations.
+
+Model files (``distpriv calibrate``)
 
 Format (every key except ``model.means`` and a covariance is optional)::
 
@@ -17,7 +19,8 @@ Format (every key except ``model.means`` and a covariance is optional)::
     sensitivities = [0.73, 0.15]
 
 Unknown keys are errors (:class:`ConfigError`), so that a typo cannot silently change
-what is protected.
+what is protected. Release configurations: see :func:`load_release_config` and
+docs/user-guide.md.
 """
 
 from __future__ import annotations
@@ -27,11 +30,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .central import MECHANISMS
-from .errors import ConfigError, DistPrivError
-from .querymodel import GaussianQueryModel
+from ..central import MECHANISMS
+from ..errors import ConfigError, DistPrivError
+from ..querymodel import GaussianQueryModel
 
-__all__ = ["ModelConfig", "ReleaseConfig", "load_model_config", "load_release_config"]
+__all__ = [
+    "BUILTIN_PREFIX",
+    "ModelConfig",
+    "ReleaseConfig",
+    "load_model_config",
+    "load_release_config",
+]
 
 _TOP_KEYS = {"title", "model", "options"}
 _MODEL_KEYS = {"labels", "statistics", "means", "covariance", "covariances", "pairs"}
@@ -111,27 +120,48 @@ def load_model_config(path: str | Path) -> ModelConfig:
 
 
 # ---------------------------------------------------------------------------------------
-# Release configurations (distpriv release)
+# Release and audit configurations (distpriv release / distpriv audit)
 # ---------------------------------------------------------------------------------------
 
-_RELEASE_TOP = {"title", "seed", "data", "query", "secret", "model", "mechanism", "output"}
-_RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test"}
+# Data sources with this prefix name the bundled Adult splits; anything else is a path.
+BUILTIN_PREFIX = "adult:"
+
+_RELEASE_TOP = {
+    "title",
+    "insecure_seed",
+    "data",
+    "query",
+    "secret",
+    "model",
+    "mechanism",
+    "output",
+    "audit",
+}
+_RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test", "missing"}
 _RELEASE_SECRET = {"predicate", "values", "pairs", "within"}
-_RELEASE_MODEL = {"subset_size", "method", "n_samples"}
+_RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed"}
 _RELEASE_OUTPUT = {"include_true"}
+_AUDIT = {"mechanisms", "repetitions", "classifiers", "confidence", "n_shadow", "n_test", "seed"}
+MISSING_POLICIES = ("error", "drop")
 
 
 @dataclass(frozen=True)
 class ReleaseConfig:
-    """A parsed ``distpriv release`` configuration (see ``examples/adult-income.toml``)."""
+    """A parsed release/audit configuration (see ``examples/`` and docs/user-guide.md).
+
+    Paths of data sources are already resolved against the directory of the config file.
+    ``insecure_seed`` is ``None`` unless the file asks for a reproducible, NOT private
+    release.
+    """
 
     title: str
-    seed: int | None
+    insecure_seed: int | None
     model_source: str
     release_source: str | None
     split_seed: int
     auxiliary_source: str | None
     test_source: str | None
+    missing: str
     query: dict[str, str]
     secret: dict[str, Any]
     model: dict[str, Any]
@@ -140,6 +170,7 @@ class ReleaseConfig:
     delta: float
     options: dict[str, Any]
     include_true: bool
+    audit: dict[str, Any]
     path: str
 
 
@@ -155,50 +186,25 @@ def _table(
     return tab
 
 
-def load_release_config(path: str | Path) -> ReleaseConfig:
-    """Read a release configuration (TOML); unknown keys are errors.
+def _seed(value: Any, where: str) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ConfigError(f"{where} must be a non-negative integer, got {value!r}")
+    return value
 
-    Layout::
 
-        title = "..."
-        seed = 2023                       # seeds the modelling, the sampling and the noise
-        [data]
-        model = "adult:modeling"          # "adult:<split>" of the bundled data, or a path
-        release = "adult:test"            # a path (released as is) or "adult:<split>"
-                                          # (a random subset_size-row sample of that split)
-        split_seed = 0                    # seed of the paper's Adult split
-        auxiliary = "adult:auxiliary"     # distpriv audit: the attacker's shadow data
-        test = "adult:test"               # distpriv audit: where test datasets come from
-        [query]                           # name = SQL aggregate
-        avg_age = "avg(age)"
-        [secret]
-        predicate = "income = '>50K'"
-        values = [0.45, 0.55]             # and optionally pairs = [[...]] or within = k
-        [model]
-        subset_size = 100
-        method = "analytic"               # or "montecarlo"
-        n_samples = 1000
-        [mechanism]
-        name = "daum"
-        epsilon = 1.0
-        delta = 1e-3
-        calibration = "analytic"          # any other key is a mechanism option
-        [output]
-        include_true = false
-    """
-    p, data = _read_toml(path, "config file")
-    where = str(p)
-    _check_keys(data, _RELEASE_TOP, "the top level", where)
-    dat = _table(data, "data", _RELEASE_DATA, where)
-    sec = _table(data, "secret", _RELEASE_SECRET, where)
-    mod = _table(data, "model", _RELEASE_MODEL, where)
-    out = _table(data, "output", _RELEASE_OUTPUT, where, required=False)
-    query = data.get("query")
-    if not isinstance(query, dict) or not query:
-        raise ConfigError(f"{where}: [query] must map statistic names to SQL aggregates")
-    for name, expr in query.items():
-        if not isinstance(expr, str):
-            raise ConfigError(f"{where}: [query] {name} must be a SQL string, got {expr!r}")
+def _source(value: Any, key: str, base: Path, where: str) -> str | None:
+    """A data source: ``adult:<split>`` as is, a path resolved against the config's folder."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: [data] {key} must be a non-empty string, got {value!r}")
+    if value.startswith(BUILTIN_PREFIX):
+        return value
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else base / path)
+
+
+def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dict[str, Any]]:
     mech = data.get("mechanism")
     if not isinstance(mech, dict):
         raise ConfigError(f"{where}: missing [mechanism] table")
@@ -216,6 +222,76 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
     for key, val in (("epsilon", epsilon), ("delta", delta)):
         if isinstance(val, bool) or not isinstance(val, int | float):
             raise ConfigError(f"{where}: [mechanism] {key} must be a number, got {val!r}")
+    return name, float(epsilon), float(delta), mech
+
+
+def _query(data: dict[str, Any], where: str) -> dict[str, str]:
+    query = data.get("query")
+    if not isinstance(query, dict) or not query:
+        raise ConfigError(f"{where}: [query] must map statistic names to SQL aggregates")
+    for name, expr in query.items():
+        if not isinstance(expr, str):
+            raise ConfigError(f"{where}: [query] {name} must be a SQL string, got {expr!r}")
+    return dict(query)
+
+
+def load_release_config(path: str | Path) -> ReleaseConfig:
+    """Read a release/audit configuration (TOML); unknown keys are errors.
+
+    Layout (docs/user-guide.md describes every key)::
+
+        title = "..."
+        # insecure_seed = 7               # reproducible noise: the release is NOT private
+        [data]
+        model = "model.csv"               # modelling table: a path (relative to this file)
+                                          # or "adult:<split>" of the bundled Adult data
+        release = "released.csv"          # the table to release (a path, released as is,
+                                          # or "adult:<split>": a random subset_size-row sample)
+        split_seed = 0                    # seed of the paper's Adult split
+        auxiliary = "aux.csv"             # distpriv audit: the attacker's shadow data
+        test = "test.csv"                 # distpriv audit: where test datasets come from
+        missing = "error"                 # NULL policy: "error" or "drop"
+        [query]                           # name = SQL aggregate
+        avg_age = "avg(age)"
+        [secret]
+        predicate = "income = '>50K'"
+        values = [0.45, 0.55]             # and optionally pairs = [[...]] or within = k
+        [model]
+        subset_size = 100
+        method = "analytic"               # or "montecarlo"
+        n_samples = 1000
+        seed = 0                          # Monte Carlo modelling only, never the noise
+        [mechanism]
+        name = "daum"
+        epsilon = 1.0
+        delta = 1e-3
+        calibration = "analytic"          # any other key is a mechanism option
+        [output]
+        include_true = false              # true values in the private diagnostics
+        [audit]                           # defaults of distpriv audit
+        repetitions = 10
+        seed = 0
+
+    Raises
+    ------
+    ConfigError
+        Missing file, invalid TOML, unknown or invalid key (naming file and key).
+    """
+    p, data = _read_toml(path, "config file")
+    where = str(p)
+    if "seed" in data:
+        raise ConfigError(
+            f"{where}: 'seed' is not accepted: a release draws its noise from the secure "
+            "sampler; use insecure_seed for a reproducible run that is NOT private, "
+            "[model] seed for the Monte Carlo modelling, or [audit] seed"
+        )
+    _check_keys(data, _RELEASE_TOP, "the top level", where)
+    dat = _table(data, "data", _RELEASE_DATA, where)
+    sec = _table(data, "secret", _RELEASE_SECRET, where)
+    mod = _table(data, "model", _RELEASE_MODEL, where)
+    out = _table(data, "output", _RELEASE_OUTPUT, where, required=False)
+    aud = _table(data, "audit", _AUDIT, where, required=False)
+    name, epsilon, delta, options = _mechanism(data, where)
     for key in ("predicate", "values"):
         if key not in sec:
             raise ConfigError(f"{where}: [secret] needs {key!r}")
@@ -223,33 +299,38 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         raise ConfigError(f"{where}: [model] needs 'subset_size'")
     if "model" not in dat:
         raise ConfigError(f"{where}: [data] needs 'model' (the modelling table)")
-    seed = data.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ConfigError(f"{where}: seed must be a non-negative integer, got {seed!r}")
-    split_seed = dat.get("split_seed", 0)
-    if isinstance(split_seed, bool) or not isinstance(split_seed, int) or split_seed < 0:
-        raise ConfigError(f"{where}: [data] split_seed must be a non-negative integer")
+    _seed(mod.get("seed"), f"{where}: [model] seed")
+    _seed(aud.get("seed"), f"{where}: [audit] seed")
+    split_seed = _seed(dat.get("split_seed", 0), f"{where}: [data] split_seed")
+    missing = dat.get("missing", "error")
+    if missing not in MISSING_POLICIES:
+        raise ConfigError(
+            f"{where}: [data] missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}"
+        )
     include_true = out.get("include_true", False)
     if not isinstance(include_true, bool):
         raise ConfigError(f"{where}: [output] include_true must be true or false")
-    for key in ("model", "release", "auxiliary", "test"):
-        if key in dat and not isinstance(dat[key], str):
-            raise ConfigError(f"{where}: [data] {key} must be a string, got {dat[key]!r}")
+    title = data.get("title", p.stem)
+    if not isinstance(title, str):
+        raise ConfigError(f"{where}: title must be a string, got {title!r}")
+    base = p.resolve().parent
     return ReleaseConfig(
-        title=str(data.get("title", p.stem)),
-        seed=seed,
-        model_source=dat["model"],
-        release_source=dat.get("release"),
+        title=title,
+        insecure_seed=_seed(data.get("insecure_seed"), f"{where}: insecure_seed"),
+        model_source=_source(dat["model"], "model", base, where),
+        release_source=_source(dat.get("release"), "release", base, where),
         split_seed=split_seed,
-        auxiliary_source=dat.get("auxiliary"),
-        test_source=dat.get("test"),
-        query=dict(query),
+        auxiliary_source=_source(dat.get("auxiliary"), "auxiliary", base, where),
+        test_source=_source(dat.get("test"), "test", base, where),
+        missing=missing,
+        query=_query(data, where),
         secret=dict(sec),
         model=dict(mod),
         mechanism=name,
-        epsilon=float(epsilon),
-        delta=float(delta),
-        options=mech,
+        epsilon=epsilon,
+        delta=delta,
+        options=options,
         include_true=include_true,
+        audit=dict(aud),
         path=where,
     )

@@ -1,8 +1,9 @@
-"""distpriv.release and `distpriv release` / `distpriv demo` end to end."""
+"""distpriv.release (library) and `distpriv release` / `distpriv demo` end to end."""
 
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -42,92 +43,91 @@ QUERY = {"avg_age": "avg(age)", "n_female": "count_if(sex = 'Female')", "avg_hou
 SECRET = dp.ProportionSecret("rich", values=[0.3, 0.5])
 
 
-def test_release_library():
-    data, model_data = synthetic(20, seed=1), synthetic(400)
+def _release(data, model_data, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dp.AssumptionWarning)
-        a = dp.release(
-            data,
-            QUERY,
-            SECRET,
-            model_data=model_data,
-            mechanism="eigm",
-            epsilon=1.0,
-            delta=1e-3,
-            rng=5,
-        )
-        b = dp.release(
-            data,
-            QUERY,
-            SECRET,
-            model_data=model_data,
-            mechanism="eigm",
-            epsilon=1.0,
-            delta=1e-3,
-            rng=5,
-        )
-    np.testing.assert_array_equal(a.release.value, b.release.value)
+        return dp.release(
+            data, QUERY, SECRET, model_data=model_data, mechanism="expm-g", epsilon=1.0,
+            delta=1e-3, **kw,
+        )  # fmt: skip
+
+
+def test_release_library():
+    data, model_data = synthetic(20, seed=1), synthetic(400)
+    a = _release(data, model_data, rng=5, noise_rng=5)
+    b = _release(data, model_data, rng=5, noise_rng=5)
+    np.testing.assert_array_equal(a.release.value, b.release.value)  # seeded: simulation
+    c = _release(data, model_data, rng=5)  # default: fresh noise every time
+    assert not np.array_equal(a.release.value, c.release.value)
     assert a.release.value.shape == (3,)
     np.testing.assert_allclose(
         a.true_value, [data.age.mean(), (data.sex == "Female").sum(), data.hours.mean()]
     )
     d = a.to_dict()
-    assert "true_values" not in d and d["mechanism"] == "eigm"
-    assert a.to_dict(include_true=True)["true_values"] == pytest.approx(list(a.true_value))
+    assert "true_values" not in d and "model" not in d and d["mechanism"] == "expm-g"
+    private = a.diagnostics(include_true=True)
+    assert private["true_values"] == pytest.approx(list(a.true_value))
+    assert private["model"]["stratum_sizes"] == [
+        int(model_data.rich.sum()),
+        400 - int(model_data.rich.sum()),
+    ]
     json.dumps(d, allow_nan=False)
     with pytest.raises(dp.ParameterError, match="subset_size=30"):
-        dp.release(
-            data,
-            QUERY,
-            SECRET,
-            model_data=model_data,
-            mechanism="eigm",
-            epsilon=1.0,
-            delta=1e-3,
-            subset_size=30,
-        )
-    with pytest.raises(dp.ParameterError, match="montecarlo"):
-        dp.release(data, QUERY, SECRET, model_data=model_data, mechanism="wasserstein", epsilon=1.0)
+        _release(data, model_data, subset_size=30)
 
 
-def test_wasserstein_release_uses_samples():
+def test_wasserstein_release_uses_the_samples_view():
+    """The registry, not the caller, decides: method='analytic' still gets samples."""
     data, model_data = synthetic(20, seed=1), synthetic(400)
     r = dp.release(
-        data,
-        QUERY,
-        SECRET,
-        model_data=model_data,
-        mechanism="wasserstein",
-        epsilon=1.0,
-        method="montecarlo",
-        n_samples=200,
-        rng=2,
-    )
+        data, QUERY, SECRET, model_data=model_data, mechanism="wasserstein", epsilon=1.0,
+        n_samples=200, rng=2,
+    )  # fmt: skip
+    assert r.model.method == "montecarlo" and r.model.samples[0].shape == (200, 3)
     assert r.mechanism.diagnostics["sensitivity_winf"] > 0
 
 
 def test_cli_example_config(tmp_path, capsys):
-    out_file = tmp_path / "r.json"
-    status, out, _ = run(["release", ADULT_CONFIG, "--json", "--out", out_file], capsys)
+    out_file, private_file = tmp_path / "r.json", tmp_path / "p.json"
+    argv = ["release", ADULT_CONFIG, "--json", "--out", out_file, "--private-out", private_file]
+    status, out, _ = run(argv, capsys)
     assert status == 0
     report = json.loads(out)
-    assert report["statistics"][0] == "avg_age" and len(report["released"]) == 5
-    assert "true_values" not in report
-    assert report["model"]["counts"] == [45, 55]
-    assert json.loads(out_file.read_text())["released"] == report["released"]
-    # Same seed, same release.
+    assert report["kind"] == "release" and len(report["statistics"]) == 5
+    assert report["statistics"][0]["name"] == "avg_age"
+    assert "seed" not in report["provenance"] and '"seed"' not in json.dumps(report)
+    assert json.loads(out_file.read_text()) == report
+    private = json.loads(private_file.read_text())
+    assert private["model"]["counts"] == [45, 55] and "PRIVATE" in private["private"]
+    assert "true_values" not in private
+    # Two secure releases of the shipped config differ.
     status, out2, _ = run(["release", ADULT_CONFIG, "--json"], capsys)
-    assert json.loads(out2)["released"] == report["released"]
-    status, out3, _ = run(
-        ["release", ADULT_CONFIG, "--json", "--include-true", "--seed", "9"], capsys
-    )
-    assert "true_values" in json.loads(out3) and json.loads(out3)["seed"] == 9
+    values = [s["value"] for s in report["statistics"]]
+    assert [s["value"] for s in json.loads(out2)["statistics"]] != values
+
+
+def test_insecure_seed_is_reproducible_and_not_private(tmp_path, capsys):
+    data = tmp_path / "d.csv"
+    from distpriv.pipeline import load_frame
+
+    load_frame("adult:test").iloc[:100].to_csv(data, index=False)
+    argv = ["release", ADULT_CONFIG, "--data", data, "--json", "--insecure-seed", "9"]
+    status, out, _ = run(argv, capsys)
+    assert status == 0
+    a = json.loads(out)
+    status, out, _ = run(argv, capsys)
+    b = json.loads(out)
+    assert [s["value"] for s in a["statistics"]] == [s["value"] for s in b["statistics"]]
+    assert a["private"] is False and a["provenance"]["seed"] == 9
+    assert "NOT PRIVATE" in a["not_private"]
+    status, out, _ = run([*argv[:-3], "--insecure-seed", "9"], capsys)
+    assert status == 0 and "NOT PRIVATE" in out
 
 
 def write_config(path, *, model, release=None, query=None, secret=None, extra=""):
     query = query or {"avg_age": "avg(age)"}
     secret = secret or ("rich", [0.3, 0.5])
-    lines = ["seed = 1", "[data]", f"model = '{model}'"]
+    lines = ["[data]", f"model = '{model}'"]
     if release:
         lines.append(f"release = '{release}'")
     lines += ["[query]"] + [f'{k} = "{v}"' for k, v in query.items()]
@@ -160,6 +160,7 @@ CASES = {
     "config key that does not exist": dict(
         extra="[output]\ninclude_truth = true\n", match="unknown key.*include_truth"
     ),
+    "a seed for the release": dict(extra="", match="'seed' is not accepted", seed=True),
     "unknown mechanism option": dict(extra="", match="unknown option", mech_opt=True),
 }
 
@@ -169,19 +170,20 @@ def test_cli_release_bad_input(case, tmp_path, capsys):
     spec = dict(CASES[case])
     match = spec.pop("match")
     mech_opt = spec.pop("mech_opt", False)
+    seed = spec.pop("seed", False)
     model = csv(tmp_path / "model.csv", synthetic(400))
     data = csv(tmp_path / "data.csv", synthetic(20, seed=3))
     cfg = tmp_path / "c.toml"
     write_config(cfg, model=model, **spec)
     if mech_opt:
         cfg.write_text(cfg.read_text().replace("delta = 1e-3", "delta = 1e-3\nsigma = 2"))
+    if seed:
+        cfg.write_text("seed = 2023\n" + cfg.read_text())
     out_file = tmp_path / "out.json"
     status, _, err = run(["release", cfg, "--data", data, "--out", out_file], capsys)
     assert status == 2, err
     errors = [ln for ln in err.splitlines() if ln.startswith("distpriv: error:")]
     assert len(errors) == 1 and "Traceback" not in err
-    import re
-
     assert re.search(match, errors[0]), errors[0]
     assert not out_file.exists()
 
@@ -197,12 +199,10 @@ def test_cli_release_empty_table(tmp_path, capsys):
     write_config(cfg, model=model)
     status, _, err = run(["release", cfg, "--data", model], capsys)
     assert status == 2 and "data has 400 rows but subset_size=20" in err
-    write_config(cfg, model=model)
     status, _, err = run(["release", cfg], capsys)
     assert status == 2 and "no table to release" in err
-    write_config(cfg, model=model)
     status, _, err = run(["release", cfg, "--data", tmp_path / "nope.csv"], capsys)
-    assert status == 2 and "not found" in err
+    assert status == 2 and "--data: data file not found" in err
 
 
 def test_cli_demo_json(tmp_path, capsys):
@@ -210,6 +210,7 @@ def test_cli_demo_json(tmp_path, capsys):
     status, out, _ = run(["demo", "--json", "--n-samples", "200", "--out", out_file], capsys)
     assert status == 0
     report = json.loads(out)
+    assert report["kind"] == "demo" and report["simulation"] is True
     rows = {r["mechanism"]: r for r in report["rows"]}
     assert set(rows) == set(dp.MECHANISMS)
     assert 4.2 <= report["mean_difference_l2"] <= 4.4

@@ -1,0 +1,166 @@
+"""The sub-commands and flags of the ``distpriv`` command (used by :mod:`distpriv.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["add_commands"]
+
+
+def _json_out(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--out", help="also write the JSON report to this file (atomically)")
+
+
+def _calibrate(sub: Any, types: dict[str, Any], mechanisms: Sequence[str], cals: Any) -> Any:
+    cal = sub.add_parser("calibrate", help="calibrate a mechanism to a Gaussian query model")
+    cal.add_argument("model", help="TOML file with the query model (docs/user-guide.md)")
+    cal.add_argument(
+        "--mechanism",
+        required=True,
+        choices=mechanisms,
+        metavar="NAME",
+        help="one of: " + ", ".join(mechanisms),
+    )
+    cal.add_argument("--epsilon", required=True, type=types["float"])
+    cal.add_argument("--delta", type=types["float"], default=0.0)
+    cal.add_argument(
+        "--calibration", choices=cals, default=None, help="Gaussian calibration (default analytic)"
+    )
+    _json_out(cal)
+    return cal
+
+
+def _release(sub: Any, types: dict[str, Any]) -> Any:
+    rel = sub.add_parser("release", help="model, calibrate and release statistics of a table")
+    rel.add_argument("config", help="TOML release configuration (docs/user-guide.md)")
+    rel.add_argument("--data", help="CSV/Parquet table to release (overrides [data] release)")
+    rel.add_argument("--out", help="write the PUBLIC JSON report here (never overwritten)")
+    rel.add_argument(
+        "--private-out",
+        help="write the curator's PRIVATE diagnostics here (model moments, stratum sizes, "
+        "true values with --include-true); never publish this file",
+    )
+    rel.add_argument("--json", action="store_true", help="print the public report as JSON")
+    rel.add_argument("--quiet", action="store_true", help="print nothing on success")
+    rel.add_argument(
+        "--insecure-seed",
+        type=types["seed"],
+        metavar="N",
+        help="reproducible numpy noise from seed N: the release is NOT private",
+    )
+    rel.add_argument(
+        "--include-true",
+        action="store_true",
+        help="also put the true (unprotected) values into the private diagnostics",
+    )
+    return rel
+
+
+def _audit(sub: Any, types: dict[str, Any]) -> Any:
+    aud = sub.add_parser("audit", help="attack the releases and test the claimed epsilon")
+    aud.add_argument("config", help="TOML configuration (the same as for release)")
+    aud.add_argument(
+        "--mechanism",
+        action="append",
+        metavar="NAME",
+        help="mechanism to audit (repeatable; 'all' for every one); default: the config's",
+    )
+    aud.add_argument("--repetitions", type=types["count"], default=None)
+    aud.add_argument(
+        "--classifier",
+        action="append",
+        metavar="NAME",
+        help="meta-classifier (repeatable): logistic, lda, gradient-boosting, mlp",
+    )
+    aud.add_argument("--confidence", type=types["float"], default=None)
+    aud.add_argument("--seed", type=types["seed"], help="seed of the simulation")
+    _json_out(aud)
+    return aud
+
+
+def _experiment(sub: Any, types: dict[str, Any]) -> Any:
+    exp = sub.add_parser("experiment", help="reproduce the papers' tables and figures")
+    exp.add_argument("action", choices=("list", "run"))
+    exp.add_argument("names", nargs="*", metavar="NAME", help="experiment names, or 'all'")
+    exp.add_argument("--quick", action="store_true", help="fewer repetitions (for tests)")
+    exp.add_argument("--out", default="out", help="directory for CSV, JSON and PNG files")
+    exp.add_argument("--seed", type=types["seed"], default=0)
+    exp.add_argument("--json", action="store_true")
+    exp.add_argument("--doc", help="also write the reproduction record (markdown) here")
+    return exp
+
+
+def _demo(sub: Any, types: dict[str, Any]) -> Any:
+    demo = sub.add_parser("demo", help="every mechanism on the paper's Adult setting")
+    demo.add_argument("--epsilon", type=types["float"], default=1.0)
+    demo.add_argument("--delta", type=types["float"], default=1e-3)
+    demo.add_argument("--seed", type=types["seed"], default=0)
+    demo.add_argument(
+        "--n-samples",
+        type=types["count"],
+        default=1000,
+        help="Monte Carlo datasets per value for the Wasserstein mechanisms",
+    )
+    demo.add_argument(
+        "--attack-repetitions",
+        type=types["count"],
+        default=5,
+        help="repetitions of the paper's attack per mechanism (0: no attack)",
+    )
+    _json_out(demo)
+    return demo
+
+
+def _local(sub: Any, types: dict[str, Any], parser_class: type) -> Any:
+    loc = sub.add_parser("local", help="local distribution obfuscation (Kawamoto & Murakami 2019)")
+    loc_sub = loc.add_subparsers(dest="action", required=True, parser_class=parser_class)
+    ev = loc_sub.add_parser(
+        "evaluate", help="DistP, divergences, expected loss and attack success of a local mechanism"
+    )
+    # Names are validated by the library (one-line error listing the valid ones).
+    ev.add_argument("--scenario", required=True, metavar="NAME", help="city or adult")
+    ev.add_argument(
+        "--mechanism",
+        required=True,
+        metavar="NAME",
+        help="rr, pl, pg, rl, tupling, coupling or coupling-winf",
+    )
+    ev.add_argument("--pair", type=types["pair"], default=0, help="pair index or two names 'A,B'")
+    ev.add_argument("--delta", type=types["float"], default=1e-3, help="delta of the DistP")
+    ev.add_argument("--epsilon", type=types["float"], help="eps (rr, pl) or eps_A (rl, tupling)")
+    ev.add_argument("--sigma", type=types["float"], help="standard deviation of pg")
+    ev.add_argument("--radius", type=types["float"], help="radius r of rl / tupling ('inf' ok)")
+    ev.add_argument("--k", type=types["count"], help="number of dummies of tupling")
+    ev.add_argument(
+        "--samples", type=types["count"], default=200_000, help="Monte Carlo tuples per side"
+    )
+    ev.add_argument("--seed", type=types["seed"], default=0, help="scenario and Monte Carlo seed")
+    _json_out(ev)
+    return ev
+
+
+def add_commands(
+    sub: Any,
+    handlers: dict[str, Callable[[argparse.Namespace], int]],
+    types: dict[str, Callable[[str], Any]],
+    *,
+    mechanisms: Sequence[str],
+    calibrations: Sequence[str],
+) -> None:
+    """Add every sub-command to ``sub``, each calling its handler."""
+    parsers = {
+        "calibrate": _calibrate(sub, types, mechanisms, calibrations),
+        "release": _release(sub, types),
+        "audit": _audit(sub, types),
+        "experiment": _experiment(sub, types),
+        "demo": _demo(sub, types),
+        "local": _local(sub, types, sub._parser_class),
+    }
+    mech = sub.add_parser("mechanisms", help="list the registered mechanisms")
+    mech.add_argument("--json", action="store_true")
+    parsers["mechanisms"] = mech
+    for name, p in parsers.items():
+        p.set_defaults(func=handlers[name])

@@ -1,0 +1,213 @@
+"""Model, calibrate, compute F on the data, add noise: one protected release end to end.
+
+The library entry point :func:`release`; the CLI and :func:`distpriv.pipeline.run_release`
+add configuration, provenance, checks and the two reports on top of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_positive_int, check_rng
+from ..central import (
+    CalibratedMechanism,
+    TableFacts,
+    calibrate,
+    default_options,
+    mechanism_info,
+    model_view_for,
+)
+from ..errors import ParameterError
+from ..guarantees import Release, to_jsonable
+from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
+from ..modeling.tables import as_table
+
+__all__ = ["ReleaseReport", "build_model", "calibrate_for", "method_for", "release"]
+
+
+@dataclass(frozen=True)
+class ReleaseReport:
+    """A protected release with everything the curator needs to audit it.
+
+    Attributes
+    ----------
+    release : Release
+        The noisy statistics and their guarantee (what may be published).
+    mechanism : CalibratedMechanism
+    model : DataQueryModel
+        The query model the mechanism was calibrated on (curator only: its moments and
+        stratum sizes are facts about the modelling table that no guarantee covers).
+    true_value : ndarray, shape (m,)
+        F(data), never published.
+    n_rows : int
+        Rows of the released dataset.
+    """
+
+    release: Release
+    mechanism: CalibratedMechanism
+    model: DataQueryModel
+    true_value: np.ndarray
+    n_rows: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The publishable part: statistics, noisy values, noise, guarantee."""
+        return to_jsonable(
+            {
+                "statistics": list(self.release.statistics),
+                "released": self.release.value,
+                "mechanism": self.mechanism.name,
+                "noise_covariance": self.mechanism.noise_covariance,
+                "expected_l2_error": self.mechanism.expected_l2_error(),
+                "guarantee": self.release.guarantee.to_dict(),
+            }
+        )
+
+    def diagnostics(self, *, include_true: bool = False) -> dict[str, Any]:
+        """The curator's private diagnostics (model moments, stratum sizes, true values)."""
+        out = {
+            "n_rows": self.n_rows,
+            "model": self.model.to_dict(),
+            "calibration_diagnostics": to_jsonable(self.mechanism.diagnostics),
+        }
+        if include_true:
+            out["true_values"] = to_jsonable(self.true_value)
+        return out
+
+
+def method_for(mechanism: str, method: str) -> str:
+    """The modelling method a mechanism needs: Monte Carlo for the samples view."""
+    return "montecarlo" if mechanism_info(mechanism).model_view == "samples" else method
+
+
+def build_model(
+    model_data: Any,
+    query: Query,
+    secret: ProportionSecret,
+    *,
+    mechanism: str,
+    subset_size: int,
+    method: str = "analytic",
+    n_samples: int = 1000,
+    rng: np.random.Generator | int | None = None,
+) -> DataQueryModel:
+    """The query model ``mechanism`` is calibrated on (Chen & Ohrimenko 2023 App. C.1).
+
+    The Gaussian family uses ``method``; mechanisms whose registry entry asks for the
+    samples view (the Wasserstein mechanisms) get Monte Carlo datasets whatever ``method``
+    says, since they need the distribution itself.
+    """
+    return model_query(
+        model_data,
+        query,
+        secret,
+        subset_size=subset_size,
+        method=method_for(mechanism, method),
+        n_samples=n_samples,
+        rng=rng,
+    )
+
+
+def calibrate_for(
+    mechanism: str,
+    model: DataQueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    options: Mapping[str, Any] | None = None,
+    facts: TableFacts | None = None,
+) -> CalibratedMechanism:
+    """Calibrate ``mechanism`` on the view of ``model`` its registry entry names.
+
+    Options not given are filled from the registry's defaults for the table (``facts``,
+    computed once per table by :func:`distpriv.pipeline.sources.table_facts`).
+    """
+    opts = dict(options or {})
+    if facts is not None:
+        opts = {**default_options(mechanism, facts), **opts}
+    target = model_view_for(mechanism, model)
+    return calibrate(mechanism, target, epsilon=epsilon, delta=delta, **opts)
+
+
+def release(
+    data: Any,
+    query: Query | Mapping[str, str],
+    secret: ProportionSecret,
+    *,
+    model_data: Any,
+    mechanism: str,
+    epsilon: float,
+    delta: float = 0.0,
+    subset_size: int | None = None,
+    method: str = "analytic",
+    n_samples: int = 1000,
+    options: Mapping[str, Any] | None = None,
+    rng: np.random.Generator | int | None = None,
+    noise_rng: np.random.Generator | int | None = None,
+) -> ReleaseReport:
+    """Release F(data) under distribution privacy w.r.t. the secret.
+
+    Models f_θ on ``model_data`` (:func:`distpriv.model_query`, Chen & Ohrimenko 2023
+    App. C.1), calibrates ``mechanism`` (:func:`distpriv.calibrate`, e.g. Thm 4.5 for
+    EigM), computes F on ``data`` and adds the noise.
+
+    Parameters
+    ----------
+    data : DataFrame, Arrow table or CSV/Parquet path
+        The dataset to release, of ``subset_size`` rows.
+    query : Query or mapping of name → SQL aggregate
+    secret : ProportionSecret
+    model_data : DataFrame, Arrow table or CSV/Parquet path
+        Public or auxiliary data describing how datasets like ``data`` are distributed
+        (not the released rows).
+    mechanism : str
+        A name in :data:`distpriv.MECHANISMS`. The registry says which view of the model
+        it needs: the Wasserstein mechanisms are calibrated on Monte Carlo samples
+        (whatever ``method`` says), the others on the Gaussian model.
+    epsilon, delta : float
+        Privacy parameters.
+    subset_size : int, optional
+        n; defaults to the number of rows of ``data``, and must equal it.
+    method, n_samples
+        Passed to :func:`distpriv.model_query`.
+    options : mapping, optional
+        Mechanism options (``calibration``, ``group_size``, …).
+    rng : int, Generator or None
+        Randomness of the modelling (Monte Carlo datasets, diagnostics).
+    noise_rng : int, Generator or None
+        ``None`` (default): the noise comes from the secure sampler
+        (:meth:`CalibratedMechanism.release`). A seed or Generator gives reproducible
+        numpy noise, for simulations and tests only: such a release is NOT private.
+
+    Returns
+    -------
+    ReleaseReport
+    """
+    table = as_table(data)
+    n = table.n_rows if subset_size is None else check_positive_int(subset_size, "subset_size")
+    if n != table.n_rows:
+        raise ParameterError(
+            f"data has {table.n_rows} rows but subset_size={n}: the query model describes "
+            f"datasets of {n} rows, so only such a dataset can be released under it"
+        )
+    q = query if isinstance(query, Query) else Query(query)
+    mechanism_info(mechanism)  # fail fast on an unknown name, before modelling
+    model = build_model(
+        model_data,
+        q,
+        secret,
+        mechanism=mechanism,
+        subset_size=n,
+        method=method,
+        n_samples=n_samples,
+        rng=check_rng(rng),
+    )
+    mech = calibrate_for(mechanism, model, epsilon=epsilon, delta=delta, options=options)
+    value = q.evaluate(table)
+    rel = mech.release(value, rng=noise_rng)
+    return ReleaseReport(
+        release=rel, mechanism=mech, model=model, true_value=value, n_rows=table.n_rows
+    )

@@ -1,0 +1,164 @@
+"""The two things a release writes: the public report and the curator's private diagnostics.
+
+What is published is only what is protected (issue #12 item 8): the public report holds the
+noisy values, the noise each statistic carries, the mechanism and its guarantee, and
+provenance without data-derived counts. Model moments, stratum sizes, calibration
+internals and (on request) the true values are facts about the data that no guarantee
+covers; they go to the private diagnostics, marked as such.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from .._version import __version__
+from ..central import CalibratedMechanism, mechanism_info
+from ..guarantees import Release, to_jsonable
+from ..modeling import ProportionSecret, Query
+
+__all__ = [
+    "PRIVATE_BANNER",
+    "SECURE_SAMPLER_FALLBACK",
+    "intervals95",
+    "provenance",
+    "public_release",
+    "secret_dict",
+]
+
+PRIVATE_BANNER = (
+    "PRIVATE curator diagnostics: facts about the data that no guarantee covers. Do not publish."
+)
+# What CalibratedMechanism.release uses when the Release does not say (before the secure
+# sampler records itself): numpy floats from a fresh OS-entropy seed.
+SECURE_SAMPLER_FALLBACK = "numpy PCG64 floating-point draws, fresh OS-entropy seed"
+_Z975 = 1.959963984540054
+_LAPLACE_975 = math.log(20.0)  # P(|L| > b ln 20) = 0.05 for L ~ Laplace(b)
+
+
+def intervals95(mech: CalibratedMechanism) -> tuple[np.ndarray, list[str]]:
+    """Half-width of a 95 % interval of each coordinate's noise, and how it was obtained.
+
+    Exact for Gaussian coordinates (1.96 σ) and for a coordinate carrying one Laplace term
+    (b ln 20); otherwise Chebyshev's bound √20 · sd, valid for any noise but wide.
+    """
+    m = mech.dim
+    gauss_var = np.zeros(m)
+    lap_terms: list[list[float]] = [[] for _ in range(m)]
+    for comp in mech.noise.components:
+        weighted = comp.basis * comp.scales  # (m, d): coefficient × scale of each Y_j
+        if comp.kind == "gaussian":
+            gauss_var += np.sum(weighted**2, axis=1)
+        else:
+            for k in range(m):
+                lap_terms[k] += [abs(v) for v in weighted[k] if abs(v) > 0.0]
+    sd = np.sqrt(np.clip(np.diag(mech.noise_covariance), 0.0, None))
+    half, how = np.empty(m), []
+    for k in range(m):
+        if not lap_terms[k]:
+            half[k], method = _Z975 * math.sqrt(gauss_var[k]), "gaussian"
+        elif len(lap_terms[k]) == 1 and gauss_var[k] == 0.0:
+            half[k], method = lap_terms[k][0] * _LAPLACE_975, "laplace"
+        else:
+            half[k], method = math.sqrt(20.0) * sd[k], "chebyshev"
+        how.append(method)
+    return half, how
+
+
+def secret_dict(secret: ProportionSecret) -> dict[str, Any]:
+    """The secret as the public report shows it."""
+    return {
+        "description": f"the share of rows with {secret.predicate}",
+        "predicate": secret.predicate,
+        "values": list(secret.values),
+        "pairs": [list(p) for p in secret.pairs],
+    }
+
+
+def provenance(
+    *,
+    rel: Release | None,
+    data_sha256: str | None,
+    model_data_sha256: str | None,
+    insecure_seed: int | None,
+) -> dict[str, Any]:
+    """Version, UTC time, fingerprints, sampler; the seed only when one was used."""
+    sampler = getattr(rel, "sampler", None) or SECURE_SAMPLER_FALLBACK
+    secure = bool(getattr(rel, "secure", False)) and insecure_seed is None
+    out: dict[str, Any] = {
+        "version": __version__,
+        "time_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "data_sha256": data_sha256,
+        "data_sha256_salted": data_sha256 is not None,
+        "model_data_sha256": model_data_sha256,
+        "sampler": sampler if insecure_seed is None else "numpy PCG64, seeded (insecure_seed)",
+        "secure": secure,
+    }
+    if insecure_seed is not None:
+        out["seed"] = insecure_seed
+    return out
+
+
+def public_release(
+    *,
+    title: str,
+    secret: ProportionSecret,
+    query: Query,
+    rel: Release,
+    mech: CalibratedMechanism,
+    prov: dict[str, Any],
+    verification: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The public release report (schema in CONTRACTS.md; rendered to HTML by ``report``)."""
+    half, how = intervals95(mech)
+    sd = np.sqrt(np.clip(np.diag(mech.noise_covariance), 0.0, None))
+    value = np.asarray(rel.value, dtype=float)
+    stats = [
+        {
+            "name": s.name,
+            "expression": s.expression,
+            "value": float(value[k]),
+            "noise_sd": float(sd[k]),
+            "interval95": [float(value[k] - half[k]), float(value[k] + half[k])],
+            "interval95_method": how[k],
+        }
+        for k, s in enumerate(query.statistics)
+    ]
+    spec = mechanism_info(mech.name)
+    private = bool(prov.get("secure"))
+    out = {
+        "kind": "release",
+        "title": title,
+        "private": private,
+        "secret": secret_dict(secret),
+        "statistics": stats,
+        "mechanism": {
+            "name": mech.name,
+            "summary": spec.summary,
+            "theorem": spec.theorem,
+            "options": _public_options(mech),
+            "noise_covariance": mech.noise_covariance,
+            "expected_l2_error": mech.expected_l2_error(),
+        },
+        "guarantee": rel.guarantee.to_dict(),
+        "verification": verification,
+        "ledger": None,
+        "choice": None,
+        "provenance": prov,
+    }
+    if not private:
+        out["not_private"] = (
+            "NOT PRIVATE: the noise was drawn with a seed (insecure_seed), anyone who knows it "
+            "can subtract it"
+            if "seed" in prov
+            else "NOT PRIVATE: the noise did not come from the secure sampler"
+        )
+    return to_jsonable(out)
+
+
+def _public_options(mech: CalibratedMechanism) -> dict[str, Any]:
+    g = mech.guarantee
+    return {"calibration": g.calibration} if g.calibration else {}

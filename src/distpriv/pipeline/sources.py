@@ -1,0 +1,248 @@
+"""Where the pipeline's tables come from, and what it checks about them before a release.
+
+Every source is loaded once, as a pandas DataFrame, so that the fingerprints, the overlap
+check and the facts the default options need are computed from the same rows the model and
+the release see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from ..central import TableFacts
+from ..datasets import PAPER_SPLIT, paper_split
+from ..errors import ParameterError, PrivacyLeakWarning
+from ..modeling import Query
+from ..modeling.tables import as_table
+from .config import BUILTIN_PREFIX
+
+__all__ = [
+    "MEMORY_LIMIT_BYTES",
+    "MIN_ROWS_PER_DRAWN_ROW",
+    "check_memory",
+    "check_model_support",
+    "fingerprint",
+    "load_frame",
+    "resolve_source",
+    "row_overlap",
+    "sample_subset",
+    "table_facts",
+    "warn_overlap",
+]
+
+# Largest single allocation the pipeline makes on the user's behalf (index arrays of the
+# Monte Carlo model, shadow/test datasets); larger requests are refused before allocating.
+MEMORY_LIMIT_BYTES = 2 * 1024**3
+# A stratum should hold at least this many rows per row a modelled dataset draws from it;
+# below, the datasets overlap so much that the model describes the table, not the population.
+MIN_ROWS_PER_DRAWN_ROW = 10
+
+
+def _adult_split(part: str, split_seed: int) -> pd.DataFrame:
+    if part not in PAPER_SPLIT and part != "all":
+        raise ParameterError(
+            f"unknown Adult split {part!r}; use one of {', '.join([*PAPER_SPLIT, 'all'])}"
+        )
+    if part == "all":
+        from ..datasets import load_adult
+
+        return load_adult()
+    return paper_split(rng=split_seed)[part]
+
+
+def load_frame(source: str, *, split_seed: int = 0, what: str = "data") -> pd.DataFrame:
+    """Load ``"adult:<split>"`` (the bundled Adult data) or a CSV/Parquet path as a DataFrame.
+
+    Parameters
+    ----------
+    source : str
+        ``"adult:auxiliary"``, ``"adult:test"``, ``"adult:modeling"``, ``"adult:all"``, or
+        a path to a ``.csv``, ``.csv.gz``, ``.tsv`` or ``.parquet`` file.
+    split_seed : int
+        Seed of the paper's Adult split (Chen & Ohrimenko 2023 §5.1).
+    what : str
+        What the table is for (e.g. ``"[data] model"``), named in errors.
+
+    Raises
+    ------
+    ParameterError
+        Unknown split, missing or unreadable file, empty table.
+    """
+    if source.startswith(BUILTIN_PREFIX):
+        return _adult_split(source[len(BUILTIN_PREFIX) :], split_seed)
+    path = Path(source)
+    if not path.is_file():
+        raise ParameterError(f"{what}: data file not found: {str(path)!r}")
+    suffix = "".join(path.suffixes[-2:]).lower()
+    if suffix.endswith((".csv", ".csv.gz", ".tsv")):
+        reader = "read_csv_auto"
+    elif suffix.endswith(".parquet"):
+        reader = "read_parquet"
+    else:
+        raise ParameterError(
+            f"{what}: data file {str(path)!r} must end in .csv, .csv.gz, .tsv or .parquet"
+        )
+    # A fixed statement with the path as a bound parameter: nothing from the config is
+    # spliced into SQL here.
+    conn = duckdb.connect()
+    try:
+        frame = conn.execute(f"SELECT * FROM {reader}(?)", [str(path)]).df()
+    except duckdb.Error as exc:
+        raise ParameterError(
+            f"{what}: cannot read data file {str(path)!r}: {' '.join(str(exc).split())}"
+        ) from exc
+    finally:
+        conn.close()
+    if frame.shape[0] == 0:
+        raise ParameterError(f"{what}: data is empty: the table {str(path)!r} has no rows")
+    return frame
+
+
+def sample_subset(frame: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """A uniformly random sample of ``n`` distinct rows of ``frame``."""
+    if n > len(frame):
+        raise ParameterError(f"cannot sample {n} rows from a table of {len(frame)} rows")
+    return frame.iloc[np.sort(rng.choice(len(frame), size=n, replace=False))]
+
+
+def resolve_source(
+    source: str,
+    *,
+    split_seed: int,
+    sample_rows: int | None = None,
+    rng: np.random.Generator | None = None,
+) -> pd.DataFrame | str:
+    """Turn ``"adult:<split>"`` into that split of the bundled Adult data, else a path.
+
+    With ``sample_rows``, an Adult split is reduced to a random sample of that many rows
+    (the dataset to release); a path is returned unchanged.
+    """
+    if not source.startswith(BUILTIN_PREFIX):
+        return source
+    frame = _adult_split(source[len(BUILTIN_PREFIX) :], split_seed)
+    if sample_rows is None:
+        return frame
+    gen = rng if rng is not None else np.random.default_rng()
+    return sample_subset(frame, sample_rows, gen)
+
+
+def _canonical_bytes(frame: pd.DataFrame) -> bytes:
+    return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+
+
+def fingerprint(frame: pd.DataFrame, *, salt: bytes = b"") -> str:
+    """SHA-256 (hex) of a table's rows as CSV (header, columns and rows in order).
+
+    A ``salt`` (random, kept private) stops anyone from confirming a guess of a small
+    released table by hashing it; the curator, who keeps the salt, can still check.
+    """
+    h = hashlib.sha256()
+    h.update(salt)
+    h.update(_canonical_bytes(frame))
+    return h.hexdigest()
+
+
+def _row_hashes(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    return pd.util.hash_pandas_object(frame[columns], index=False).to_numpy()
+
+
+def row_overlap(model: pd.DataFrame, released: pd.DataFrame) -> int:
+    """Number of released rows that also appear (all shared columns equal) in ``model``."""
+    shared = [c for c in released.columns if c in set(model.columns)]
+    if not shared:
+        return 0
+    try:
+        seen = set(_row_hashes(model, shared).tolist())
+        return int(sum(h in seen for h in _row_hashes(released, shared).tolist()))
+    except TypeError:  # unhashable cells (lists...): compare as text
+        seen_text = set(model[shared].astype(str).agg("\x1f".join, axis=1))
+        return int(released[shared].astype(str).agg("\x1f".join, axis=1).isin(seen_text).sum())
+
+
+def warn_overlap(model: pd.DataFrame, released: pd.DataFrame, *, tolerance: float = 0.0) -> int:
+    """Warn (:class:`PrivacyLeakWarning`) when released rows appear in the modelling table.
+
+    The model, and so the noise, must not depend on the data it protects (Chen & Ohrimenko
+    2023 §3: f_θ describes how datasets are drawn, estimated from other data). Exact
+    duplicate records can occur by chance in real tables; ``tolerance`` is the share of
+    released rows that may coincide before warning.
+    """
+    k = row_overlap(model, released)
+    if k > tolerance * len(released):
+        warnings.warn(
+            f"{k} of the {len(released)} released rows also appear in the modelling table: "
+            "the model should come from other data than the data it protects (the noise "
+            "scale, and the report, then depend on the private rows)",
+            PrivacyLeakWarning,
+            stacklevel=2,
+        )
+    return k
+
+
+def check_model_support(
+    stratum_sizes: tuple[int, int], counts: tuple[int, ...], subset_size: int
+) -> None:
+    """Warn when the model rests on too few rows per stratum for the subset size.
+
+    Each modelled dataset draws round(p·n) rows from the N_A rows with the property and the
+    rest from the N_B without; when N_A or N_B is below :data:`MIN_ROWS_PER_DRAWN_ROW`
+    times the rows drawn, the datasets share most of their rows and f_θ describes the
+    modelling table itself rather than datasets like the released one.
+    """
+    need_a = max(counts)
+    need_b = subset_size - min(counts)
+    n_a, n_b = stratum_sizes
+    low = [
+        (label, have, need)
+        for label, have, need in (("with", n_a, need_a), ("without", n_b, need_b))
+        if need > 0 and have < MIN_ROWS_PER_DRAWN_ROW * need
+    ]
+    if low:
+        detail = "; ".join(
+            f"{need} rows drawn from the {have} {label} the property" for label, have, need in low
+        )
+        warnings.warn(
+            f"the model rests on too few rows ({detail}; want at least "
+            f"{MIN_ROWS_PER_DRAWN_ROW}x): the modelled datasets overlap heavily and the "
+            "guarantee depends on a shaky model; use a larger modelling table",
+            PrivacyLeakWarning,
+            stacklevel=2,
+        )
+
+
+def check_memory(nbytes: float, what: str) -> None:
+    """Refuse, before allocating, a request larger than :data:`MEMORY_LIMIT_BYTES`."""
+    if nbytes > MEMORY_LIMIT_BYTES:
+        raise ParameterError(
+            f"{what} would need about {nbytes / 1024**3:.1f} GiB of memory (limit "
+            f"{MEMORY_LIMIT_BYTES / 1024**3:.0f} GiB): use a smaller value"
+        )
+
+
+def table_facts(data: Any, query: Query, subset_size: int) -> TableFacts:
+    """Spans and scales of the statistics over the modelling table (for default options).
+
+    Computed once per table and reused by every calibration of a run.
+
+    Raises
+    ------
+    ParameterError
+        A statistic is not linear (its per-row span is undefined).
+    """
+    table = as_table(data)
+    if not query.is_linear:
+        bad = next(s for s in query.statistics if not s.linear)
+        raise ParameterError(
+            f"default options (group-DP sensitivities) need linear statistics; "
+            f"{bad.name!r} ({bad.expression}) is not: set them in [mechanism]"
+        )
+    feats = query.row_features(table)
+    spans = tuple(float(v) for v in feats.max(axis=0) - feats.min(axis=0))
+    return TableFacts(subset_size, spans, tuple(s.scale for s in query.statistics))
