@@ -29,7 +29,6 @@ reproduces this without special cases (tests/pipeline/test_compose.py checks it)
 
 from __future__ import annotations
 
-import hashlib
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -51,7 +50,6 @@ __all__ = [
     "gaussian_pair_composition",
     "joint_model",
     "laplace_composition",
-    "table_fingerprint",
 ]
 
 # Relative eigenvalue threshold below which a direction of the (standardised) covariance is
@@ -69,18 +67,6 @@ LAPLACE_THEOREM = (
     "Chen & Ohrimenko 2023, Thm 3.1 on the stacked query: W-infinity of the joint samples "
     "under the L1 metric weighted by 1/(Laplace scale)"
 )
-
-
-def table_fingerprint(data: Any) -> str:
-    """``"sha256:<hex>"`` of a table's contents (columns, then rows as CSV, full precision).
-
-    Two loads of the same rows in the same order give the same fingerprint.
-    """
-    from ..modeling.tables import as_table
-
-    frame = as_table(data).frame
-    text = frame.to_csv(index=False, float_format="%.17g", lineterminator="\n")
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -686,6 +686,96 @@ class LedgeredRelease:
         }
 
 
+def ledgered_draw(
+    ledger: Ledger,
+    *,
+    mechanism: Any,
+    value: Any,
+    query: Any,
+    secret: Any,
+    data_fingerprint: str,
+    model_data: Any,
+    model_fingerprint: str,
+    subset_size: int,
+    method: str,
+    n_samples: int,
+    budget: Budget | None = None,
+    noise_rng: Any = None,
+    model_rng: Any = 0,
+) -> tuple[LedgerEntry, Any, Any, Budget | None]:
+    """Compose with the earlier releases, check the budget, draw the noise and record.
+
+    The step of a release that must hold the ledger's lock
+    (:meth:`Ledger.guarded_release`): a mechanism already calibrated on the new release's
+    own model, and F(data) already computed. The joint model of all the releases of the
+    same data and secret is built inside the transaction
+    (:func:`distpriv.pipeline.compose.compose`).
+
+    Parameters
+    ----------
+    ledger : Ledger
+    mechanism : CalibratedMechanism
+    value : ndarray, shape (m,)
+        F(data), not yet noised.
+    query : Query
+    secret : ProportionSecret
+    data_fingerprint : str
+        ``"sha256:<hex>"`` of the released table or ``"name:<text>"``.
+    model_data : table
+        The modelling data (the joint model is built from it).
+    model_fingerprint : str
+    subset_size, method, n_samples
+        How the query model is built.
+    budget : Budget, optional
+    noise_rng : int, Generator or None
+        ``None``: the secure sampler (:meth:`CalibratedMechanism.release`).
+    model_rng : int or Generator
+        Randomness of the joint modelling (Monte Carlo datasets), never of the noise.
+
+    Returns
+    -------
+    (LedgerEntry, Release, ComposedGuarantee, effective budget or None)
+    """
+    from .compose import ReleaseSpec, compose, noise_to_dict
+
+    stats = tuple((s.name, s.expression) for s in query.statistics)
+    new = NewRelease(
+        data_fingerprint=data_fingerprint,
+        secret=secret.to_dict(),
+        statistics=stats,
+        model={
+            "subset_size": subset_size,
+            "method": method,
+            "n_samples": n_samples,
+            "model_data_sha256": model_fingerprint,
+        },
+        mechanism=mechanism.name,
+        noise=noise_to_dict(mechanism.noise),
+        guarantee=mechanism.guarantee.to_dict(),
+    )
+    spec = ReleaseSpec(stats, mechanism.noise, mechanism.name, float(mechanism.guarantee.delta))
+
+    def _compose(earlier: Sequence[LedgerEntry], effective: Budget | None) -> Any:
+        specs = [ReleaseSpec.from_record(e) for e in earlier] + [spec]
+        return compose(
+            specs,
+            model_data=model_data,
+            secret=secret,
+            subset_size=subset_size,
+            method=method,
+            n_samples=n_samples,
+            budget=effective,
+            rng=model_rng,
+        )
+
+    return ledger.guarded_release(
+        new,
+        compose=_compose,
+        draw=lambda: mechanism.release(value, rng=noise_rng),
+        budget=budget,
+    )
+
+
 def release_with_ledger(
     data: Any,
     query: Any,
@@ -703,20 +793,21 @@ def release_with_ledger(
     n_samples: int = 1000,
     options: Any = None,
     rng: Any = None,
+    noise_rng: Any = None,
 ) -> LedgeredRelease:
-    """Model, calibrate, then — in one ledger transaction — compose, check, release, record.
+    """:func:`distpriv.pipeline.release` judged together with the ledger's earlier releases.
 
     The modelling and calibration of the new release happen first (outside the lock);
-    then :meth:`Ledger.guarded_release` gathers the earlier releases of the same data
-    and secret, composes them exactly with this one (:func:`distpriv.pipeline.compose.compose`),
-    refuses the release if the composed guarantee exceeds the budget, and only then draws
-    the noise and records the row.
+    then, in one ledger transaction (:func:`ledgered_draw`), the earlier releases of the
+    same data and secret are composed exactly with this one
+    (:func:`distpriv.pipeline.compose.compose`), the release is refused if the composed
+    guarantee exceeds the budget, and only then is the noise drawn and the row recorded.
 
     Parameters
     ----------
     data, query, secret, model_data, mechanism, epsilon, delta, subset_size, method,
-    n_samples, options, rng
-        As for :func:`distpriv.modeling.release.release`.
+    n_samples, options, rng, noise_rng
+        As for :func:`distpriv.pipeline.release` (``noise_rng=None``: secure sampler).
     ledger : Ledger or path
     budget : Budget, optional
         (ε, δ) for all releases of this data and secret; recorded with the release.
@@ -731,75 +822,71 @@ def release_with_ledger(
     CompositionError
         The earlier releases cannot be composed exactly with this one.
     """
-    from .._validation import check_rng
-    from ..central import calibrate, mechanism_info
-    from ..modeling.model import _as_query, model_query
-    from ..modeling.release import SAMPLE_MECHANISMS, ReleaseReport
+    from .._validation import check_positive_int, check_rng
+    from ..modeling import Query
     from ..modeling.tables import as_table
-    from .compose import ReleaseSpec, compose, noise_to_dict, table_fingerprint
+    from .release import ReleaseReport, build_model, calibrate_for, method_for
+    from .sources import fingerprint
 
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     if budget is not None and not isinstance(budget, Budget):
         raise ParameterTypeError(f"budget must be a Budget, got {budget!r}")
-    if data_name is not None and (not isinstance(data_name, str) or not data_name.strip()):
-        raise ParameterError(f"data_name must be a non-empty string, got {data_name!r}")
+    fp = data_fingerprint(data_name=data_name)
     table = as_table(data)
-    n = table.n_rows if subset_size is None else subset_size
+    n = table.n_rows if subset_size is None else check_positive_int(subset_size, "subset_size")
     if n != table.n_rows:
         raise ParameterError(
             f"data has {table.n_rows} rows but subset_size={n}: only a dataset of "
             f"{n} rows can be released under the query model"
         )
-    q = _as_query(query)
-    mechanism_info(mechanism)
-    if mechanism in SAMPLE_MECHANISMS and method != "montecarlo":
-        raise ParameterError(
-            f"mechanism {mechanism!r} is calibrated on samples: use method='montecarlo'"
-        )
+    q = query if isinstance(query, Query) else Query(query)
     gen = check_rng(rng)
-    model = model_query(
-        model_data, q, secret, subset_size=n, method=method, n_samples=n_samples, rng=gen
+    meth = method_for(mechanism, method)
+    model = build_model(
+        model_data,
+        q,
+        secret,
+        mechanism=mechanism,
+        subset_size=n,
+        method=meth,
+        n_samples=n_samples,
+        rng=gen,
     )
-    target = model.to_sampled() if mechanism in SAMPLE_MECHANISMS else model
-    mech = calibrate(mechanism, target, epsilon=epsilon, delta=delta, **dict(options or {}))
+    mech = calibrate_for(mechanism, model, epsilon=epsilon, delta=delta, options=options)
     value = q.evaluate(table)
-    fingerprint = f"name:{data_name.strip()}" if data_name else table_fingerprint(table)
-    stats = tuple((s.name, s.expression) for s in q.statistics)
-    new = NewRelease(
-        data_fingerprint=fingerprint,
-        secret=secret.to_dict(),
-        statistics=stats,
-        model={
-            "subset_size": n,
-            "method": method,
-            "n_samples": n_samples,
-            "model_data": table_fingerprint(model_data),
-        },
-        mechanism=mech.name,
-        noise=noise_to_dict(mech.noise),
-        guarantee=mech.guarantee.to_dict(),
+    model_frame = as_table(model_data).frame
+    entry, rel, composed, effective = ledgered_draw(
+        led,
+        mechanism=mech,
+        value=value,
+        query=q,
+        secret=secret,
+        data_fingerprint=fp or "sha256:" + fingerprint(table.frame),
+        model_data=model_frame,
+        model_fingerprint=fingerprint(model_frame),
+        subset_size=n,
+        method=meth,
+        n_samples=n_samples,
+        budget=budget,
+        noise_rng=noise_rng,
+        model_rng=int(gen.integers(2**63)),
     )
-    spec = ReleaseSpec(stats, mech.noise, mech.name, float(mech.guarantee.delta))
-    model_seed = int(gen.integers(2**63))  # modelling randomness only, never the noise
-
-    def _compose(earlier: Sequence[LedgerEntry], effective: Budget | None) -> Any:
-        specs = [ReleaseSpec.from_record(e) for e in earlier] + [spec]
-        return compose(
-            specs,
-            model_data=model_data,
-            secret=secret,
-            subset_size=n,
-            method=method,
-            n_samples=n_samples,
-            budget=effective,
-            rng=model_seed,
-        )
-
-    entry, rel, composed, effective = led.guarded_release(
-        new, compose=_compose, draw=lambda: mech.release(value, rng=gen), budget=budget
-    )
-    seed = rng if isinstance(rng, int) and not isinstance(rng, bool) else None
-    report = ReleaseReport(
-        release=rel, mechanism=mech, model=model, true_value=value, n_rows=table.n_rows, seed=seed
-    )
+    report = ReleaseReport(rel, mech, model, value, table.n_rows)
     return LedgeredRelease(report=report, entry=entry, composed=composed, budget=effective)
+
+
+def data_fingerprint(*, data_name: str | None = None, frame: Any = None) -> str | None:
+    """The ledger's key for the released data: ``"name:<data_name>"`` or ``"sha256:<hex>"``.
+
+    With neither a name nor a frame, ``None``. The hash is unsalted (unlike the public
+    report's): the ledger is the curator's private file and must recognise the same table.
+    """
+    if data_name is not None:
+        if not isinstance(data_name, str) or not data_name.strip():
+            raise ParameterError(f"data_name must be a non-empty string, got {data_name!r}")
+        return f"name:{data_name.strip()}"
+    if frame is None:
+        return None
+    from .sources import fingerprint
+
+    return "sha256:" + fingerprint(frame)
