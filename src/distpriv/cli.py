@@ -77,12 +77,23 @@ def _cmd_release(args: argparse.Namespace) -> int:
         data=args.data,
         insecure_seed=args.insecure_seed,
         include_true=True if args.include_true else None,
+        ledger=args.ledger,
+        budget=args.budget,
     )
     public, private = outcome.public, outcome.private
     text = _dump(public) if args.json else ("" if args.quiet else render_release(public, private))
     contents = {"--out": _dump(public), "--private-out": _dump(private)}
     write_files([(p, contents[f], f) for p, f in paths])
     sys.stdout.write(text)
+    return 0
+
+
+def _cmd_ledger(args: argparse.Namespace) -> int:
+    from .pipeline.ledger import ledger_report
+    from .rendering import render_ledger
+
+    report = ledger_report(args.file)
+    sys.stdout.write(_dump(report) if args.json else render_ledger(report))
     return 0
 
 
@@ -257,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo": _cmd_demo,
         "local": _cmd_local,
         "mechanisms": _cmd_mechanisms,
+        "ledger": _cmd_ledger,
     }
     types = {"float": _float, "seed": _seed, "count": _count, "pair": _pair_arg}
     add_commands(sub, handlers, types, mechanisms=MECHANISMS, calibrations=CALIBRATIONS)

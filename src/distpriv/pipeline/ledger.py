@@ -52,8 +52,15 @@ __all__ = [
     "Budget",
     "Ledger",
     "LedgerEntry",
+    "LedgerSession",
+    "LedgeredRelease",
     "NewRelease",
+    "data_fingerprint",
+    "ledger_report",
+    "ledgered_draw",
+    "open_ledger",
     "parse_budget",
+    "release_with_ledger",
     "secret_key",
 ]
 
@@ -890,3 +897,162 @@ def data_fingerprint(*, data_name: str | None = None, frame: Any = None) -> str 
     from .sources import fingerprint
 
     return "sha256:" + fingerprint(frame)
+
+
+@dataclass(frozen=True)
+class LedgerSession:
+    """A validated ledger with the budget and data name of one ``run_release``.
+
+    Built by :func:`open_ledger` before any modelling, so that a bad ledger file or budget
+    fails at once; :meth:`draw` is the locked step of the release.
+    """
+
+    ledger: Ledger
+    budget: Budget | None
+    data_name: str | None
+
+    def draw(
+        self,
+        *,
+        mechanism: Any,
+        value: Any,
+        query: Any,
+        secret: Any,
+        released_frame: Any,
+        model_frame: Any,
+        subset_size: int,
+        method: str,
+        n_samples: int,
+        noise_rng: Any = None,
+        model_rng: Any = 0,
+    ) -> tuple[Any, dict[str, Any]]:
+        """Compose, check, draw and record (:func:`ledgered_draw`).
+
+        Returns
+        -------
+        (Release, dict)
+            The release and the ``"ledger"`` block of the public report.
+        """
+        from .sources import fingerprint
+
+        entry, rel, composed, effective = ledgered_draw(
+            self.ledger,
+            mechanism=mechanism,
+            value=value,
+            query=query,
+            secret=secret,
+            data_fingerprint=data_fingerprint(data_name=self.data_name, frame=released_frame),
+            model_data=model_frame,
+            model_fingerprint=fingerprint(model_frame),
+            subset_size=subset_size,
+            method=method,
+            n_samples=n_samples,
+            budget=self.budget,
+            noise_rng=noise_rng,
+            model_rng=model_rng,
+        )
+        return rel, LedgeredRelease(None, entry, composed, effective).ledger_summary()
+
+
+def open_ledger(
+    config: dict[str, Any] | None = None,
+    *,
+    ledger: str | os.PathLike[str] | Ledger | None = None,
+    budget: Budget | str | None = None,
+) -> LedgerSession | None:
+    """The ledger of a release from the config's ``[ledger]`` table and the CLI flags.
+
+    ``ledger`` (``--ledger``) overrides ``[ledger] path``; a ``budget`` (``--budget``)
+    and ``[ledger] budget`` both apply (the tighter one). ``None`` when no ledger is given.
+
+    Raises
+    ------
+    ParameterError
+        A budget without a ledger (naming ``--budget``), or an invalid budget.
+    LedgerError
+        An invalid ledger file (left untouched).
+    """
+    cfg = dict(config or {})
+    given = parse_budget(budget) if isinstance(budget, str) else budget
+    if given is not None and not isinstance(given, Budget):
+        raise ParameterTypeError(f"budget must be a Budget or 'EPS,DELTA', got {budget!r}")
+    if "budget" in cfg:
+        eps, dlt = cfg["budget"]
+        try:
+            given = Budget(eps, dlt).tighter(given)
+        except (ParameterError, ParameterTypeError) as exc:
+            raise ParameterError(f"[ledger] budget {cfg['budget']!r}: {exc}") from exc
+    path = ledger if ledger is not None else cfg.get("path")
+    if path is None:
+        if given is not None:
+            raise ParameterError(
+                "--budget needs a ledger (--ledger FILE or [ledger] path): a budget is "
+                "kept across releases in the ledger"
+            )
+        return None
+    led = path if isinstance(path, Ledger) else Ledger(path)
+    return LedgerSession(led, given, cfg.get("data_name"))
+
+
+def ledger_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What ``distpriv ledger show`` prints: every release, alone and composed, per group.
+
+    Parameters
+    ----------
+    path : str or Path
+        An existing ledger (never created here).
+
+    Returns
+    -------
+    dict
+        JSON-safe: ``kind`` ("ledger"), ``path``, ``schema_version``, ``n_releases`` and
+        ``groups``, one per (data fingerprint, secret) with its ``budget`` and its
+        ``releases`` (id, time, version, mechanism, statistics, the guarantee claimed
+        alone, ``alone`` and ``composed`` from the exact computation, released values).
+    """
+    led = Ledger(path, create=False)
+    groups = []
+    for fp, key in led.groups():
+        budget = led.budget(fp, key)
+        rows = []
+        for e in led.releases(fp, key):
+            rows.append(
+                {
+                    "id": e.id,
+                    "time_utc": e.time_utc,
+                    "version": e.version,
+                    "mechanism": e.mechanism,
+                    "statistics": [{"name": n, "expression": x} for n, x in e.statistics],
+                    "pairs": e.secret.get("pairs"),
+                    "claimed": {
+                        "epsilon": e.guarantee.get("epsilon"),
+                        "delta": e.guarantee.get("delta"),
+                        "theorem": e.guarantee.get("theorem"),
+                    },
+                    "alone": e.alone,
+                    "composed": {
+                        "epsilon": e.composed.get("epsilon"),
+                        "delta": e.composed.get("delta"),
+                        "n_releases": e.composed.get("n_releases"),
+                        "family": e.composed.get("family"),
+                    },
+                    "released": e.released,
+                }
+            )
+        groups.append(
+            {
+                "data_fingerprint": fp,
+                "secret": key,
+                "budget": None if budget is None else budget.to_dict(),
+                "releases": rows,
+            }
+        )
+    return to_jsonable(
+        {
+            "kind": "ledger",
+            "path": str(led.path),
+            "schema_version": SCHEMA_VERSION,
+            "n_releases": sum(len(g["releases"]) for g in groups),
+            "groups": groups,
+        }
+    )
