@@ -54,7 +54,6 @@ except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0+unknown"
 
 __all__ = [
-    "GaussianPairProfile",
     "MECHANISMS",
     "Assumption",
     "AssumptionWarning",
@@ -62,6 +61,7 @@ __all__ = [
     "ConfigError",
     "DataQueryModel",
     "DistPrivError",
+    "GaussianPairProfile",
     "GaussianQueryModel",
     "MechanismNotApplicableError",
     "Noise",
