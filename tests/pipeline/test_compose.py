@@ -17,7 +17,7 @@ from distpriv.attacks import GaussianLikelihoodRatio, clopper_pearson
 from distpriv.errors import CompositionError
 from distpriv.modeling import Query, model_query
 from distpriv.noise import Noise
-from distpriv.pipeline.compose import ReleaseSpec, compose
+from distpriv.pipeline.compose import ReleaseSpec, compose, gaussian_pair_composition
 from distpriv.pipeline.ledger import Budget
 
 STATS = {
@@ -293,3 +293,72 @@ def test_laplace_composition_matches_independent_winf():
     # the same statistics twice: W∞ of (x, x) under weights 1/b is exactly twice W∞(x)
     twice = composed([specs[0], specs[0]], method="montecarlo", n_samples=n_samples, rng=9)
     assert twice.epsilon == pytest.approx(2 * twice.alone["epsilon"], rel=1e-12)
+
+
+# -- the pairwise computation itself ----------------------------------------------------------
+
+
+def _toy():
+    """Two statistics with equal marginals under both θ and opposite correlations."""
+    means = np.zeros((2, 2))
+    covs = np.array([[[1.0, 0.9], [0.9, 1.0]], [[1.0, -0.9], [-0.9, 1.0]]])
+    return means, covs, 0.1 * np.eye(2)
+
+
+def test_joint_release_can_be_worse_than_the_sum():
+    """Each statistic alone: identical laws, ε = 0; together: far from private."""
+    means, covs, noise = _toy()
+    alone = [
+        gaussian_pair_composition(
+            means[:, [k]], covs[:, [k]][:, :, [k]], noise[[k]][:, [k]], [(0, 1)], delta=DELTA
+        )[0]
+        for k in (0, 1)
+    ]
+    joint, _, _ = gaussian_pair_composition(means, covs, noise, [(0, 1)], delta=DELTA)
+    assert alone == [0.0, 0.0]
+    assert joint > 10.0
+
+
+def test_pair_composition_is_scale_free_and_handles_duplicates():
+    """Rescaling a statistic (units) changes nothing; a noiseless duplicate changes nothing;
+    a mean difference along a direction with no variance is ε = ∞."""
+    mdl = model(tuple(STATS.items()))
+    m = mech(STATS)
+    cov = m.noise_covariance
+    base, dat, _ = gaussian_pair_composition(
+        mdl.means, mdl.covariances, cov, mdl.pairs, delta=DELTA, budget_epsilon=1.0
+    )
+    scale = np.array([1e6, 1.0, 1e-4, 1.0, 3.0])
+    scaled, dat_s, _ = gaussian_pair_composition(
+        mdl.means * scale,
+        mdl.covariances * np.outer(scale, scale),
+        cov * np.outer(scale, scale),
+        mdl.pairs,
+        delta=DELTA,
+        budget_epsilon=1.0,
+    )
+    assert scaled == pytest.approx(base, rel=1e-6)
+    assert dat_s == pytest.approx(dat, rel=1e-6)
+    # the first statistic stacked twice with no noise on the copy: F₁ is already public
+    # in the first block up to noise, so the copy reveals F₁ exactly
+    idx = [0, 1, 2, 3, 4, 0]
+    means2 = mdl.means[:, idx]
+    covs2 = mdl.covariances[:, idx][:, :, idx]
+    noise2 = np.zeros((6, 6))
+    noise2[:5, :5] = cov
+    copy, _, _ = gaussian_pair_composition(means2, covs2, noise2, mdl.pairs, delta=DELTA)
+    noiseless, _, _ = gaussian_pair_composition(
+        mdl.means, mdl.covariances, np.zeros((5, 5)), mdl.pairs, delta=DELTA
+    )
+    assert copy == pytest.approx(noiseless, rel=1e-6)
+    assert copy > base
+    # a difference along a direction with neither variance nor noise: distinguishable
+    means3 = np.hstack([mdl.means, [[0.0], [1.0]]])
+    covs3 = np.zeros((2, 6, 6))
+    covs3[:, :5, :5] = mdl.covariances
+    noise3 = np.zeros((6, 6))
+    noise3[:5, :5] = cov
+    eps, dlt, rows = gaussian_pair_composition(
+        means3, covs3, noise3, mdl.pairs, delta=DELTA, budget_epsilon=5.0
+    )
+    assert eps == np.inf and dlt == 1.0 and "no noise" in rows[0]["note"]

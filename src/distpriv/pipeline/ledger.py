@@ -481,7 +481,8 @@ class Ledger:
             try:
                 yield con
             except BaseException:
-                con.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):  # keep the original error
+                    con.execute("ROLLBACK")
                 raise
             con.execute("COMMIT")
 
