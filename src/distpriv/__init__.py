@@ -43,7 +43,6 @@ from .pipeline import ReleaseReport, release, run_audit, run_calibrate, run_demo
 from .querymodel import GaussianQueryModel, SampledQueryModel
 
 __all__ = [
-    "GaussianPairProfile",
     "MECHANISMS",
     "Assumption",
     "AssumptionWarning",
@@ -51,6 +50,7 @@ __all__ = [
     "ConfigError",
     "DataQueryModel",
     "DistPrivError",
+    "GaussianPairProfile",
     "GaussianQueryModel",
     "MechanismNotApplicableError",
     "Noise",

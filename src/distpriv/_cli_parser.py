@@ -68,7 +68,29 @@ def _release(sub: Any, types: dict[str, Any]) -> Any:
         action="store_true",
         help="also put the true (unprotected) values into the private diagnostics",
     )
+    rel.add_argument(
+        "--ledger",
+        metavar="FILE",
+        help="SQLite privacy ledger: compose exactly with the earlier releases of the same "
+        "data and secret, record this one (created if missing; docs/composition.md)",
+    )
+    rel.add_argument(
+        "--budget",
+        metavar="EPS,DELTA",
+        help="refuse the release if the composed guarantee would exceed (EPS, DELTA)",
+    )
     return rel
+
+
+def _ledger(sub: Any, parser_class: type) -> Any:
+    led = sub.add_parser("ledger", help="inspect a privacy ledger")
+    led_sub = led.add_subparsers(dest="action", required=True, parser_class=parser_class)
+    show = led_sub.add_parser(
+        "show", help="every release of a ledger, alone and composed, per data and secret"
+    )
+    show.add_argument("file", help="the ledger (SQLite) file")
+    show.add_argument("--json", action="store_true", help="print the ledger as JSON")
+    return led
 
 
 def _audit(sub: Any, types: dict[str, Any]) -> Any:
@@ -175,6 +197,7 @@ def add_commands(
         "demo": _demo(sub, types),
         "local": _local(sub, types, sub._parser_class),
         "report": _report(sub),
+        "ledger": _ledger(sub, sub._parser_class),
     }
     mech = sub.add_parser("mechanisms", help="list the registered mechanisms")
     mech.add_argument("--json", action="store_true")

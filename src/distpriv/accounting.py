@@ -288,9 +288,11 @@ class GaussianPairProfile:
         The computed value of δ(ε) (without the error bound).
     error_bound : float
         Absolute error bound of ``estimate``: a rigorous truncation bound of the
-        inversion integral plus the quadrature's error estimate (difference of a 15- and
-        a 30-point Gauss–Legendre rule on every subinterval) plus rounding; 0 for the
-        closed forms.
+        inversion integral, plus the quadrature's error estimate (difference of a 15- and
+        a 30-point Gauss–Legendre rule on every subinterval, QUADPACK's estimate on the
+        oscillatory tail), plus rounding (of the integrand, and first-order rounding of
+        the joint whitening, κ·u relative with κ the condition number of the
+        standardised covariance sum); a few ulps for the closed forms.
     method : str
         ``"closed form"`` (equal covariances: Balle & Wang 2018), ``"identical"``
         (P = Q), ``"different supports"`` (δ = 1), ``"point mass"`` (constant privacy
@@ -345,6 +347,7 @@ class _Decomposition:
     b: np.ndarray
     shift: np.ndarray
     detail: str = ""
+    condition: float = 1.0
 
 
 def _check_pair(
@@ -417,7 +420,16 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
             *(np.zeros(0),) * 3,
             detail=f"{who} is degenerate in a direction where the other is not",
         )
-    return _Decomposition("regular", a, b, shift)
+    if float(np.max(np.abs(shift))) > 1e50:
+        # The means are more than 1e50 standard deviations apart: δ = 1 to double
+        # precision (and 1 is always an upper bound); the squares would overflow.
+        return _Decomposition(
+            "different supports",
+            *(np.zeros(0),) * 3,
+            detail="the means are more than 1e50 standard deviations apart",
+        )
+    cond = float(w[~null].max() / w[~null].min())
+    return _Decomposition("regular", a, b, shift, condition=cond)
 
 
 def _loss(dec: _Decomposition) -> _Loss:
@@ -581,7 +593,7 @@ def _profile_from(
     if dec.kind == "identical":
         return GaussianPairProfile(epsilon, 0.0, 0.0, 0.0, dec.kind, 0, dec.detail)
     if reverse:
-        dec = _Decomposition(dec.kind, dec.b, dec.a, -dec.shift)
+        dec = _Decomposition(dec.kind, dec.b, dec.a, -dec.shift, condition=dec.condition)
     loss = _loss(dec)
     dim = int(dec.a.size)
     if np.all(loss.lam == 0.0) and np.all(loss.beta == 0.0):
@@ -590,6 +602,10 @@ def _profile_from(
         return GaussianPairProfile(epsilon, val, val, 0.0, "point mass", dim)
     est, err = _hockey_stick(loss, epsilon, tol)
     est = min(max(est, 0.0), 1.0)
+    # Rounding of the joint whitening: first-order relative error κ·u of its outputs,
+    # amplified by the size of the loss's coefficients (a heuristic bound, stated as such).
+    size = 1.0 + abs(loss.const) + float(np.sum(loss.beta**2) + np.sum(np.abs(loss.lam)))
+    err += 16.0 * dec.condition * np.finfo(float).eps * size * max(est, 1e-300)
     upper = min(1.0, float(np.nextafter(est + err, math.inf)))
     return GaussianPairProfile(epsilon, upper, est, err, "characteristic function", dim)
 
@@ -742,24 +758,28 @@ def gaussian_pair_epsilon(
     mp, sp, mq, sq = _check_pair(mean_p, cov_p, mean_q, cov_q)
     equal = np.array_equal(sp, sq)
     dec = None if equal else _decompose(mp, sp, mq, sq)
-    tol = min(_DEFAULT_TOL, dlt * 1e-6)
 
-    def upper(e: float) -> float:
+    def upper(e: float, tol: float = _DEFAULT_TOL) -> float:
         if equal:
             return _equal_covariance_profile(mp - mq, sp, e).delta
         return _profile_from(dec, e, tol, reverse=False).delta
 
     if upper(0.0) <= dlt:
         return 0.0
+    loose = max(dlt * 1e-4, 1e-15)
     lo, hi = 0.0, 1.0
-    while upper(hi) > dlt:
+    while upper(hi, loose) > dlt:
         lo, hi = hi, hi * 2.0
         if hi > 1e4:
             return math.inf
-    while hi - lo > rtol * hi:
-        mid = 0.5 * (lo + hi)
-        if upper(mid) > dlt:
-            lo = mid
-        else:
-            hi = mid
+    # δ(ε) is continuous and non-increasing: Brent on log δ, then the strict check.
+    root = brentq(
+        lambda e: math.log(max(upper(e, loose), 1e-300)) - math.log(dlt),
+        lo,
+        hi,
+        xtol=rtol * hi,
+    )
+    hi = min(hi, root + 2 * rtol * hi)
+    while upper(hi) > dlt:
+        hi += rtol * max(hi, 1e-12) * 8
     return hi

@@ -111,6 +111,8 @@ def _cmd_release(args: argparse.Namespace) -> int:
                 data=args.data,
                 insecure_seed=args.insecure_seed,
                 include_true=True if args.include_true else None,
+                ledger=args.ledger,
+                budget=args.budget,
                 progress=bars.step("mechanism = auto: calibrating every mechanism"),
             )
         public, private, page = outcome.public, outcome.private, None
@@ -122,6 +124,15 @@ def _cmd_release(args: argparse.Namespace) -> int:
     contents = {"--out": _dump(public), "--private-out": _dump(private), "--html": page}
     write_files([(p, contents[f], f) for p, f in paths])
     sys.stdout.write(text)
+    return 0
+
+
+def _cmd_ledger(args: argparse.Namespace) -> int:
+    from .pipeline.ledger import ledger_report
+    from .rendering import render_ledger
+
+    report = ledger_report(args.file)
+    sys.stdout.write(_dump(report) if args.json else render_ledger(report))
     return 0
 
 
@@ -312,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
         "local": _cmd_local,
         "mechanisms": _cmd_mechanisms,
         "report": _cmd_report,
+        "ledger": _cmd_ledger,
     }
     types = {"float": _float, "seed": _seed, "count": _count, "pair": _pair_arg}
     add_commands(sub, handlers, types, mechanisms=MECHANISMS, calibrations=CALIBRATIONS)

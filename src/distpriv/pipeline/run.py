@@ -27,6 +27,7 @@ from ..modeling import DataQueryModel, ProportionSecret, Query
 from .auto import AUTO, AutoChoice, choose_for_table
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
 from .demo import demo_report
+from .ledger import Budget, Ledger, open_ledger
 from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
 from .release import ReleaseReport, build_model, calibrate_for, method_for
 from .report import PRIVATE_BANNER, provenance, public_release, secret_dict
@@ -177,6 +178,8 @@ def run_release(
     data: str | Path | None = None,
     insecure_seed: int | None = None,
     include_true: bool | None = None,
+    ledger: str | Path | Ledger | None = None,
+    budget: Budget | str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ReleaseOutcome:
     """Release the configured statistics of a table with secure noise.
@@ -200,6 +203,14 @@ def run_release(
     include_true : bool, optional
         Put the true values into the private diagnostics (default: the config's
         ``[output] include_true``).
+    ledger : path or Ledger, optional
+        Judge the release together with the earlier ones of the same data and secret
+        (overrides ``[ledger] path``; docs/composition.md): one ledger transaction holds
+        the exact composition, the budget check, the noise draw and the record.
+    budget : Budget or "EPS,DELTA", optional
+        (ε, δ) budget for this data and secret (with ``[ledger] budget``, the tighter).
+        A release that would exceed it raises :class:`~distpriv.errors.BudgetExceededError`
+        before any noise is drawn.
     progress : callable(done, total), optional
         Called as ``mechanism = "auto"`` calibrates each candidate mechanism.
 
@@ -212,6 +223,7 @@ def run_release(
     cfg = _config(config)
     seed = cfg.insecure_seed if insecure_seed is None else insecure_seed
     noise_rng = None if seed is None else check_rng(seed, "insecure_seed")
+    session = open_ledger(cfg.ledger, ledger=ledger, budget=budget)  # fail before modelling
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query), _subset_size(cfg)
         model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
@@ -225,7 +237,23 @@ def run_release(
         overlap = warn_overlap(model_frame, released)
         model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
         value = query.evaluate(released)
-        rel = mech.release(value, rng=noise_rng)
+        ledger_block = None
+        if session is None:
+            rel = mech.release(value, rng=noise_rng)
+        else:
+            rel, ledger_block = session.draw(
+                mechanism=mech,
+                value=value,
+                query=query,
+                secret=secret,
+                released_frame=released,
+                model_frame=model_frame,
+                subset_size=n,
+                method=method_for(mech.name, cfg.model.get("method", "analytic")),
+                n_samples=cfg.model.get("n_samples", 1000),
+                noise_rng=noise_rng,
+                model_rng=cfg.model.get("seed", 0),
+            )
         salt = _secrets.token_bytes(32)
         prov = provenance(
             rel=rel,
@@ -236,6 +264,7 @@ def run_release(
         public = public_release(
             title=cfg.title, secret=secret, query=query, rel=rel, mech=mech, prov=prov
         )
+        public["ledger"] = to_jsonable(ledger_block)
         if choice is not None:  # mechanism = "auto": the comparison behind the choice
             public["choice"] = choice.rows()
             public["choice_weights"] = None if choice.weights is None else list(choice.weights)
