@@ -62,7 +62,7 @@ def naive_daum_variance(model, epsilon, delta):
     d = model.mean_differences[0]
     v = d / np.linalg.norm(d)
     alpha = float(d @ v)
-    target = (alpha / max_mahalanobis_distance(epsilon, delta)) ** 2
+    target = (alpha / max_mahalanobis_distance(epsilon=epsilon, delta=delta)) ** 2
     cov = model.covariances[0]
     vv = np.outer(v, v)
 
@@ -105,7 +105,7 @@ def main() -> int:
         return 1
 
     d = small.mean_differences[0]
-    dist = max_mahalanobis_distance(0.3, 1e-3)
+    dist = max_mahalanobis_distance(epsilon=0.3, delta=1e-3)
     t_formula, _ = best_of(
         lambda: daum_variance(small.covariances[0], d, d / np.linalg.norm(d), dist), 200
     )

@@ -40,30 +40,30 @@ def hockey_stick(epsilon: float, distance: float) -> float:
 
 
 def test_issue_values_analytic_vs_classical():
-    analytic = max_mahalanobis_distance(1.0, 1e-3)
+    analytic = max_mahalanobis_distance(epsilon=1.0, delta=1e-3)
     assert analytic == pytest.approx(0.3884, abs=5e-5)
     with pytest.warns(AssumptionWarning, match="epsilon < 1"):
-        classical = max_mahalanobis_distance(1.0, 1e-3, "classical")
+        classical = max_mahalanobis_distance(epsilon=1.0, delta=1e-3, calibration="classical")
     assert classical == pytest.approx(0.2648, abs=5e-5)
-    assert gaussian_delta(1.0, analytic) == pytest.approx(1e-3, rel=1e-9)
+    assert gaussian_delta(analytic, epsilon=1.0) == pytest.approx(1e-3, rel=1e-9)
 
 
 def test_design_note_classical_under_noises_at_large_epsilon():
     # DESIGN.md §4: at ε = 10, δ = 1e-3 the classical constant allows 2.648 where the
     # exact limit is 2.463 — the classical noise is too small there.
     with pytest.warns(AssumptionWarning):
-        classical = max_mahalanobis_distance(10.0, 1e-3, "classical")
-    exact = max_mahalanobis_distance(10.0, 1e-3)
+        classical = max_mahalanobis_distance(epsilon=10.0, delta=1e-3, calibration="classical")
+    exact = max_mahalanobis_distance(epsilon=10.0, delta=1e-3)
     assert classical == pytest.approx(2.648, abs=5e-4)
     assert exact == pytest.approx(2.463, abs=5e-4)
-    assert gaussian_delta(10.0, classical) > 1e-3
+    assert gaussian_delta(classical, epsilon=10.0) > 1e-3
 
 
 def test_classical_constant():
     assert gaussian_constant(1e-3) == pytest.approx(math.sqrt(2 * math.log(1250)))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning below ε = 1
-        d = max_mahalanobis_distance(0.5, 1e-5, "classical")
+        d = max_mahalanobis_distance(epsilon=0.5, delta=1e-5, calibration="classical")
     assert d == pytest.approx(0.5 / gaussian_constant(1e-5))
 
 
@@ -72,7 +72,7 @@ def test_classical_constant():
     dist=st.floats(0.05, 12.0),
 )
 def test_gaussian_delta_matches_quadrature(eps, dist):
-    exact = gaussian_delta(eps, dist)
+    exact = gaussian_delta(dist, epsilon=eps)
     ref = hockey_stick(eps, dist)
     assert exact == pytest.approx(ref, rel=1e-6, abs=1e-13)
 
@@ -83,26 +83,26 @@ def test_gaussian_delta_matches_quadrature(eps, dist):
 )
 def test_root_is_accurate(eps, log_delta):
     delta = math.exp(log_delta)
-    d = max_mahalanobis_distance(eps, delta)
-    assert gaussian_delta(eps, d) == pytest.approx(delta, rel=1e-9)
+    d = max_mahalanobis_distance(epsilon=eps, delta=delta)
+    assert gaussian_delta(d, epsilon=eps) == pytest.approx(delta, rel=1e-9)
     # D* is the largest admissible distance: slightly beyond it δ(ε) exceeds δ.
-    assert gaussian_delta(eps, d * (1 + 1e-6)) > delta
+    assert gaussian_delta(d * (1 + 1e-6), epsilon=eps) > delta
     if eps < 1:  # the classical constant is valid, so never larger than exact
         assert eps / gaussian_constant(delta) <= d
 
 
 def test_log_space_stability_large_epsilon_tiny_delta():
     # Direct evaluation Φ(a) − e^ε Φ(b) underflows/cancels here; log space does not.
-    d = max_mahalanobis_distance(200.0, 1e-300)
-    val = gaussian_delta(200.0, d)
+    d = max_mahalanobis_distance(epsilon=200.0, delta=1e-300)
+    val = gaussian_delta(d, epsilon=200.0)
     assert val == pytest.approx(1e-300, rel=1e-9)
     assert np.isfinite(d) and d > 0
-    assert gaussian_delta(5.0, 0.0) == 0.0
+    assert gaussian_delta(0.0, epsilon=5.0) == 0.0
 
 
 def test_gaussian_delta_monotone_and_vectorised():
     ds = np.linspace(0.0, 8.0, 50)
-    vals = gaussian_delta(1.0, ds)
+    vals = gaussian_delta(ds, epsilon=1.0)
     assert vals.shape == ds.shape
     assert np.all(np.diff(vals) > 0)
     assert np.all((vals >= 0) & (vals < 1))
@@ -111,8 +111,8 @@ def test_gaussian_delta_monotone_and_vectorised():
 @given(eps=st.floats(0.05, 20.0), log_delta=st.floats(math.log(1e-12), math.log(0.3)))
 def test_gaussian_epsilon_inverts_profile(eps, log_delta):
     delta = math.exp(log_delta)
-    d = max_mahalanobis_distance(eps, delta)
-    assert gaussian_epsilon(delta, d) == pytest.approx(eps, rel=1e-7)
+    d = max_mahalanobis_distance(epsilon=eps, delta=delta)
+    assert gaussian_epsilon(d, delta=delta) == pytest.approx(eps, rel=1e-7)
 
 
 @pytest.mark.parametrize(
@@ -142,6 +142,6 @@ def test_errors_are_builtin_subclasses():
     with pytest.raises(TypeError):
         gaussian_constant(None)
     with pytest.raises(ParameterError, match="distance"):
-        gaussian_delta(1.0, -1.0)
+        gaussian_delta(-1.0, epsilon=1.0)
     with pytest.raises(ParameterError, match="distance"):
-        gaussian_delta(1.0, float("nan"))
+        gaussian_delta(float("nan"), epsilon=1.0)

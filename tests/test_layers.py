@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "_validation": 0,
     "_version": 0,
+    "_html": 0,  # templates for _repr_html_ and the report (jinja2 only)
     "accounting": 1,
     "distances": 2,
     "divergences": 2,
@@ -35,7 +36,6 @@ LAYERS: dict[str, int] = {
     "experiments": 11,
     "rendering": 12,
     "_cli_parser": 12,
-    "_html": 12,
     "cli": 12,
     "__main__": 12,
 }

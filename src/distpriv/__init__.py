@@ -8,9 +8,13 @@ a :class:`Release` carrying its :class:`PrivacyGuarantee`.
 from . import divergences, local
 from ._version import __version__
 from .accounting import (
+    GaussianPairProfile,
     gaussian_constant,
     gaussian_delta,
     gaussian_epsilon,
+    gaussian_pair_delta,
+    gaussian_pair_epsilon,
+    gaussian_pair_profile,
     max_mahalanobis_distance,
 )
 from .attacks import DataLevelCheck, verify_on_data
@@ -49,6 +53,7 @@ __all__ = [
     "DataLevelCheck",
     "DataQueryModel",
     "DistPrivError",
+    "GaussianPairProfile",
     "GaussianQueryModel",
     "GridRounding",
     "MechanismNotApplicableError",
@@ -71,6 +76,9 @@ __all__ = [
     "gaussian_constant",
     "gaussian_delta",
     "gaussian_epsilon",
+    "gaussian_pair_delta",
+    "gaussian_pair_epsilon",
+    "gaussian_pair_profile",
     "grid_rounding",
     "local",
     "max_mahalanobis_distance",

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 __all__ = [
     "AssumptionWarning",
+    "BudgetExceededError",
+    "CompositionError",
     "ConfigError",
     "DistPrivError",
+    "LedgerError",
     "MechanismNotApplicableError",
     "ParameterError",
     "ParameterTypeError",
@@ -49,6 +52,28 @@ class SamplerError(DistPrivError, RuntimeError):
 
 class ConfigError(ParameterError):
     """A configuration file is malformed or has an unknown or invalid key."""
+
+
+class LedgerError(DistPrivError, ValueError):
+    """A ledger file is missing, corrupt, truncated, foreign or of an unknown schema version.
+
+    The file is never modified when this is raised.
+    """
+
+
+class CompositionError(DistPrivError, ValueError):
+    """The releases cannot be composed exactly (mixed noise families, a mechanism whose
+    guarantee has no joint form, different statistics' dimensions…).
+
+    Raised instead of composing silently with a bound that does not hold.
+    """
+
+
+class BudgetExceededError(DistPrivError, ValueError):
+    """A release would take the composed guarantee past the ledger's (ε, δ) budget.
+
+    Raised before any noise is drawn; nothing is released and nothing is recorded.
+    """
 
 
 class AssumptionWarning(UserWarning):

@@ -76,7 +76,10 @@ class PrivacyGuarantee:
     Attributes
     ----------
     epsilon, delta : float
-        The privacy parameters the release satisfies when every assumption holds.
+        The privacy parameters the release satisfies: always values verified under the
+        stated model and the checked assumptions (for the Gaussian family, by the exact
+        privacy profile of the outputs). When the target could not be met they are the
+        weaker pair that holds, and the target is in ``requested_epsilon``/``requested_delta``.
     pairs : tuple of (str, str)
         Ψ as pairs of θ labels; each pair is protected in both directions.
     mechanism : str
@@ -94,6 +97,14 @@ class PrivacyGuarantee:
     fallback : PrivacyGuarantee or None
         A weaker guarantee that still holds when some assumption fails (Chen & Ohrimenko
         2023, §4.4), with the assumptions it needs instead.
+    requested_epsilon, requested_delta : float or None
+        The target (ε, δ) the mechanism was calibrated for; ``None`` means the same as
+        ``epsilon``/``delta``.
+    premises : tuple of Assumption
+        What the guarantee is conditional on rather than what was checked: for the
+        Gaussian family, "f_θ is Gaussian with the model's moments", with the model's
+        normality diagnostics in the detail. Not counted by :attr:`holds`: the guarantee
+        is verified *under* its premises.
     """
 
     epsilon: float
@@ -106,6 +117,23 @@ class PrivacyGuarantee:
     assumptions: tuple[Assumption, ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
     fallback: PrivacyGuarantee | None = None
+    requested_epsilon: float | None = None
+    requested_delta: float | None = None
+    premises: tuple[Assumption, ...] = field(default_factory=tuple)
+
+    @property
+    def target(self) -> tuple[float, float]:
+        """The requested (ε, δ) (equal to the headline unless it could not be met)."""
+        return (
+            self.epsilon if self.requested_epsilon is None else self.requested_epsilon,
+            self.delta if self.requested_delta is None else self.requested_delta,
+        )
+
+    @property
+    def meets_target(self) -> bool:
+        """Whether the verified headline is at least as strong as the requested target."""
+        eps, dlt = self.target
+        return self.epsilon <= eps and self.delta <= dlt
 
     @property
     def holds(self) -> bool | None:
@@ -131,9 +159,12 @@ class PrivacyGuarantee:
         }[self.holds]
         pairs = ", ".join(f"({a}, {b})" for a, b in self.pairs)
         text = (
-            f"({self.epsilon:g}, {self.delta:g})-{self.notion} w.r.t. {{{pairs}}} "
+            f"({self.epsilon:.6g}, {self.delta:.6g})-{self.notion} w.r.t. {{{pairs}}} "
             f"by {self.theorem} [{status}]"
         )
+        if not self.meets_target:
+            eps, dlt = self.target
+            text += f"; requested ({eps:g}, {dlt:g}) could not be met"
         if self.fallback is not None:
             text += (
                 f"; without the failed assumptions: ({self.fallback.epsilon:.4g}, "
@@ -155,7 +186,17 @@ class PrivacyGuarantee:
             "assumptions": [a.to_dict() for a in self.assumptions],
             "notes": list(self.notes),
             "fallback": None if self.fallback is None else self.fallback.to_dict(),
+            "requested_epsilon": self.target[0],
+            "requested_delta": self.target[1],
+            "meets_target": self.meets_target,
+            "premises": [a.to_dict() for a in self.premises],
         }
+
+    def _repr_html_(self) -> str:
+        """Compact HTML summary for Jupyter (from the package templates)."""
+        from ._html import repr_guarantee
+
+        return repr_guarantee(self.to_dict())
 
 
 @dataclass(frozen=True)
@@ -195,3 +236,9 @@ class Release:
             "sampler": self.sampler,
             "secure": self.secure,
         }
+
+    def _repr_html_(self) -> str:
+        """Compact HTML summary for Jupyter (from the package templates)."""
+        from ._html import repr_release
+
+        return repr_release(self.to_dict())

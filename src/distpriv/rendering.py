@@ -26,6 +26,7 @@ __all__ = [
     "render_calibration",
     "render_demo",
     "render_experiment",
+    "render_ledger",
     "render_local",
     "render_release",
 ]
@@ -149,6 +150,8 @@ def render_release(public: dict[str, Any], private: dict[str, Any]) -> str:
             f"<= {check['delta_upper']:.3g} up to the mixture bias) against the target "
             f"{check['target_delta']:g}: {'consistent' if check['consistent'] else 'FAILS'}"
         )
+    if public.get("ledger"):
+        _ledger_line(console, public["ledger"])
     console.print(
         f"provenance: distpriv {_e(prov['version'])}, {prov['time_utc']}, data sha256 "
         f"{str(prov['data_sha256'])[:16]}… (salted), model data sha256 "
@@ -361,4 +364,52 @@ def render_local(title: str, out: dict[str, Any]) -> str:
         )
     for note in out["notes"]:
         console.print(_e(f"note: {note}"))
+    return buf.text()
+
+
+def _ledger_line(console: Console, led: dict[str, Any]) -> None:
+    c, b = led["composed"], led.get("budget")
+    text = (
+        f"ledger: release {led['n_releases']} of this data and secret; composed exactly "
+        f"({_fmt(c['epsilon'])}, {_fmt(c['delta'], 'g')}), this release alone "
+        f"({_fmt(led['alone']['epsilon'])}, {_fmt(led['alone']['delta'], 'g')})"
+    )
+    if b:
+        text += f"; budget ({_fmt(b['epsilon'], 'g')}, {_fmt(b['delta'], 'g')})"
+    console.print(text)
+
+
+def render_ledger(report: dict[str, Any]) -> str:
+    """``distpriv ledger show``: the releases of each data and secret, alone and composed."""
+    buf = _Buffer()
+    console = buf.console
+    console.print(
+        f"[bold]ledger {_e(report['path'])}[/bold] — {report['n_releases']} release(s), "
+        f"schema {report['schema_version']}"
+    )
+    for g in report["groups"]:
+        b = g["budget"]
+        budget = "no budget" if b is None else f"budget ({_fmt(b['epsilon'], 'g')}, {b['delta']:g})"
+        console.print(
+            f"\ndata [bold]{_e(g['data_fingerprint'][:23])}[/bold]… secret "
+            f"[bold]{_e(g['secret'])}[/bold] — {budget}"
+        )
+        table = Table()
+        for col in ("#", "time (UTC)", "mechanism", "statistics", "claimed", "alone", "composed"):
+            table.add_column(col, justify="right" if col in ("#",) else "left")
+        for r in g["releases"]:
+            names = ", ".join(s["name"] for s in r["statistics"])
+            cl, al, co = r["claimed"], r["alone"], r["composed"]
+            table.add_row(
+                str(r["id"]),
+                _e(r["time_utc"][:19]),
+                _e(r["mechanism"]),
+                _e(names),
+                f"({_fmt(cl['epsilon'])}, {_fmt(cl['delta'], 'g')})",
+                f"({_fmt(al['epsilon'])}, {_fmt(al['delta'], 'g')})",
+                f"({_fmt(co['epsilon'])}, {_fmt(co['delta'], 'g')}) over {co['n_releases']}",
+            )
+        console.print(table)
+    if not report["groups"]:
+        console.print("no releases recorded")
     return buf.text()

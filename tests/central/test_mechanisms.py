@@ -50,7 +50,7 @@ class TestPaperExample:
         assert (2 * gaussian_constant(1e-3) ** 2) == pytest.approx(28.52, abs=0.005)
 
     def test_guarantee_records_assumptions(self, paper_model):
-        mech = calibrate("eigm", paper_model, epsilon=0.5, delta=1e-3)
+        mech = calibrate("eigm", paper_model, epsilon=0.5, delta=1e-3, calibration="analytic")
         g = mech.guarantee
         assert g.holds is True and g.calibration == "analytic"
         assert {a.name for a in g.assumptions} == {
@@ -94,8 +94,8 @@ class TestDauM:
             assert closed == pytest.approx(bisect, rel=1e-8, abs=1e-10)
 
     def test_less_noise_than_directional_expm(self, paper_model):
-        mech = calibrate("daum", paper_model, epsilon=0.2, delta=1e-3)
-        dirm = calibrate("dirm-g", paper_model, epsilon=0.2, delta=1e-3)
+        mech = calibrate("daum", paper_model, epsilon=0.2, delta=1e-3, calibration="analytic")
+        dirm = calibrate("dirm-g", paper_model, epsilon=0.2, delta=1e-3, calibration="analytic")
         assert 0 < mech.mse() < dirm.mse()
         noise_dir = np.linalg.eigh(mech.noise_covariance)[1][:, -1]
         d = paper_model.mean_differences[0]
@@ -103,9 +103,11 @@ class TestDauM:
 
     def test_non_parallel_pairs_noted_and_still_private(self):
         model = GaussianQueryModel([[0.0, 0.0], [1.0, 0.0], [1.0, 0.3]], np.eye(2))
-        mech = calibrate("daum", model, epsilon=1.0, delta=1e-3)
+        mech = calibrate("daum", model, epsilon=1.0, delta=1e-3, calibration="analytic")
         assert any("not all parallel" in n for n in mech.guarantee.notes)
-        assert np.all(mech.diagnostics["pair_distances"] <= max_mahalanobis_distance(1.0, 1e-3))
+        assert np.all(
+            mech.diagnostics["pair_distances"] <= max_mahalanobis_distance(epsilon=1.0, delta=1e-3)
+        )
 
     def test_impossible_direction(self):
         model = GaussianQueryModel([[0.0, 0.0], [0.0, 5.0]], np.eye(2) * 0.01)
@@ -144,8 +146,8 @@ class TestStructure:
         lap = calibrate("expm-l", paper_model, epsilon=0.5)
         np.testing.assert_allclose(lap.laplace_scales, [4.0, 4.0])  # ‖(1,−1)‖₁/ε
         assert lap.guarantee.delta == 0.0
-        gau = calibrate("expm-g", paper_model, epsilon=0.5, delta=1e-5)
-        sigma = math.sqrt(2) / max_mahalanobis_distance(0.5, 1e-5)
+        gau = calibrate("expm-g", paper_model, epsilon=0.5, delta=1e-5, calibration="analytic")
+        sigma = math.sqrt(2) / max_mahalanobis_distance(epsilon=0.5, delta=1e-5)
         np.testing.assert_allclose(np.diag(gau.noise_covariance), sigma**2, rtol=1e-9)
         assert gau.expected_l2_error() == pytest.approx(sigma * math.sqrt(math.pi / 2))
 
@@ -161,7 +163,7 @@ class TestStructure:
         out = mech.release([100.0, 101.0], rng=0)
         np.testing.assert_array_equal(out.value, [100.0, 101.0])
         with pytest.raises(MechanismNotApplicableError, match=r"0\.3033 > D\*"):
-            calibrate("noiseless", paper_model, epsilon=0.5, delta=1e-3)
+            calibrate("noiseless", paper_model, epsilon=0.5, delta=1e-3, calibration="analytic")
 
     def test_groupdp(self, paper_model):
         sens = [0.5, 1.0]
@@ -170,7 +172,7 @@ class TestStructure:
         gau = calibrate(
             "groupdp-g", paper_model, epsilon=2.0, delta=1e-3, group_size=10, sensitivities=sens
         )
-        sigma = 10 * math.hypot(0.5, 1.0) / max_mahalanobis_distance(2.0, 1e-3)
+        sigma = 10 * math.hypot(0.5, 1.0) / max_mahalanobis_distance(epsilon=2.0, delta=1e-3)
         np.testing.assert_allclose(np.diag(gau.noise_covariance), sigma**2, rtol=1e-9)
         assert gau.guarantee.notion == "group differential privacy"
         assert gau.guarantee.holds is None  # the group coupling cannot be checked
@@ -225,7 +227,7 @@ class TestAssumptions:
     def test_unequal_covariances_warn_and_are_recorded(self):
         model = GaussianQueryModel([[0.0, 0.0], [1.0, 1.0]], np.stack([np.eye(2), 1.2 * np.eye(2)]))
         with pytest.warns(AssumptionWarning, match="equal-covariance"):
-            mech = calibrate("eigm", model, epsilon=1.0, delta=1e-3)
+            mech = calibrate("eigm", model, epsilon=1.0, delta=1e-3, calibration="analytic")
         assert mech.guarantee.holds is False
         assert [a.name for a in mech.guarantee.failed] == ["equal-covariance"]
         assert any("Thm 4.6" in n for n in mech.guarantee.notes)
@@ -235,8 +237,10 @@ class TestAssumptions:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             mech = calibrate("eigm", model, epsilon=1.0, delta=1e-3)
-        gauss = next(a for a in mech.guarantee.assumptions if a.name == "gaussian")
+        # Exact calibration: the Gaussian fit is the premise the guarantee rests on.
+        gauss = next(a for a in mech.guarantee.premises if a.name == "gaussian")
         assert gauss.holds is None and "approximation" in gauss.detail
+        assert mech.guarantee.holds is True and mech.guarantee.calibration == "exact"
 
     def test_classical_warns_at_epsilon_one_and_above_only(self, paper_model):
         with warnings.catch_warnings():
@@ -249,7 +253,7 @@ class TestAssumptions:
 
 class TestRelease:
     def test_batch_noise_covariance(self, paper_model):
-        mech = calibrate("eigm", paper_model, epsilon=0.5, delta=1e-3)
+        mech = calibrate("eigm", paper_model, epsilon=0.5, delta=1e-3, calibration="analytic")
         n = 200_000
         out = mech.release(np.tile([100.0, 101.0], (n, 1)), rng=7)
         z = out.value - [100.0, 101.0]
@@ -316,7 +320,7 @@ class TestCalibrateErrors:
         with pytest.raises(ParameterError, match=r"unknown option.*'sigma'"):
             calibrate("eigm", paper_model, epsilon=1.0, delta=1e-3, sigma=2.0)
         with pytest.raises(ParameterError, match="calibration must be one of"):
-            calibrate("eigm", paper_model, epsilon=1.0, delta=1e-3, calibration="exact")
+            calibrate("eigm", paper_model, epsilon=1.0, delta=1e-3, calibration="bogus")
         with pytest.raises(ParameterTypeError, match="model must be"):
             calibrate("eigm", {"means": [1]}, epsilon=1.0, delta=1e-3)
         with pytest.raises(ParameterError, match="method must be one of"):

@@ -82,7 +82,7 @@ def test_single_pair_closed_form_matches_convex_program(seed):
     m = int(rng.integers(2, 6))
     cov = _spd(rng, m)
     d = rng.normal(size=m) * 3.0
-    dist = max_mahalanobis_distance(1.0, 1e-3)
+    dist = max_mahalanobis_distance(epsilon=1.0, delta=1e-3)
     closed = single_pair_optimum(cov, d, dist)
     sdp, _ = _solve_sdp([(cov, d)], np.eye(m), dist)
     assert np.trace(closed) == pytest.approx(np.trace(sdp), rel=1e-5)
@@ -155,4 +155,4 @@ def test_solver_failure_is_a_clear_error(monkeypatch):
     model = GaussianQueryModel([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]], np.eye(2) * 0.01)
     with pytest.raises(MechanismNotApplicableError, match="could not be solved"):
         calibrate("optimal-g", model, epsilon=1.0, delta=1e-3)
-    assert math.isfinite(max_mahalanobis_distance(1.0, 1e-3))
+    assert math.isfinite(max_mahalanobis_distance(epsilon=1.0, delta=1e-3))

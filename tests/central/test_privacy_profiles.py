@@ -65,7 +65,7 @@ def test_paper_example_all_gaussian_mechanisms(paper_model):
 
 def test_analytic_calibration_is_tight(paper_model):
     # The worst pair sits at D* up to the 1e-12 safety margin: δ(ε) ≈ δ, not far below.
-    mech = calibrate("expm-g", paper_model, epsilon=1.0, delta=1e-3)
+    mech = calibrate("expm-g", paper_model, epsilon=1.0, delta=1e-3, calibration="analytic")
     d = paper_model.mean_differences[0]
     got = exact_delta(1.0, d, mech.noise_covariance)
     assert got == pytest.approx(1e-3, rel=1e-6)
@@ -103,7 +103,7 @@ privacy = st.tuples(st.floats(0.02, 12.0), st.floats(math.log(1e-9), math.log(0.
 def test_random_models_analytic(model, params, name):
     eps, delta = params
     try:
-        mech = calibrate(name, model, epsilon=eps, delta=delta)
+        mech = calibrate(name, model, epsilon=eps, delta=delta, calibration="analytic")
     except MechanismNotApplicableError:
         assume(False)
     assert_profile_within(mech, model, eps, delta)

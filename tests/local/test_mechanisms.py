@@ -62,7 +62,9 @@ def test_planar_gaussian_calibration():
     from distpriv.accounting import max_mahalanobis_distance
 
     pg = planar_gaussian(dom, epsilon=1.0, delta=1e-3, sensitivity=0.5)
-    assert pg.params["sigma"] == pytest.approx(0.5 / max_mahalanobis_distance(1.0, 1e-3))
+    assert pg.params["sigma"] == pytest.approx(
+        0.5 / max_mahalanobis_distance(epsilon=1.0, delta=1e-3)
+    )
     w = np.exp(-(dom.distances**2) / (2 * pg.params["sigma"] ** 2))
     np.testing.assert_allclose(pg.matrix, w / w.sum(axis=1, keepdims=True))
     with pytest.raises(ParameterError, match="not both"):

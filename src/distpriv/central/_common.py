@@ -61,7 +61,9 @@ def calibration_assumptions(
     if not ok:
         detail += "; outside the theorem"
         if delta is not None:
-            exact = float(gaussian_delta(epsilon, max_distance(epsilon, delta, "classical")))
+            exact = float(
+                gaussian_delta(max_distance(epsilon, delta, "classical"), epsilon=epsilon)
+            )
             verdict = "within" if exact <= delta else "ABOVE"
             detail += (
                 f"; the exact profile at the classical distance eps/c gives delta(eps) = "

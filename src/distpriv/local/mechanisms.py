@@ -391,7 +391,7 @@ def planar_gaussian(
         eps = check_epsilon(epsilon)
         dlt = check_delta(delta, positive=True)
         sens = check_real(sensitivity, "sensitivity", low=0.0, low_inclusive=False)
-        s = sens / max_mahalanobis_distance(eps, dlt)
+        s = sens / max_mahalanobis_distance(epsilon=eps, delta=dlt)
         params = {"sigma": s, "epsilon": eps, "delta": dlt, "sensitivity": sens}
     return _kernel("pg", dom, -(dom.distances**2) / (2.0 * s * s), params)
 

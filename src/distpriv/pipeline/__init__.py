@@ -5,6 +5,7 @@ One function per command (:func:`run_release`, :func:`run_audit`, :func:`run_dem
 curator's ``private`` diagnostics; :func:`release` is the same process as a library call.
 """
 
+from .compose import ComposedGuarantee, ReleaseSpec, compose
 from .config import (
     ModelConfig,
     ReleaseConfig,
@@ -12,6 +13,7 @@ from .config import (
     load_release_config,
 )
 from .demo import ADULT_STATISTICS, INCOME_SECRET, DemoReport, DemoRow
+from .ledger import Budget, Ledger, LedgerEntry, parse_budget, release_with_ledger
 from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
 from .release import ReleaseReport, build_model, calibrate_for, release
 from .run import run_audit, run_calibrate, run_demo, run_release
@@ -21,21 +23,29 @@ __all__ = [
     "ADULT_STATISTICS",
     "INCOME_SECRET",
     "AuditOutcome",
+    "Budget",
     "CalibrateOutcome",
+    "ComposedGuarantee",
     "DemoOutcome",
     "DemoReport",
     "DemoRow",
+    "Ledger",
+    "LedgerEntry",
     "ModelConfig",
     "ReleaseConfig",
     "ReleaseOutcome",
     "ReleaseReport",
+    "ReleaseSpec",
     "build_model",
     "calibrate_for",
+    "compose",
     "fingerprint",
     "load_frame",
     "load_model_config",
     "load_release_config",
+    "parse_budget",
     "release",
+    "release_with_ledger",
     "resolve_source",
     "run_audit",
     "run_calibrate",

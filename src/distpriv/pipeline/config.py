@@ -26,7 +26,7 @@ docs/user-guide.md.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -136,11 +136,13 @@ _RELEASE_TOP = {
     "mechanism",
     "output",
     "audit",
+    "ledger",
 }
 _RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test", "missing"}
 _RELEASE_SECRET = {"predicate", "values", "pairs", "within"}
 _RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed"}
 _RELEASE_OUTPUT = {"include_true"}
+_LEDGER = {"path", "budget", "data_name"}
 _AUDIT = {"mechanisms", "repetitions", "classifiers", "confidence", "n_shadow", "n_test", "seed"}
 MISSING_POLICIES = ("error", "drop")
 
@@ -172,6 +174,7 @@ class ReleaseConfig:
     include_true: bool
     audit: dict[str, Any]
     path: str
+    ledger: dict[str, Any] = field(default_factory=dict)
 
 
 def _table(
@@ -213,9 +216,9 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
         if key not in mech:
             raise ConfigError(f"{where}: [mechanism] needs {key!r}")
     name = mech.pop("name")
-    if name not in MECHANISMS:
+    if name not in (*MECHANISMS, "auto"):  # "auto": distpriv.pipeline.auto
         raise ConfigError(
-            f"{where}: [mechanism] name {name!r} is not one of {', '.join(MECHANISMS)}"
+            f"{where}: [mechanism] name {name!r} is not one of {', '.join(MECHANISMS)} or auto"
         )
     epsilon = mech.pop("epsilon")
     delta = mech.pop("delta", 0.0)
@@ -271,6 +274,10 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         [audit]                           # defaults of distpriv audit
         repetitions = 10
         seed = 0
+        [ledger]                          # optional: judge releases together (docs/composition.md)
+        path = "curator.ledger"           # SQLite ledger (relative to this file)
+        budget = [2.0, 1e-3]              # (epsilon, delta) for this data and secret
+        data_name = "adult-2024"          # optional: key the data by name, not by SHA-256
 
     Raises
     ------
@@ -291,6 +298,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
     mod = _table(data, "model", _RELEASE_MODEL, where)
     out = _table(data, "output", _RELEASE_OUTPUT, where, required=False)
     aud = _table(data, "audit", _AUDIT, where, required=False)
+    led = _table(data, "ledger", _LEDGER, where, required=False)
     name, epsilon, delta, options = _mechanism(data, where)
     for key in ("predicate", "values"):
         if key not in sec:
@@ -333,4 +341,26 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         include_true=include_true,
         audit=dict(aud),
         path=where,
+        ledger=_ledger_table(led, base, where),
     )
+
+
+def _ledger_table(led: dict[str, Any], base: Path, where: str) -> dict[str, Any]:
+    """Check ``[ledger]``: a path (resolved like the data), budget [eps, delta], data_name."""
+    out = dict(led)
+    if "path" in out:
+        if not isinstance(out["path"], str) or not out["path"]:
+            raise ConfigError(f"{where}: [ledger] path must be a non-empty string")
+        path = Path(out["path"]).expanduser()
+        out["path"] = str(path if path.is_absolute() else base / path)
+    if "budget" in out:
+        bud = out["budget"]
+        if (
+            not isinstance(bud, list)
+            or len(bud) != 2
+            or any(isinstance(v, bool) or not isinstance(v, int | float) for v in bud)
+        ):
+            raise ConfigError(f"{where}: [ledger] budget must be [epsilon, delta], got {bud!r}")
+    if "data_name" in out and (not isinstance(out["data_name"], str) or not out["data_name"]):
+        raise ConfigError(f"{where}: [ledger] data_name must be a non-empty string")
+    return out

@@ -29,8 +29,10 @@ from ..errors import (
 )
 from ..guarantees import to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
+from .auto import AUTO, AutoChoice, choose_for_table
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
 from .demo import demo_report
+from .ledger import Budget, Ledger, open_ledger
 from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
 from .release import ReleaseReport, build_model, calibrate_for, checked_noise, method_for
 from .report import PRIVATE_BANNER, provenance, public_release, secret_dict
@@ -125,7 +127,10 @@ def _model_and_mechanism(
     query: Query,
     secret: ProportionSecret,
     n: int,
-) -> tuple[DataQueryModel, CalibratedMechanism]:
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice | None]:
+    if cfg.mechanism == AUTO:
+        return _auto_model_and_mechanism(cfg, model_frame, query, secret, n, progress)
     method = method_for(cfg.mechanism, cfg.model.get("method", "analytic"))
     n_samples = _check_model_memory(cfg, secret, n, method)
     model = build_model(
@@ -149,7 +154,40 @@ def _model_and_mechanism(
         options=cfg.options,
         facts=facts,
     )
-    return model, mech
+    return model, mech, None
+
+
+def _auto_model_and_mechanism(
+    cfg: ReleaseConfig,
+    model_frame: pd.DataFrame,
+    query: Query,
+    secret: ProportionSecret,
+    n: int,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice]:
+    """``mechanism = "auto"``: the least-error mechanism that verifies (pipeline.auto)."""
+    method = cfg.model.get("method", "analytic")
+    model = build_model(
+        model_frame,
+        query,
+        secret,
+        mechanism="eigm",  # any Gaussian-view mechanism: the model of the configured method
+        subset_size=n,
+        method=method,
+        n_samples=_check_model_memory(cfg, secret, n, method),
+        rng=cfg.model.get("seed", 0),
+        missing=cfg.missing,
+    )
+    check_model_support(model.stratum_sizes, model.counts, n)
+    choice = choose_for_table(
+        model,
+        epsilon=cfg.epsilon,
+        delta=cfg.delta,
+        options=cfg.options,
+        facts=table_facts(model_frame, query, n),
+        progress=progress,
+    )
+    return model, choice.mechanism, choice
 
 
 # Monte Carlo datasets per value for the data-level check (half form the density mixture,
@@ -196,6 +234,9 @@ def run_release(
     insecure_seed: int | None = None,
     include_true: bool | None = None,
     verify: bool = False,
+    ledger: str | Path | Ledger | None = None,
+    budget: Budget | str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReleaseOutcome:
     """Release the configured statistics of a table with secure noise.
 
@@ -222,6 +263,16 @@ def run_release(
         Before releasing, estimate δ(ε) of the actual outputs f_θ + Z on resampled data
         (:func:`distpriv.attacks.verify_on_data`); the check goes into the public report,
         and a release whose certified lower bound exceeds the target δ is refused.
+    ledger : path or Ledger, optional
+        Judge the release together with the earlier ones of the same data and secret
+        (overrides ``[ledger] path``; docs/composition.md): one ledger transaction holds
+        the exact composition, the budget check, the noise draw and the record.
+    budget : Budget or "EPS,DELTA", optional
+        (ε, δ) budget for this data and secret (with ``[ledger] budget``, the tighter).
+        A release that would exceed it raises :class:`~distpriv.errors.BudgetExceededError`
+        before any noise is drawn.
+    progress : callable(done, total), optional
+        Called as ``mechanism = "auto"`` calibrates each candidate mechanism.
 
     Returns
     -------
@@ -232,6 +283,7 @@ def run_release(
     cfg = _config(config)
     seed = cfg.insecure_seed if insecure_seed is None else insecure_seed
     noise_rng = None if seed is None else check_rng(seed, "insecure_seed")
+    session = open_ledger(cfg.ledger, ledger=ledger, budget=budget)  # fail before modelling
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query), _subset_size(cfg)
         model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
@@ -243,12 +295,28 @@ def run_release(
                 f"describes datasets of {n} rows, so only such a dataset can be released"
             )
         overlap = warn_overlap(model_frame, released)
-        model, mech = _model_and_mechanism(cfg, model_frame, query, secret, n)
+        model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
         evaluation = query.evaluation(released, missing=cfg.missing)
         value = evaluation.value
         _warn_dropped(evaluation.n_rows, n)
         verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
-        rel = mech.release(value, rng=noise_rng)
+        ledger_block = None
+        if session is None:
+            rel = mech.release(value, rng=noise_rng)
+        else:
+            rel, ledger_block = session.draw(
+                mechanism=mech,
+                value=value,
+                query=query,
+                secret=secret,
+                released_frame=released,
+                model_frame=model_frame,
+                subset_size=n,
+                method=method_for(mech.name, cfg.model.get("method", "analytic")),
+                n_samples=cfg.model.get("n_samples", 1000),
+                noise_rng=noise_rng,
+                model_rng=cfg.model.get("seed", 0),
+            )
         salt = _secrets.token_bytes(32)
         prov = provenance(
             rel=rel,
@@ -265,6 +333,10 @@ def run_release(
             prov=prov,
             verification=verification,
         )
+        public["ledger"] = to_jsonable(ledger_block)
+        if choice is not None:  # mechanism = "auto": the comparison behind the choice
+            public["choice"] = choice.rows()
+            public["choice_weights"] = None if choice.weights is None else list(choice.weights)
         report = ReleaseReport(rel, mech, model, value, len(released))
         private = {
             "kind": "release-diagnostics",

@@ -1,0 +1,201 @@
+"""`distpriv release --ledger/--budget` and `distpriv ledger show`, including concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from distpriv.cli import main
+from distpriv.pipeline import run_release
+from distpriv.pipeline.compose import ReleaseSpec, compose
+from distpriv.pipeline.ledger import Ledger
+from distpriv.pipeline.sources import load_frame
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+CONFIG = """
+title = "ledger test"
+[data]
+model = "model.csv"
+release = "released.csv"
+[query]
+avg_age = "avg(age)"
+n_female = "count_if(sex = 'Female')"
+[secret]
+predicate = "income = '>50K'"
+values = [0.45, 0.55]
+[model]
+subset_size = 100
+method = "analytic"
+[mechanism]
+name = "daum"
+epsilon = 1.0
+delta = 1e-3
+"""
+
+
+@pytest.fixture(scope="module")
+def setting(tmp_path_factory):
+    """A small, fast release: 2 statistics, a 3000-row modelling table, 100 released rows."""
+    base = tmp_path_factory.mktemp("ledger-cli")
+    model = load_frame("adult:modeling", split_seed=0, what="model")
+    test = load_frame("adult:test", split_seed=0, what="test")
+    model.iloc[:3000].to_csv(base / "model.csv", index=False)
+    test.sample(100, random_state=3).to_csv(base / "released.csv", index=False)
+    (base / "release.toml").write_text(CONFIG)
+    return base
+
+
+def run(argv, capsys):
+    try:
+        status = main(argv)
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def composed_epsilons(setting, ks):
+    """ε(1e-3) of k copies of the configured release, composed (to set budgets)."""
+    scratch = setting / f"scratch-{os.getpid()}.ledger"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run_release(setting / "release.toml", ledger=scratch, insecure_seed=0)
+    (entry,) = Ledger(scratch).releases()
+    scratch.unlink()
+    spec = ReleaseSpec.from_record(entry)
+    model = load_frame(str(setting / "model.csv"), what="model")
+    from distpriv.modeling import ProportionSecret
+
+    secret = ProportionSecret("income = '>50K'", [0.45, 0.55])
+    return [
+        compose([spec] * k, model_data=model, secret=secret, subset_size=100).epsilon for k in ks
+    ]
+
+
+def test_budget_allows_one_release_not_two(setting, capsys):
+    eps1, eps2 = composed_epsilons(setting, (1, 2))
+    assert eps2 > eps1 + 0.2
+    budget = f"{(eps1 + eps2) / 2:.6f},1e-3"
+    led = setting / "one.ledger"
+    status, out, err = run(
+        ["release", str(setting / "release.toml"), "--ledger", str(led), "--budget", budget],
+        capsys,
+    )
+    assert status == 0, err
+    assert "ledger: release 1" in out
+    before = led.read_bytes()
+    status, out, err = run(
+        ["release", str(setting / "release.toml"), "--ledger", str(led), "--json"], capsys
+    )
+    assert status != 0 and out == ""
+    assert err.count("\n") == 1 and "refused" in err and "budget" in err, err
+    assert "nothing was released or recorded" in err
+    assert led.read_bytes() == before
+
+    status, out, err = run(["ledger", "show", str(led), "--json"], capsys)
+    assert status == 0, err
+    report = json.loads(out)
+    assert report["kind"] == "ledger" and report["n_releases"] == 1
+    (group,) = report["groups"]
+    assert group["secret"] == "income = '>50K'"
+    assert group["budget"]["epsilon"] == pytest.approx((eps1 + eps2) / 2, rel=1e-5)
+    (row,) = group["releases"]
+    assert row["composed"]["n_releases"] == 1
+    assert row["composed"]["epsilon"] == pytest.approx(eps1, rel=1e-6)
+    status, out, err = run(["ledger", "show", str(led)], capsys)
+    assert status == 0 and "avg_age, n_female" in out and "over 1" in out
+
+
+def test_json_report_carries_the_ledger_block(setting, capsys):
+    led = setting / "json.ledger"
+    argv = ["release", str(setting / "release.toml"), "--ledger", str(led), "--json"]
+    assert run(argv, capsys)[0] == 0
+    status, out, err = run(argv, capsys)
+    assert status == 0, err
+    block = json.loads(out)["ledger"]
+    assert block["n_releases"] == 2 and block["budget"] is None
+    assert block["composed"]["epsilon"] > block["alone"]["epsilon"] > 0
+    assert block["composed"]["delta"] == 1e-3
+
+
+def test_eight_concurrent_releases_with_a_budget_for_three(setting):
+    eps3, eps4 = composed_epsilons(setting, (3, 4))
+    assert eps4 > eps3 + 0.1
+    budget = f"{(eps3 + eps4) / 2:.6f},1e-3"
+    led = setting / "concurrent.ledger"
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    argv = [
+        sys.executable,
+        "-m",
+        "distpriv.cli",
+        "release",
+        str(setting / "release.toml"),
+        "--ledger",
+        str(led),
+        "--budget",
+        budget,
+        "--quiet",
+    ]
+    procs = [
+        subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(8)
+    ]
+    results = [(p.wait(timeout=600), *p.communicate()) for p in procs]
+    ok = [r for r in results if r[0] == 0]
+    refused = [r for r in results if r[0] != 0]
+    assert len(ok) == 3, results
+    assert all("refused" in err and "budget" in err for _, _, err in refused), refused
+    rows = Ledger(led).releases()
+    assert len(rows) == 3
+    assert [r.composed["n_releases"] for r in rows] == [1, 2, 3]
+    assert rows[-1].composed["epsilon"] == pytest.approx(eps3, rel=1e-6)
+    con = sqlite3.connect(led)
+    assert con.execute("SELECT COUNT(*) FROM releases").fetchone()[0] == 3
+    con.close()
+
+
+@pytest.mark.parametrize("kind", ["truncated", "text", "foreign"])
+def test_bad_ledger_file_is_refused_untouched(setting, capsys, kind):
+    path = setting / f"bad-{kind}.ledger"
+    if kind == "truncated":
+        run(["release", str(setting / "release.toml"), "--ledger", str(path)], capsys)
+        path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    elif kind == "text":
+        path.write_text("date,amount\n2024-01-01,3\n")
+    else:
+        con = sqlite3.connect(path)
+        con.execute("CREATE TABLE t (x)")
+        con.commit()
+        con.close()
+    before = path.read_bytes()
+    for argv in (
+        ["release", str(setting / "release.toml"), "--ledger", str(path)],
+        ["ledger", "show", str(path)],
+    ):
+        status, out, err = run(argv, capsys)
+        assert status != 0 and out == ""
+        assert err.count("\n") == 1 and str(path) in err, err
+        assert "not a distpriv ledger" in err or "truncated" in err
+        assert path.read_bytes() == before
+
+
+def test_flag_errors(setting, capsys):
+    cfg = str(setting / "release.toml")
+    status, out, err = run(["release", cfg, "--budget", "1,1e-3"], capsys)
+    assert status != 0 and out == "" and "--budget needs a ledger" in err
+    status, out, err = run(
+        ["release", cfg, "--ledger", str(setting / "x.db"), "--budget", "1"], capsys
+    )
+    assert status != 0 and "--budget" in err and "'1'" in err
+    assert not (setting / "x.db").exists() or Ledger(setting / "x.db").releases() == ()
+    status, out, err = run(["ledger", "show", str(setting / "missing.ledger")], capsys)
+    assert status != 0 and out == "" and "does not exist" in err
+    assert not (setting / "missing.ledger").exists()
