@@ -8,6 +8,7 @@ DESIGN.md §2: config → data → model → calibrate → verify → release �
 
 from __future__ import annotations
 
+import dataclasses
 import secrets as _secrets
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -95,6 +96,21 @@ def _check_model_memory(cfg: ReleaseConfig, secret: ProportionSecret, n: int, me
         need = len(secret.values) * n_samples * (n + len(cfg.query)) * 8.0 * 2
         check_memory(need, f"[model] n_samples={n_samples} with subset_size={n}")
     return n_samples
+
+
+def _tables(
+    cfg: ReleaseConfig, data: str | Path | None, n: int
+) -> tuple[pd.DataFrame, pd.DataFrame, str, int]:
+    """Modelling and released tables, the released one's source, and their row overlap."""
+    model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+    subset_rng = np.random.default_rng(cfg.insecure_seed)  # fresh OS entropy unless insecure
+    released, source = _released_frame(cfg, data, n, subset_rng)
+    if len(released) != n:
+        raise ParameterError(
+            f"data has {len(released)} rows but subset_size={n}: the query model "
+            f"describes datasets of {n} rows, so only such a dataset can be released"
+        )
+    return model_frame, released, source, warn_overlap(model_frame, released)
 
 
 def _warn_dropped(rows: int, n: int) -> None:
@@ -227,6 +243,35 @@ def _verify(
     return check.to_dict()
 
 
+def _draw(
+    session: Any,
+    cfg: ReleaseConfig,
+    mech: CalibratedMechanism,
+    value: np.ndarray,
+    query: Query,
+    secret: ProportionSecret,
+    released: pd.DataFrame,
+    model_frame: pd.DataFrame,
+) -> tuple[Any, Any]:
+    """The noise: secure sampler (or the insecure seed), inside the ledger's transaction."""
+    noise_rng = None if cfg.insecure_seed is None else check_rng(cfg.insecure_seed)
+    if session is None:
+        return mech.release(value, rng=noise_rng), None
+    return session.draw(
+        mechanism=mech,
+        value=value,
+        query=query,
+        secret=secret,
+        released_frame=released,
+        model_frame=model_frame,
+        subset_size=len(released),
+        method=method_for(mech.name, cfg.model.get("method", "analytic")),
+        n_samples=cfg.model.get("n_samples", 1000),
+        noise_rng=noise_rng,
+        model_rng=cfg.model.get("seed", 0),
+    )
+
+
 def run_release(
     config: str | Path | ReleaseConfig,
     *,
@@ -281,42 +326,20 @@ def run_release(
         calibration diagnostics, the salt of the data fingerprint, true values on request.
     """
     cfg = _config(config)
-    seed = cfg.insecure_seed if insecure_seed is None else insecure_seed
-    noise_rng = None if seed is None else check_rng(seed, "insecure_seed")
+    if insecure_seed is not None:
+        cfg = dataclasses.replace(cfg, insecure_seed=insecure_seed)
+    seed = cfg.insecure_seed
+    check_rng(seed, "insecure_seed")
     session = open_ledger(cfg.ledger, ledger=ledger, budget=budget)  # fail before modelling
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query), _subset_size(cfg)
-        model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
-        subset_rng = np.random.default_rng(seed)  # fresh OS entropy unless insecure
-        released, source = _released_frame(cfg, data, n, subset_rng)
-        if len(released) != n:
-            raise ParameterError(
-                f"data has {len(released)} rows but subset_size={n}: the query model "
-                f"describes datasets of {n} rows, so only such a dataset can be released"
-            )
-        overlap = warn_overlap(model_frame, released)
+        model_frame, released, source, overlap = _tables(cfg, data, n)
         model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
         evaluation = query.evaluation(released, missing=cfg.missing)
         value = evaluation.value
         _warn_dropped(evaluation.n_rows, n)
         verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
-        ledger_block = None
-        if session is None:
-            rel = mech.release(value, rng=noise_rng)
-        else:
-            rel, ledger_block = session.draw(
-                mechanism=mech,
-                value=value,
-                query=query,
-                secret=secret,
-                released_frame=released,
-                model_frame=model_frame,
-                subset_size=n,
-                method=method_for(mech.name, cfg.model.get("method", "analytic")),
-                n_samples=cfg.model.get("n_samples", 1000),
-                noise_rng=noise_rng,
-                model_rng=cfg.model.get("seed", 0),
-            )
+        rel, ledger_block = _draw(session, cfg, mech, value, query, secret, released, model_frame)
         salt = _secrets.token_bytes(32)
         prov = provenance(
             rel=rel,
@@ -453,7 +476,7 @@ def run_audit(
     cfg = _config(config)
     aud = cfg.audit
     names = list(mechanisms or aud.get("mechanisms") or [cfg.mechanism])
-    if names == ["all"]:
+    if names in (["all"], [AUTO]):  # "auto" chooses among all of them at release time
         names = list(MECHANISMS)
     for name in names:
         mechanism_info(name)
