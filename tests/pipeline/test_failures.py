@@ -207,3 +207,25 @@ def test_ctrl_c_during_a_long_command(tmp_path):
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["distpriv: interrupted; nothing was written"], err
     assert out == "" and list(tmp_path.iterdir()) == []
+
+
+def test_nulls_in_the_released_table_are_one_line(tmp_path, capsys):
+    import shutil
+
+    import numpy as np
+    import pandas as pd
+
+    folder = tmp_path / "hospital"
+    shutil.copytree(ROOT / "examples" / "hospital", folder)
+    frame = pd.read_csv(folder / "release.csv")
+    frame.loc[[1, 2, 3], "weight"] = np.nan
+    frame.to_csv(folder / "release.csv", index=False)
+    out_file = tmp_path / "r.json"
+    line = one_error(*run(["release", folder / "hospital.toml", "--out", out_file], capsys)[::2])
+    assert "weight" in line and "3" in line and not out_file.exists()
+
+
+def test_a_sampled_view_mechanism_on_a_model_file_says_what_it_needs(capsys):
+    argv = ["calibrate", MODEL, "--mechanism", "wasserstein", "--epsilon", "1"]
+    line = one_error(*run(argv, capsys)[::2])
+    assert "Monte Carlo samples" in line and "approx-wasserstein" not in line
