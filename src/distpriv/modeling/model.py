@@ -241,6 +241,7 @@ def _diagnostics(
             "excess_kurtosis": float(np.sqrt(24.0 / n_draw)),
         },
         "diagnostic_draws": int(n_draw),
+        "shape_source": "monte carlo draws" if shape is None else "exact cumulants",
         "parallel_residual": parallel,
         "mean_difference_l2": norms,
         "constant_statistics": [
