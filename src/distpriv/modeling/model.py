@@ -20,6 +20,7 @@ from .._validation import check_choice, check_positive_int, check_rng
 from ..errors import AssumptionWarning, ParameterError, ParameterTypeError
 from ..querymodel import GaussianQueryModel, SampledQueryModel
 from .queries import Query
+from .resampling import Resampling, monte_carlo
 from .secrets import ProportionSecret
 from .strata import StratifiedSampler
 
@@ -57,6 +58,9 @@ class DataQueryModel(GaussianQueryModel):
         (N_A, N_B), rows satisfying / not satisfying the predicate in the table.
     secret : ProportionSecret
     query : Query
+    sampling : Resampling or None
+        How the Monte Carlo datasets were drawn (``"full"`` strata or a ``"pool"``);
+        ``None`` for analytic moments.
     """
 
     samples: tuple[np.ndarray, ...] | None
@@ -67,6 +71,7 @@ class DataQueryModel(GaussianQueryModel):
     stratum_sizes: tuple[int, int]
     secret: ProportionSecret
     query: Query
+    sampling: Resampling | None
 
     def __init__(
         self,
@@ -82,6 +87,7 @@ class DataQueryModel(GaussianQueryModel):
         stratum_sizes: tuple[int, int],
         diagnostics: dict[str, Any],
         fitted: str,
+        sampling: Resampling | None = None,
     ) -> None:
         super().__init__(
             means,
@@ -100,6 +106,7 @@ class DataQueryModel(GaussianQueryModel):
             ("stratum_sizes", stratum_sizes),
             ("secret", secret),
             ("query", query),
+            ("sampling", sampling),
         ):
             object.__setattr__(self, name, value)
 
@@ -130,6 +137,7 @@ class DataQueryModel(GaussianQueryModel):
                 "secret": self.secret.to_dict(),
                 "query": self.query.to_dict(),
                 "diagnostics": to_jsonable(self.diagnostics),
+                "sampling": None if self.sampling is None else self.sampling.to_dict(),
             }
         )
         return out
@@ -246,6 +254,7 @@ def model_query(
     method: str = "montecarlo",
     n_samples: int = 1000,
     rng: np.random.Generator | int | None = None,
+    pool_size: int | None = None,
 ) -> DataQueryModel:
     """Model f_θ of a query for each value of the secret, from a table.
 
@@ -272,6 +281,12 @@ def model_query(
     n_samples : int
         Datasets per θ (≥ 2).
     rng : int, numpy.random.Generator or None
+    pool_size : int, optional
+        ``method="montecarlo"`` only: draw the datasets from a uniform pool of this many
+        rows per stratum (drawn once, ≥ ``subset_size``) instead of the whole table, for
+        tables too large to featurise whole. Approximate: the model's ``sampling`` says so
+        (:mod:`distpriv.modeling.resampling`). Draws are always made in chunks, so memory
+        does not grow with ``n_samples`` beyond the (n_samples, m) samples themselves.
 
     Returns
     -------
@@ -305,20 +320,35 @@ def model_query(
             f"expression); statistic {bad.name!r} ({bad.expression}) is not: use "
             "method='montecarlo'"
         )
-    sampler = StratifiedSampler(data, q, secret, subset_size)
-    n, counts = sampler.n, sampler.counts
-    rows_a, rows_b, feats, scale = (sampler.rows_a, sampler.rows_b, sampler.features, sampler.scale)
-
+    if pool_size is not None and meth != "montecarlo":
+        raise ParameterError(f"pool_size={pool_size!r} applies only to method='montecarlo'")
+    resampling = None
     if meth == "montecarlo":
-        samples = tuple(sampler.draw(t, draws_n, gen) for t in range(len(counts)))
-        means = np.stack([s.mean(axis=0) for s in samples])
-        covs = np.stack([np.atleast_2d(np.cov(s, rowvar=False, ddof=1)) for s in samples])
+        mc = monte_carlo(
+            data,
+            q,
+            secret,
+            subset_size=subset_size,
+            n_samples=draws_n,
+            rng=gen,
+            pool_size=pool_size,
+        )
+        sampler, resampling = mc.sampler, mc.resampling
+        n, counts = sampler.n, sampler.counts
+        samples, means, covs = mc.samples, mc.means, mc.covariances
         diag_draws = list(samples)
+        source = (
+            "" if resampling.method == "full" else f", drawn from a row pool ({resampling.note})"
+        )
         fitted = (
             f"sample mean and covariance of {draws_n} Monte Carlo datasets of "
-            f"{n} rows per value (Chen & Ohrimenko 2023, App. C.1)"
+            f"{n} rows per value{source} (Chen & Ohrimenko 2023, App. C.1)"
         )
     else:
+        sampler = StratifiedSampler(data, q, secret, subset_size)
+        n, counts = sampler.n, sampler.counts
+        rows_a, rows_b = sampler.rows_a, sampler.rows_b
+        feats, scale = sampler.features, sampler.scale
         samples = None
         fa, fb = feats[rows_a], feats[rows_b]
         means, covs = [], []
@@ -347,7 +377,12 @@ def model_query(
         method=meth,
         subset_size=n,
         counts=counts,
-        stratum_sizes=(int(rows_a.size), int(rows_b.size)),
+        stratum_sizes=(
+            resampling.stratum_sizes
+            if resampling is not None
+            else (int(sampler.rows_a.size), int(sampler.rows_b.size))
+        ),
         diagnostics=diagnostics,
         fitted=fitted,
+        sampling=resampling,
     )
