@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int
+from .._validation import check_positive_int, check_rng
 from ..errors import ParameterError, ParameterTypeError
 from .queries import Query
 from .sampling import sample_subsets
@@ -187,7 +187,7 @@ def monte_carlo(
     *,
     subset_size: int,
     n_samples: int,
-    rng: np.random.Generator,
+    rng: np.random.Generator | int | None = None,
     pool_size: int | None = None,
 ) -> MonteCarloDraws:
     """Monte Carlo draws of F for each value of the secret, in bounded memory.
@@ -204,7 +204,7 @@ def monte_carlo(
     subset_size : int
     n_samples : int
         Datasets per value (≥ 2).
-    rng : numpy.random.Generator
+    rng : int, numpy.random.Generator or None
     pool_size : int, optional
         Draw from a uniform pool of this many rows per stratum (≥ ``subset_size``)
         instead of the whole table: for tables too large to featurise whole.
@@ -221,6 +221,7 @@ def monte_carlo(
     """
     n = check_positive_int(subset_size, "subset_size")
     n_samples = check_positive_int(n_samples, "n_samples", minimum=2)
+    rng = check_rng(rng)
     table = as_table(data)
     if pool_size is None:
         sampler = StratifiedSampler(table, query, secret, n)
