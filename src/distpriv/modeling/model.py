@@ -272,9 +272,11 @@ def model_query(
         n, the number of rows of a protected dataset.
     method : {"montecarlo", "analytic"}
         ``"montecarlo"`` (the paper's): ``n_samples`` datasets per θ, drawn as index
-        arrays for all subsets at once; sample mean and covariance. Linear statistics are
-        summed from per-row features in numpy; other SQL aggregates are evaluated by one
-        grouped DuckDB query; a Python callable is called per dataset.
+        arrays in chunks of about 2²⁰ row indices, with the sample mean and covariance
+        accumulated chunk by chunk (:func:`distpriv.modeling.resampling.monte_carlo`).
+        Linear statistics are summed from per-row features in numpy; other SQL aggregates
+        are evaluated by one grouped DuckDB query per chunk; a Python callable is called
+        per dataset.
         ``"analytic"`` (linear statistics only): the exact mean and covariance under this
         sampling (:func:`stratum_moments`), with no Monte Carlo error; ``n_samples``
         draws (at most 2000) are still made for the non-Gaussianity diagnostics.

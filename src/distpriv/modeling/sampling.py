@@ -23,28 +23,49 @@ def chunk_rows(size: int, limit: int = _INDICES_PER_CHUNK) -> int:
     return max(1, limit // max(1, size))
 
 
-def _distinct_draws(population: int, size: int, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Rows of ``size`` distinct indices, sorted within each row; needs 2·size ≤ population.
+def _contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Membership of ``keys`` in the sorted array ``sorted_keys``."""
+    if sorted_keys.size == 0:
+        return np.zeros(keys.shape, dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
+    return sorted_keys[at] == keys
 
-    I.i.d. uniform draws; each round sorts the rows that still hold repeats and redraws only
-    the repeated entries. Every step depends on the draws only through which entries are
-    equal, so the law of the resulting set is invariant under relabelling {0, …, N−1}; all
-    k-sets form one orbit of that group, hence each is equally likely. With k ≤ N/2 a
-    redrawn entry is new with probability ≥ 1/2, so the rounds end geometrically fast, and
-    the first round's repeats number about k²/2N per row.
+
+def _distinct_draws(population: int, size: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Rows of ``size`` distinct indices (in no particular order); needs 2·size ≤ population.
+
+    I.i.d. uniform draws; the repeated entries of each row (found by one sort) are redrawn,
+    and a redrawn value is kept only if it is new to its row and unique among that row's
+    redraws of the round, until no repeat remains. Every step depends on the draws only
+    through which values are equal, so the law of the resulting set is invariant under
+    relabelling {0, …, N−1}; all k-sets form one orbit of that group, hence each is equally
+    likely. With k ≤ N/2 a redraw is new with probability ≥ 1/2, so the rounds end
+    geometrically fast; the first round's repeats number about k²/2N per row, and only
+    they are redrawn and checked (binary search), so a row costs one sort, O(k log k).
     """
     out = rng.integers(0, population, size=(count, size), dtype=np.int64)
     out.sort(axis=1)
-    todo = np.arange(count)
-    while todo.size:
-        block = out[todo]
-        dup = np.zeros(block.shape, dtype=bool)
-        np.equal(block[:, 1:], block[:, :-1], out=dup[:, 1:])
-        has = dup.any(axis=1)
-        todo, block, dup = todo[has], block[has], dup[has]
-        block[dup] = rng.integers(0, population, size=int(dup.sum()), dtype=np.int64)
-        block.sort(axis=1)
-        out[todo] = block
+    todo = np.zeros(out.shape, dtype=bool)
+    np.equal(out[:, 1:], out[:, :-1], out=todo[:, 1:])
+    if not todo.any():
+        return out
+    # Row r's values as keys r·N + value: one sorted array for membership tests of all rows.
+    offset = np.arange(count, dtype=np.int64)[:, None] * population
+    known = (out + offset).ravel()
+    added = np.zeros(0, dtype=np.int64)  # keys accepted in earlier rounds, sorted (few)
+    rows, cols = np.nonzero(todo)
+    while rows.size:
+        keys = rows * population + rng.integers(0, population, size=rows.size, dtype=np.int64)
+        taken = _contains(known, keys) | _contains(added, keys)
+        order = np.argsort(keys, kind="stable")
+        same = np.zeros(keys.size, dtype=bool)
+        eq = keys[order[1:]] == keys[order[:-1]]
+        same[order[1:]] |= eq
+        same[order[:-1]] |= eq
+        ok = ~taken & ~same
+        out[rows[ok], cols[ok]] = keys[ok] - rows[ok] * population
+        added = np.sort(np.concatenate([added, keys[ok]]))
+        rows, cols = rows[~ok], cols[~ok]
     return out
 
 
@@ -69,7 +90,8 @@ def sample_subsets(
     rng : numpy.random.Generator
     ordered : bool
         ``True``: each row in uniformly random order (a uniform ordered k-tuple of distinct
-        indices). ``False``: rows sorted, cheaper when only the set matters (sums).
+        indices). ``False``: rows in no particular order, cheaper when only the set
+        matters (sums).
 
     Returns
     -------
@@ -81,7 +103,8 @@ def sample_subsets(
     Exact for every k (no approximation): for k ≤ N/2 i.i.d. draws whose repeated entries
     are redrawn until the row is distinct (see ``_distinct_draws``); for k > N/2 the
     complement, a uniform (N − k)-subset, is drawn the same way. O(k log k) time per subset
-    in either case, so the cost per index does not jump when k² exceeds N.
+    (one sort) for k ≤ N/2, so the cost per index does not jump when k² exceeds N; O(N) for
+    k > N/2, where the output itself is of that size.
     """
     if size == 0 or count == 0:
         return np.zeros((count, size), dtype=np.int64)
