@@ -17,9 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_bipartite_matching
 from scipy.spatial.distance import cdist
 
-from distpriv.distances import closeness, winf_distance
+from distpriv.distances import _bottleneck_threshold, closeness, winf_distance
 from distpriv.errors import ParameterError, ParameterTypeError
 
 METRICS = ("l1", "l2", "linf")
@@ -430,3 +432,62 @@ def test_errors_are_builtin_subclasses():
         closeness(U2, V2, delta=2.0)
     with pytest.raises(TypeError, match="u must be an array"):
         winf_distance(object(), V2)
+
+
+# --------------------------------------------------------------------------------------------
+# Incremental bottleneck matching against the previous algorithm (binary search + matching)
+# --------------------------------------------------------------------------------------------
+
+
+def previous_threshold(dist, need):
+    """eb5e882's algorithm: binary search over the sorted distances, a fresh Hopcroft–Karp
+    maximum matching (scipy) at each threshold."""
+    values = np.unique(dist)
+    lo, hi = 0, values.size - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        match = maximum_bipartite_matching(csr_matrix(dist <= values[mid]), perm_type="column")
+        if np.count_nonzero(match >= 0) >= need:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(values[lo])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 3),
+    st.integers(1, 9),
+    st.sampled_from(METRICS),
+    st.booleans(),
+    st.floats(0.0, 0.95),
+    st.integers(0, 2**32 - 1),
+)
+def test_bottleneck_matching_equals_previous_algorithm(dim, n, metric, ties, delta, seed):
+    # Small integer coordinates give many equal distances (ties), the hard case for a
+    # threshold search; Gaussian ones give distinct distances.
+    rng = np.random.default_rng(seed)
+    if ties:
+        u = rng.integers(0, 4, size=(n, dim)).astype(float)
+        v = rng.integers(0, 4, size=(n, dim)).astype(float)
+    else:
+        u = rng.normal(size=(n, dim))
+        v = rng.normal(0.5, 2.0, size=(n, dim))
+    dist = cdist(u, v, metric=SCIPY_METRIC[metric])
+    need = math.ceil((1.0 - delta) * n - 1e-9)
+    if dim > 1:
+        assert winf_distance(u, v, metric=metric) == previous_threshold(dist, n)
+        assert closeness(u, v, delta=delta, metric=metric) == previous_threshold(dist, need)
+    for k in range(1, n + 1):
+        assert _bottleneck_threshold(dist, k) == previous_threshold(dist, k)
+
+
+@pytest.mark.parametrize(("seed", "n"), [(0, 300), (1, 400)])
+def test_bottleneck_matching_equals_previous_algorithm_at_scale(seed, n):
+    # Rounded data: thousands of tied distances and a warm start far from perfect.
+    rng = np.random.default_rng(seed)
+    u = np.round(rng.normal(size=(n, 5)) * 3)
+    v = np.round(rng.standard_t(3, size=(n, 5)) * 3 + 0.5)
+    dist = cdist(u, v, metric="cityblock")
+    for need in (n, n - 1, n - n // 10, n // 2):
+        assert _bottleneck_threshold(dist, need) == previous_threshold(dist, need)

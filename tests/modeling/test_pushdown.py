@@ -199,3 +199,27 @@ def test_table_is_not_copied_for_a_frame(adult):
     np.testing.assert_allclose(
         QUERY.evaluate(table)[:2], [adult.age.mean(), adult.education_num.mean()], rtol=1e-12
     )
+
+
+def test_only_the_needed_columns_are_read(adult, tmp_path, monkeypatch):
+    """DuckDB's plan for the moments query reads only the statistics' and secret's columns."""
+    path = tmp_path / "wide.parquet"
+    adult.assign(payload_unused="x" * 50).to_parquet(path)
+    plans = []
+    original = DuckDBEngine.query
+
+    def explain(self, sql, what):
+        if "GROUP BY" in sql:
+            plans.append(self.conn.sql("EXPLAIN " + sql).fetchall()[0][1])
+        return original(self, sql, what)
+
+    monkeypatch.setattr(DuckDBEngine, "query", explain)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model_query(path, QUERY, SECRET, subset_size=100, method="analytic")
+    (plan,) = plans
+    scan = plan[plan.index("READ_PARQUET") :]
+    for col in ("age", "education_num", "marital_status", "sex", "hours_per_week", "income"):
+        assert col in scan
+    for col in ("payload_unused", "workclass", "fnlwgt", "race"):
+        assert col not in scan

@@ -14,6 +14,9 @@ from distpriv.datasets import paper_split
 from distpriv.modeling import ProportionSecret, Query, model_query
 from distpriv.modeling.tables import as_table
 
+# pyspark 4 warns about pandas 3 on every conversion; the conversions used here work.
+pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support:FutureWarning")
+
 STATISTICS = {
     "avg_age": "avg(age)",
     "avg_education_years": "avg(education_num)",

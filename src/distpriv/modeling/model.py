@@ -21,8 +21,8 @@ from ..errors import AssumptionWarning, ParameterError, ParameterTypeError
 from ..querymodel import GaussianQueryModel, SampledQueryModel
 from .moments import sum_cumulants, table_moments
 from .queries import Query
+from .resampling import Resampling, monte_carlo
 from .secrets import ProportionSecret
-from .strata import StratifiedSampler
 from .tables import as_table, check_missing_policy
 
 __all__ = ["DataQueryModel", "model_query", "stratum_moments"]
@@ -59,6 +59,9 @@ class DataQueryModel(GaussianQueryModel):
         (N_A, N_B), rows satisfying / not satisfying the predicate in the table.
     secret : ProportionSecret
     query : Query
+    sampling : Resampling or None
+        How the Monte Carlo datasets were drawn (``"full"`` strata or a ``"pool"``);
+        ``None`` for analytic moments.
     """
 
     samples: tuple[np.ndarray, ...] | None
@@ -69,6 +72,7 @@ class DataQueryModel(GaussianQueryModel):
     stratum_sizes: tuple[int, int]
     secret: ProportionSecret
     query: Query
+    sampling: Resampling | None
 
     def __init__(
         self,
@@ -84,6 +88,7 @@ class DataQueryModel(GaussianQueryModel):
         stratum_sizes: tuple[int, int],
         diagnostics: dict[str, Any],
         fitted: str,
+        sampling: Resampling | None = None,
     ) -> None:
         super().__init__(
             means,
@@ -102,6 +107,7 @@ class DataQueryModel(GaussianQueryModel):
             ("stratum_sizes", stratum_sizes),
             ("secret", secret),
             ("query", query),
+            ("sampling", sampling),
         ):
             object.__setattr__(self, name, value)
 
@@ -132,6 +138,7 @@ class DataQueryModel(GaussianQueryModel):
                 "secret": self.secret.to_dict(),
                 "query": self.query.to_dict(),
                 "diagnostics": to_jsonable(self.diagnostics),
+                "sampling": None if self.sampling is None else self.sampling.to_dict(),
             }
         )
         return out
@@ -241,6 +248,7 @@ def _diagnostics(
             "excess_kurtosis": float(np.sqrt(24.0 / n_draw)),
         },
         "diagnostic_draws": int(n_draw),
+        "shape_source": "monte carlo draws" if shape is None else "exact cumulants",
         "parallel_residual": parallel,
         "mean_difference_l2": norms,
         "constant_statistics": [
@@ -258,6 +266,7 @@ def model_query(
     method: str = "montecarlo",
     n_samples: int = 1000,
     rng: np.random.Generator | int | None = None,
+    pool_size: int | None = None,
     missing: str = "error",
 ) -> DataQueryModel:
     """Model f_θ of a query for each value of the secret, from a table.
@@ -277,9 +286,11 @@ def model_query(
         n, the number of rows of a protected dataset.
     method : {"montecarlo", "analytic"}
         ``"montecarlo"`` (the paper's): ``n_samples`` datasets per θ, drawn as index
-        arrays for all subsets at once; sample mean and covariance. Linear statistics are
-        summed from per-row features in numpy; other SQL aggregates are evaluated by one
-        grouped DuckDB query; a Python callable is called per dataset.
+        arrays in chunks of about 2²⁰ row indices, with the sample mean and covariance
+        accumulated chunk by chunk (:func:`distpriv.modeling.resampling.monte_carlo`).
+        Linear statistics are summed from per-row features in numpy; other SQL aggregates
+        are evaluated by one grouped DuckDB query per chunk; a Python callable is called
+        per dataset.
         ``"analytic"`` (linear statistics only): the exact mean and covariance under this
         sampling (:func:`stratum_moments`), with no Monte Carlo error, computed in the
         engine from one aggregate query (:func:`distpriv.modeling.moments.table_moments`:
@@ -290,6 +301,12 @@ def model_query(
     n_samples : int
         Datasets per θ (≥ 2).
     rng : int, numpy.random.Generator or None
+    pool_size : int, optional
+        ``method="montecarlo"`` only: draw the datasets from a uniform pool of this many
+        rows per stratum (drawn once, ≥ ``subset_size``) instead of the whole table, for
+        tables too large to featurise whole. Approximate: the model's ``sampling`` says so
+        (:mod:`distpriv.modeling.resampling`). Draws are always made in chunks, so memory
+        does not grow with ``n_samples`` beyond the (n_samples, m) samples themselves.
     missing : {"error", "drop"}
         NULL/NaN in a column a statistic or the secret predicate uses: ``"error"``
         (default) raises naming the column and the count; ``"drop"`` leaves those rows
@@ -330,6 +347,8 @@ def model_query(
             f"expression); statistic {bad.name!r} ({bad.expression}) is not: use "
             "method='montecarlo'"
         )
+    if pool_size is not None and meth != "montecarlo":
+        raise ParameterError(f"pool_size={pool_size!r} applies only to method='montecarlo'")
     if not isinstance(secret, ProportionSecret):
         raise ParameterTypeError(f"secret must be a ProportionSecret, got {type(secret).__name__}")
     table = as_table(data)
@@ -341,16 +360,23 @@ def model_query(
     table, missing_report = table.complete(
         q.columns | secret.columns, missing=policy, what="modelling data"
     )
-    sampler = StratifiedSampler(table, q, secret, subset_size)
+    mc = monte_carlo(
+        table,
+        q,
+        secret,
+        subset_size=subset_size,
+        n_samples=draws_n,
+        rng=gen,
+        pool_size=pool_size,
+    )
+    sampler, resampling = mc.sampler, mc.resampling
     n, counts = sampler.n, sampler.counts
-    rows_a, rows_b = sampler.rows_a, sampler.rows_b
-    samples = tuple(sampler.draw(t, draws_n, gen) for t in range(len(counts)))
-    means = np.stack([s.mean(axis=0) for s in samples])
-    covs = np.stack([np.atleast_2d(np.cov(s, rowvar=False, ddof=1)) for s in samples])
+    samples, means, covs = mc.samples, mc.means, mc.covariances
     diag_draws = list(samples)
+    source = "" if resampling.method == "full" else f", drawn from a row pool ({resampling.note})"
     fitted = (
         f"sample mean and covariance of {draws_n} Monte Carlo datasets of "
-        f"{n} rows per value (Chen & Ohrimenko 2023, App. C.1)"
+        f"{n} rows per value{source} (Chen & Ohrimenko 2023, App. C.1)"
     )
     pairs_idx = tuple((secret.values.index(a), secret.values.index(b)) for a, b in secret.pairs)
     diagnostics = _diagnostics(means, covs, diag_draws, pairs_idx)
@@ -365,9 +391,14 @@ def model_query(
         method=meth,
         subset_size=n,
         counts=counts,
-        stratum_sizes=(int(rows_a.size), int(rows_b.size)),
+        stratum_sizes=(
+            resampling.stratum_sizes
+            if resampling is not None
+            else (int(sampler.rows_a.size), int(sampler.rows_b.size))
+        ),
         diagnostics=diagnostics,
         fitted=fitted,
+        sampling=resampling,
     )
 
 

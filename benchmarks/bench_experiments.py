@@ -1,0 +1,86 @@
+"""Benchmark: ``distpriv experiment run all`` (and ``--quick``), current code against a baseline.
+
+Usage::
+
+    python benchmarks/bench_experiments.py [--baseline eb5e882] [--quick-only] [--seed 0]
+
+The baseline commit's ``src`` is exported with ``git archive`` into a temporary directory;
+each command runs in a fresh subprocess with ``PYTHONPATH`` pointing at one tree or the
+other, writing its files to a temporary directory, in the same run. Prints wall-clock time
+and peak RSS (``ru_maxrss`` of the child, from ``wait4``) of each, and the ratios
+baseline/current. Exit status 1 if a command fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = "import sys; from distpriv.cli import main; sys.exit(main())"
+
+
+def export(commit: str, into: Path) -> Path:
+    """``git archive <commit> src`` unpacked into ``into``; returns its ``src`` directory."""
+    blob = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit, "src"], check=True, capture_output=True
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(blob)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+
+
+def measure(src: Path, args: list[str], out_dir: Path) -> tuple[float, float, int]:
+    """Run the CLI from ``src``; return (seconds, peak RSS MiB, exit status)."""
+    env = {**os.environ, "PYTHONPATH": str(src), "MPLBACKEND": "Agg"}
+    cmd = [sys.executable, "-c", RUN, *args, "--out", str(out_dir), "--json"]
+    with open(out_dir.with_suffix(".log"), "wb") as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return elapsed, usage.ru_maxrss / 1024.0, proc.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--baseline", default="eb5e882", help="commit to compare against")
+    parser.add_argument("--quick-only", action="store_true", help="only the --quick runs")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    variants = [["--quick"]] if args.quick_only else [["--quick"], []]
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        base = export(args.baseline, Path(tmp) / "baseline")
+        trees = [("current", ROOT / "src"), (f"baseline {args.baseline}", base)]
+        header = f"{'command':<36} {'tree':<18} {'time (s)':>9} {'peak RSS (MiB)':>15}"
+        print(header)
+        print("-" * len(header))
+        for extra in variants:
+            cli = ["experiment", "run", "all", "--seed", str(args.seed), *extra]
+            shown = "experiment run all" + (" --quick" if extra else "")
+            got = {}
+            for name, src in trees:
+                out = Path(tmp) / f"{name.split()[0]}{'-quick' if extra else ''}"
+                secs, peak, code = measure(src, cli, out)
+                got[name] = (secs, peak)
+                flag = "" if code == 0 else f"  FAILED (exit {code}, log {out}.log)"
+                ok &= code == 0
+                print(f"{shown:<36} {name:<18} {secs:>9.1f} {peak:>15.0f}{flag}")
+            (t_new, m_new), (t_old, m_old) = got[trees[0][0]], got[trees[1][0]]
+            print(
+                f"{shown:<36} {'ratio base/cur':<18} {t_old / t_new:>8.2f}x {m_old / m_new:>14.2f}x"
+            )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
