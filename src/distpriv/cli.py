@@ -654,7 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--calibration",
         choices=CALIBRATIONS,
         default=None,
-        help="Gaussian calibration (default analytic)",
+        help="Gaussian calibration (default exact; analytic/classical reproduce the papers)",
     )
     cal.add_argument("--json", action="store_true", help="print the report as JSON")
     cal.add_argument("--out", help="also write the JSON report to this file (atomically)")
