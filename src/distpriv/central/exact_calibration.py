@@ -261,6 +261,9 @@ def calibrate_exact(
     )
     if name == "daum":
         diag["noise_variance"] = float(np.trace(cov))
+    if name == "optimal-g":
+        diag["method"] = method
+        diag["objective"] = float(np.trace(np.asarray(diag["weights"]) @ cov))
     if name == "apgm" and gm.dim == 1:
         diag["noise_variance"] = float(cov[0, 0])
     if name == "apgm":
