@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise
 from ._common import FALLBACK_NOTE, QueryModel
+from .apgm import apgm_accuracy
 from .base import CalibratedMechanism
 from .exact import (
     EXACT_THEOREM,
@@ -36,7 +37,18 @@ __all__ = ["EXACT_MECHANISMS", "calibrate_exact"]
 
 EXACT_MECHANISMS = ("expm-g", "dirm-g", "eigm", "daum", "optimal-g", "apgm", "noiseless")
 # Diagnostics of the papers' calibration that describe its noise, not the exact one.
-_STALE = ("pair_distances", "achieved_delta", "allowed_distance", "isotropic_correction")
+_STALE = (
+    "pair_distances",
+    "achieved_delta",
+    "allowed_distance",
+    "isotropic_correction",
+    "isotropic_topup",
+    "target_variance",
+    "distance_excess",
+    "objective",
+    "noise_rank",
+    "method",
+)
 
 
 def _family(name: str, mech: CalibratedMechanism) -> tuple[Callable[[float], np.ndarray], float]:
@@ -130,6 +142,14 @@ def _optimal(
     best: tuple[np.ndarray, float, PairCheck, str] | None = None
     errors = []
     for label, fam, start in families:
+        if best is not None:
+            # Prune: at the scale where this shape costs as much as the best so far, it
+            # must already meet the target, or its least scale would cost more.
+            cap = _scale_at_cost(fam, weights, float(np.trace(weights @ best[0])), start)
+            loose = max(delta * 1e-4, 1e-15)
+            if pair_deltas(gm, fam(cap), epsilon=epsilon, tol=loose).worst > delta:
+                continue
+            start = cap
         try:
             cov, s, chk = _search("optimal-g", gm, fam, start, epsilon, delta)
         except MechanismNotApplicableError as exc:
@@ -140,6 +160,22 @@ def _optimal(
     if best is None:
         raise MechanismNotApplicableError("; ".join(errors))
     return best
+
+
+def _scale_at_cost(
+    fam: Callable[[float], np.ndarray], weights: np.ndarray, cost: float, start: float
+) -> float:
+    """The s with tr(W Σ_Z(s)) = cost (bisection; the cost is non-decreasing in s)."""
+    lo, hi = 0.0, max(start, 1e-300)
+    while float(np.trace(weights @ fam(hi))) < cost and hi < 1e300:
+        lo, hi = hi, hi * 2.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if float(np.trace(weights @ fam(mid))) < cost:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def calibrate_exact(
@@ -225,8 +261,15 @@ def calibrate_exact(
     )
     if name == "daum":
         diag["noise_variance"] = float(np.trace(cov))
+    if name == "optimal-g":
+        diag["method"] = method
+        diag["objective"] = float(np.trace(np.asarray(diag["weights"]) @ cov))
     if name == "apgm" and gm.dim == 1:
         diag["noise_variance"] = float(cov[0, 0])
+    if name == "apgm":
+        diag["accuracy_alpha"] = apgm_accuracy(cov, diag["accuracy_beta"])
+    if name == "apgm":
+        diag["accuracy_alpha"] = apgm_accuracy(cov, diag["accuracy_beta"])
     if name in ("eigm", "apgm"):
         vecs = np.asarray(diag["eigenvectors"])
         diag["noise_variances"] = np.einsum("mk,mn,nk->k", vecs, cov, vecs)
