@@ -452,7 +452,9 @@ def secure_add(noise: Noise, values: Any) -> np.ndarray:
     Samplers: Canonne, Kamath & Steinke 2020 (discrete Gaussian, discrete Laplace), as
     implemented and proven in OpenDP; the rounding is accounted for by
     :func:`grid_rounding`. The component of F outside the noise's span is not randomised;
-    its float rounding error (about 1e-16 of ‖F‖) depends on all of F.
+    its float rounding error (about 1e-16 of ‖F‖) depends on all of F. The first call
+    enables OpenDP's ``"contrib"`` features in this process (its opt-in for these
+    measurements) and builds one measurement per batch size (cached).
     """
     _check_noise(noise)
     x = check_array(values, "values", ndim=2, min_size=0)
