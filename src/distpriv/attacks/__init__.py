@@ -1,4 +1,5 @@
-"""Property-inference attacks and the privacy audit (Chen & Ohrimenko 2023 §5.3)."""
+"""Property-inference attacks, the privacy audit (Chen & Ohrimenko 2023 §5.3) and the
+data-level check of δ(ε) on resampled statistics (:func:`verify_on_data`)."""
 
 from .audit import (
     UNDEFENDED,

@@ -420,7 +420,9 @@ def verify_on_data(
     -----
     The Gaussian mechanisms' guarantees are those of Chen & Ohrimenko 2023, Thm 4.2–4.5
     under the Gaussian model; this checks them against the resampled model of their App.
-    C.1. δ is the hockey-stick divergence (Balle & Wang 2018, Thm 5).
+    C.1. δ(ε) = sup_S P_i(S) − e^ε P_j(S) is the hockey-stick divergence (the form of
+    (ε, δ)-indistinguishability used by Balle & Wang 2018; for two Gaussians it reduces to
+    their Thm 8, which the tests use as the exact reference).
     """
     n_ev, conf = _check_inputs(samples, mechanism, n_eval, confidence)
     gen = check_rng(rng)
