@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .._validation import check_privacy
+from .._version import __version__
 from ..errors import BudgetExceededError, LedgerError, ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
 
@@ -114,16 +115,6 @@ def _append_only_triggers() -> str:
                 f"{op} on {table} refused'); END;"
             )
     return "\n".join(out)
-
-
-def _library_version() -> str:
-    # Not the package root (DESIGN.md §2: never import it from inside the package).
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("distpriv")
-    except PackageNotFoundError:
-        return "0.0.0+unknown"
 
 
 def _now() -> str:
@@ -396,7 +387,7 @@ def _create(path: Path) -> None:
             )
             con.execute(
                 "INSERT INTO meta VALUES ('created_utc', ?), ('created_by', ?)",
-                (_now(), f"distpriv {_library_version()}"),
+                (_now(), f"distpriv {__version__}"),
             )
             con.commit()
         finally:
@@ -633,7 +624,7 @@ class Ledger:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     _now(),
-                    _library_version(),
+                    __version__,
                     new.data_fingerprint,
                     key,
                     _dumps(new.secret),
