@@ -309,7 +309,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if status == EXIT_INTERRUPTED:
         sys.stderr.write("distpriv: interrupted; nothing was written\n")
         return status
-    for line in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
+    if status != 0:  # a failure is one line; warnings on the way do not matter then
+        return status
+    # Library warnings (assumptions, privacy leaks); numpy's RuntimeWarnings are internal.
+    shown = (w for w in caught if issubclass(w.category, UserWarning))
+    for line in dict.fromkeys(" ".join(str(w.message).split()) for w in shown):
         sys.stderr.write(f"distpriv: warning: {line}\n")
     return status
 

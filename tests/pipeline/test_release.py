@@ -54,11 +54,12 @@ def _release(data, model_data, **kw):
 
 def test_release_library():
     data, model_data = synthetic(20, seed=1), synthetic(400)
-    a = _release(data, model_data, rng=5, noise_rng=5)
-    b = _release(data, model_data, rng=5, noise_rng=5)
+    a = _release(data, model_data, rng=5)
+    b = _release(data, model_data, rng=5)
     np.testing.assert_array_equal(a.release.value, b.release.value)  # seeded: simulation
-    c = _release(data, model_data, rng=5)  # default: fresh noise every time
-    assert not np.array_equal(a.release.value, c.release.value)
+    assert not a.release.secure
+    c, d = _release(data, model_data), _release(data, model_data)  # secure, fresh noise
+    assert c.release.secure and not np.array_equal(c.release.value, d.release.value)
     assert a.release.value.shape == (3,)
     np.testing.assert_allclose(
         a.true_value, [data.age.mean(), (data.sex == "Female").sum(), data.hours.mean()]

@@ -28,7 +28,7 @@ from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_relea
 from .demo import demo_report
 from .ledger import Budget, Ledger, open_ledger
 from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
-from .release import ReleaseReport, build_model, calibrate_for, method_for
+from .release import ReleaseReport, build_model, calibrate_for, checked_noise, method_for
 from .report import PRIVATE_BANNER, provenance, public_release, secret_dict
 from .sources import (
     check_memory,
@@ -450,8 +450,7 @@ def run_calibrate(
         if not spec.gaussian:
             raise ParameterError(f"--calibration applies to Gaussian mechanisms, not {mechanism!r}")
         options["calibration"] = calibration
-    mech = calibrate(mechanism, cfg.model, epsilon=epsilon, delta=delta, **options)
-    _check_finite_noise(mech, epsilon)
+    mech = checked_noise(calibrate(mechanism, cfg.model, epsilon=epsilon, delta=delta, **options))
     public = {
         "kind": "calibration",
         "title": cfg.title,
@@ -461,12 +460,3 @@ def run_calibrate(
         **mech.to_dict(),
     }
     return CalibrateOutcome(to_jsonable(public), {}, (), mechanism=mech)
-
-
-def _check_finite_noise(mech: CalibratedMechanism, epsilon: float) -> None:
-    cov = mech.noise_covariance
-    if not np.all(np.isfinite(cov)) or not np.isfinite(mech.expected_l2_error()):
-        raise ParameterError(
-            f"epsilon={epsilon!r} is too small for {mech.name!r}: the noise it needs is not "
-            "a finite number"
-        )
