@@ -257,9 +257,13 @@ def max_mahalanobis_distance(
 # Two Gaussians with different covariances: the privacy loss is a generalised chi-square.
 # ---------------------------------------------------------------------------------------
 
-# Eigenvalues of the standardised covariance sum below this (relative to the largest)
-# are its null space: there both covariances vanish and only the means can differ.
-_NULL_RTOL = 1e-12
+# Eigenvalues of the standardised covariance sum at rounding level (relative to the
+# largest) are its null space: there both covariances vanish and only the means can
+# differ. Nothing above rounding is dropped: a small eigenvalue is a real direction.
+_NULL_RTOL = 64 * np.finfo(float).eps
+# Beyond this condition number of the retained directions the whitening cannot resolve
+# how the covariances differ: δ = 1 is reported (an upper bound), never a guess.
+_MAX_CONDITION = 1e13
 # A mean difference whose part in that null space is above this fraction of its norm is
 # a real difference, not rounding: the supports are parallel affine spaces and δ = 1.
 _NULL_DIFF_RTOL = 1e-10
@@ -394,7 +398,7 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
         ap = sp[np.ix_(keep, keep)] * np.outer(scale, scale)
         aq = sq[np.ix_(keep, keep)] * np.outer(scale, scale)
     w, u = np.linalg.eigh(ap + aq)
-    null = w <= _NULL_RTOL * w[-1]
+    null = w <= _NULL_RTOL * w.size * w[-1]
     if np.any(null):
         part = np.linalg.norm(u[:, null].T @ d)
         if part > _NULL_DIFF_RTOL * max(float(np.linalg.norm(d)), 1e-300) and part > 0:
@@ -403,6 +407,14 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
                 *(np.zeros(0),) * 3,
                 detail="the means differ in a direction where both covariances vanish",
             )
+    cond = float(w[-1] / w[~null].min())
+    if cond > _MAX_CONDITION:
+        return _Decomposition(
+            "different supports",
+            *(np.zeros(0),) * 3,
+            detail=f"numerically unresolvable: the standardised covariance sum has condition "
+            f"number {cond:.2g} > {_MAX_CONDITION:.0e}; delta = 1 is the upper bound reported",
+        )
     white = u[:, ~null] / np.sqrt(w[~null])
     a_mat = white.T @ ap @ white
     b_mat = white.T @ aq @ white
@@ -428,7 +440,6 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
             *(np.zeros(0),) * 3,
             detail="the means are more than 1e50 standard deviations apart",
         )
-    cond = float(w[~null].max() / w[~null].min())
     return _Decomposition("regular", a, b, shift, condition=cond)
 
 
@@ -668,6 +679,25 @@ def gaussian_pair_profile(
     if np.array_equal(sp, sq):
         return _equal_covariance_profile(mp - mq, sp, eps)
     return _profile_from(_decompose(mp, sp, mq, sq), eps, tl, reverse=False)
+
+
+def covariance_gap(cov_p: np.ndarray, cov_q: np.ndarray) -> float:
+    """Scale-free difference of two covariances: max_k |a_k − b_k| in joint whitening.
+
+    With both covariances whitened by their sum (after per-statistic standardisation),
+    they become diag(a) and diag(b) with a + b = 1; the gap is 0 exactly when the
+    matrices are equal, 1 when their supports differ, and does not depend on the units
+    of the statistics (a small-unit statistic whose variance changes 4× gives 0.6).
+    """
+    if np.array_equal(cov_p, cov_q):
+        return 0.0
+    zero = np.zeros(cov_p.shape[0])
+    dec = _decompose(zero, cov_p, zero, cov_q)
+    if dec.kind == "different supports":
+        return 1.0
+    if dec.kind == "identical":
+        return 0.0
+    return float(np.max(np.abs(dec.a - dec.b)))
 
 
 def pair_profile_unchecked(

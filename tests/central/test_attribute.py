@@ -315,7 +315,7 @@ class TestModelAndGuarantee:
         g = mech.guarantee
         assert g.notion == "dataset attribute privacy" and g.mechanism == "apgm"
         assert g.theorem == "Zhang, Ohrimenko & Cummings 2022, Alg. 1 / Thm 1"
-        assert {a.name for a in g.assumptions} == {"gaussian", "equal-covariance"}
+        assert {a.name for a in g.assumptions} == {"gaussian", "equal-covariance", "exact-profile"}
         assert g.holds is True and g.calibration == "analytic" and g.fallback is None
         sd = math.sqrt(mech.mse())
         assert mech.diagnostics["accuracy_alpha"] == pytest.approx(sd * norm.ppf(0.975))

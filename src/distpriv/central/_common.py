@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..accounting import classical_covers, gaussian_delta, max_distance
+from ..accounting import classical_covers, covariance_gap, gaussian_delta, max_distance
 from ..errors import AssumptionWarning
 from ..guarantees import Assumption, PrivacyGuarantee
 from ..querymodel import GaussianQueryModel, SampledQueryModel
@@ -23,9 +23,9 @@ QueryModel = GaussianQueryModel | SampledQueryModel
 # Relative tolerance under which two covariance matrices count as equal, or a matrix
 # commutes with another: above it the difference is real, not rounding.
 COV_RTOL = 1e-9
-# Relative tolerance (to the largest singular value) for the span of mean differences;
-# kept below the 1e-10 null-space tolerance of `mahalanobis` so the two agree.
-SPAN_RTOL = 1e-12
+# Relative tolerance (to the largest singular value, after per-statistic scaling) for
+# the span of mean differences: rounding level only, so no real direction is dropped.
+SPAN_RTOL = 1e-13
 # Gaussian mechanisms calibrate to D*(1 − margin), so that floating-point rounding in the
 # noise computation can never push the exact δ(ε) of the output above the target δ.
 DISTANCE_MARGIN = 1e-12
@@ -100,13 +100,14 @@ def gaussian_assumption(model: QueryModel) -> tuple[GaussianQueryModel, Assumpti
 
 
 def covariance_gaps(model: GaussianQueryModel) -> np.ndarray:
-    """Relative Frobenius difference ‖Σᵢ − Σⱼ‖ / max(‖Σᵢ‖, ‖Σⱼ‖) per pair, shape (p,)."""
+    """Scale-free covariance difference per pair, shape (p,), in [0, 1].
+
+    max_k |a_k − b_k| after whitening both covariances of the pair jointly
+    (:func:`distpriv.accounting.covariance_gap`): exactly 0 for equal matrices, and a
+    statistic measured in small units counts as much as any other (DESIGN.md §4).
+    """
     idx = model.pair_index
-    a = model.covariances[idx[:, 0]]
-    b = model.covariances[idx[:, 1]]
-    num = np.linalg.norm(a - b, axis=(1, 2))
-    den = np.maximum(np.linalg.norm(a, axis=(1, 2)), np.linalg.norm(b, axis=(1, 2)))
-    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+    return np.array([covariance_gap(model.covariances[i], model.covariances[j]) for i, j in idx])
 
 
 def equal_covariance_assumption(
@@ -116,12 +117,14 @@ def equal_covariance_assumption(
     gaps = covariance_gaps(model)
     worst = int(np.argmax(gaps))
     a, b = model.pair_labels[worst]
-    holds = bool(gaps[worst] <= COV_RTOL)
+    # Equal means equal: any difference, however small, is checked by the exact profile.
+    holds = bool(gaps[worst] == 0.0)
     return Assumption(
         name,
         statement or "Sigma_theta_i = Sigma_theta_j for every pair in Psi",
         holds,
-        f"largest relative difference {gaps[worst]:.3g} (pair ({a}, {b}))",
+        f"largest whitened difference max|a_k - b_k| = {gaps[worst]:.3g} (pair ({a}, {b}); "
+        "0 when equal, 1 when the supports differ)",
     )
 
 
@@ -138,37 +141,78 @@ def translation_assumption(model: QueryModel) -> Assumption:
     detail = "cannot be verified from samples"
     if fitted is not None:
         gaps = covariance_gaps(fitted)
-        detail += f"; largest relative difference of sample covariances {gaps.max():.3g}"
+        detail += f"; largest whitened difference of sample covariances {gaps.max():.3g}"
     return Assumption("translation", statement, None, detail)
 
 
 def difference_basis(diffs: np.ndarray) -> tuple[np.ndarray, float]:
     """Orthonormal basis (m, d) of the span of the mean differences, and the residual.
 
-    The residual is the largest ‖(I − VVᵀ)dₚ‖ relative to the largest ‖dₚ‖: the part of
-    a difference the basis leaves out because it is below the rank tolerance.
+    Scale-free: the rank is decided on the differences with each statistic scaled by its
+    largest absolute difference (statistics whose differences are exactly zero are left
+    out exactly), so a small-unit statistic is never dropped as rounding. The residual is
+    the largest part of a (scaled) difference the basis leaves out, relative to its norm:
+    only rounding-level components (below ``SPAN_RTOL``) can be left out.
     """
     m = diffs.shape[1]
-    norms = np.linalg.norm(diffs, axis=1)
-    if norms.max(initial=0.0) == 0.0:
+    col = np.max(np.abs(diffs), axis=0) if diffs.size else np.zeros(m)
+    live = col > 0
+    if not np.any(live):
         return np.zeros((m, 0)), 0.0
-    _, s, vt = np.linalg.svd(diffs, full_matrices=False)
+    scaled = diffs[:, live] / col[live]
+    _, s, vt = np.linalg.svd(scaled, full_matrices=False)
     keep = s > SPAN_RTOL * s[0]
-    basis = vt[keep].T
+    # Back to the original coordinates: the span of D·v for the scaled directions v.
+    back = np.zeros((m, int(keep.sum())))
+    back[live] = vt[keep].T * col[live][:, None]
+    basis, _ = np.linalg.qr(back)
     # Deterministic orientation: the largest entry of each direction is positive.
     signs = np.sign(basis[np.argmax(np.abs(basis), axis=0), np.arange(basis.shape[1])])
     basis = basis * signs
-    resid = diffs - (diffs @ basis) @ basis.T
-    return basis, float(np.linalg.norm(resid, axis=1).max() / norms.max())
+    s_basis, _ = np.linalg.qr(vt[keep].T)
+    resid = scaled - (scaled @ s_basis) @ s_basis.T
+    norms = np.linalg.norm(scaled, axis=1)
+    rel = np.divide(np.linalg.norm(resid, axis=1), norms, out=np.zeros_like(norms), where=norms > 0)
+    return basis, float(rel.max())
+
+
+def standardise(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(D^(-1/2) S D^(-1/2), D^(-1/2)) with D = diag(S); exactly-zero variances kept as 0.
+
+    Rank and null-space decisions are made on the standardised matrix, so that they do
+    not depend on the units of the statistics (DESIGN.md §4).
+    """
+    var = np.diagonal(cov).copy()
+    inv = np.zeros_like(var)
+    pos = var > 0
+    inv[pos] = 1.0 / np.sqrt(var[pos])
+    return cov * np.outer(inv, inv), inv
+
+
+def is_singular(cov: np.ndarray) -> bool:
+    """Whether S is singular to rounding, judged on the standardised matrix."""
+    std, inv = standardise(cov)
+    if np.any(inv == 0):
+        return True
+    return bool(np.linalg.eigvalsh(std)[0] <= 64 * np.finfo(float).eps * cov.shape[0])
 
 
 def mahalanobis(diff: np.ndarray, cov: np.ndarray) -> float:
-    """√(dᵀ S⁻¹ d), +inf when d has a component outside the range of a singular S."""
-    w, v = np.linalg.eigh(cov)
-    proj = v.T @ diff
-    tol = max(float(w[-1]), 0.0) * cov.shape[0] * 1e-13
+    """√(dᵀ S⁻¹ d), +inf when d has a component outside the range of a singular S.
+
+    Computed on the standardised matrix (scale-free); a statistic with exactly zero
+    variance and a non-zero difference gives +inf, with a zero difference nothing.
+    """
+    std, inv = standardise(cov)
+    zero = inv == 0
+    if np.any(diff[zero] != 0):
+        return math.inf
+    d = diff[~zero] * inv[~zero]
+    w, v = np.linalg.eigh(std[np.ix_(~zero, ~zero)])
+    proj = v.T @ d
+    tol = max(float(w[-1]), 0.0) * w.size * 64 * np.finfo(float).eps
     null = w <= tol
-    if np.any(null & (np.abs(proj) > 1e-10 * max(np.linalg.norm(diff), 1e-300))):
+    if np.any(null & (np.abs(proj) > 1e-10 * max(np.linalg.norm(d), 1e-300))):
         return math.inf
     return float(math.sqrt(np.sum(proj[~null] ** 2 / w[~null])))
 

@@ -179,10 +179,15 @@ def smallest_scale(
                         return 0.0, check
                 break
     else:
+        f_prev = math.inf
         while f_hi > delta:
             lo = hi
             hi *= 4.0
-            if hi > _MAX_GROWTH * s0:
+            # δ(s) decreases to the δ of the directions the noise does not reach; once it
+            # stalls above the target (or the scale is absurd), no scale will do.
+            stalled = f_hi > 0.999 * f_prev
+            f_prev = f_hi
+            if stalled or hi > _MAX_GROWTH * s0:
                 raise MechanismNotApplicableError(
                     f"{name}: no scale of its noise shape meets ({epsilon:g}, {delta:g}) under "
                     f"the exact profile of the model's covariances (delta({epsilon:g}) stays at "

@@ -130,6 +130,14 @@ def _optimal(
     best: tuple[np.ndarray, float, PairCheck, str] | None = None
     errors = []
     for label, fam, start in families:
+        if best is not None:
+            # Prune: at the scale where this shape costs as much as the best so far, it
+            # must already meet the target, or its least scale would cost more.
+            cap = _scale_at_cost(fam, weights, float(np.trace(weights @ best[0])), start)
+            loose = max(delta * 1e-4, 1e-15)
+            if pair_deltas(gm, fam(cap), epsilon=epsilon, tol=loose).worst > delta:
+                continue
+            start = cap
         try:
             cov, s, chk = _search("optimal-g", gm, fam, start, epsilon, delta)
         except MechanismNotApplicableError as exc:
@@ -140,6 +148,22 @@ def _optimal(
     if best is None:
         raise MechanismNotApplicableError("; ".join(errors))
     return best
+
+
+def _scale_at_cost(
+    fam: Callable[[float], np.ndarray], weights: np.ndarray, cost: float, start: float
+) -> float:
+    """The s with tr(W Σ_Z(s)) = cost (bisection; the cost is non-decreasing in s)."""
+    lo, hi = 0.0, max(start, 1e-300)
+    while float(np.trace(weights @ fam(hi))) < cost and hi < 1e300:
+        lo, hi = hi, hi * 2.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if float(np.trace(weights @ fam(mid))) < cost:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def calibrate_exact(

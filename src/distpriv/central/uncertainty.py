@@ -22,6 +22,7 @@ from ._common import (
     difference_basis,
     equal_covariance_assumption,
     gaussian_assumption,
+    is_singular,
     mahalanobis,
     make_guarantee,
     target_distance,
@@ -186,7 +187,7 @@ def calibrate_daum(
             raise ParameterError("direction must be a non-zero vector")
         v = v / norm
     for t, cov in enumerate(gm.covariances):
-        if np.linalg.eigvalsh(cov)[0] <= 1e-12 * max(np.abs(cov).max(), 1e-300):
+        if is_singular(cov):
             raise MechanismNotApplicableError(
                 f"daum needs positive definite covariances; Sigma for theta "
                 f"{gm.labels[t]!s} is singular: use 'eigm' or 'expm-g'"
