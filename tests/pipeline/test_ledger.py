@@ -263,7 +263,7 @@ def test_laplace_releases_compose_and_a_mixed_history_is_refused(tmp_path):
             warnings.simplefilter("ignore")
             return release_with_ledger(
                 data, stats, secret, model_data=model_data, mechanism=mechanism,
-                epsilon=1.0, delta=delta, ledger=path, n_samples=100, rng=4, noise_rng=4,
+                epsilon=1.0, delta=delta, ledger=path, n_samples=100, rng=4,
             )  # fmt: skip
 
     first = go("wasserstein", 0.0)

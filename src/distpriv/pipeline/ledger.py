@@ -792,7 +792,6 @@ def release_with_ledger(
     n_samples: int = 1000,
     options: Any = None,
     rng: Any = None,
-    noise_rng: Any = None,
 ) -> LedgeredRelease:
     """:func:`distpriv.pipeline.release` judged together with the ledger's earlier releases.
 
@@ -805,8 +804,9 @@ def release_with_ledger(
     Parameters
     ----------
     data, query, secret, model_data, mechanism, epsilon, delta, subset_size, method,
-    n_samples, options, rng, noise_rng
-        As for :func:`distpriv.pipeline.release` (``noise_rng=None``: secure sampler).
+    n_samples, options, rng
+        As for :func:`distpriv.pipeline.release`: ``rng=None`` draws the noise from the
+        secure sampler; a seed gives a reproducible simulation that is NOT private.
     ledger : Ledger or path
     budget : Budget, optional
         (ε, δ) for all releases of this data and secret; recorded with the release.
@@ -839,7 +839,7 @@ def release_with_ledger(
             f"{n} rows can be released under the query model"
         )
     q = query if isinstance(query, Query) else Query(query)
-    gen = check_rng(rng)
+    gen = None if rng is None else check_rng(rng)
     meth = method_for(mechanism, method)
     model = build_model(
         model_data,
@@ -867,8 +867,8 @@ def release_with_ledger(
         method=meth,
         n_samples=n_samples,
         budget=budget,
-        noise_rng=noise_rng,
-        model_rng=int(gen.integers(2**63)),
+        noise_rng=gen,
+        model_rng=None if gen is None else int(gen.integers(2**63)),
     )
     report = ReleaseReport(rel, mech, model, value, table.n_rows)
     return LedgeredRelease(report=report, entry=entry, composed=composed, budget=effective)
