@@ -276,3 +276,29 @@ def test_laplace_releases_compose_and_a_mixed_history_is_refused(tmp_path):
     with pytest.raises(CompositionError, match="noise families differ"):
         go("daum", 1e-3)
     assert _bytes(path) == before and len(Ledger(path)) == 2
+
+
+def test_transaction_killed_midway_is_rolled_back(tmp_path):
+    """A process killed inside a transaction leaves a hot journal: the next open recovers."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "l.db"
+    Ledger(path).set_budget("name:x", "p", Budget(1.0, 1e-3))
+    script = (
+        "import os, sqlite3, sys\n"
+        "con = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "con.execute('PRAGMA cache_size=1')\n"
+        "con.execute('BEGIN IMMEDIATE')\n"
+        "for i in range(2000):\n"
+        "    con.execute('INSERT INTO meta VALUES (?, ?)', (f'k{i}', 'x' * 500))\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True)
+    journal = tmp_path / "l.db-journal"
+    assert journal.exists() and journal.stat().st_size > 0
+    led = Ledger(path)
+    assert led.budget("name:x", "p") == Budget(1.0, 1e-3)
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT COUNT(*) FROM meta").fetchone()[0] == 2
+    con.close()

@@ -299,8 +299,8 @@ class NewRelease:
 # ---------------------------------------------------------------------------------------
 
 
-def _check_header(path: Path) -> None:
-    """Reject a non-SQLite, empty or truncated file from its 100-byte header and size."""
+def _read_header(path: Path) -> bytes:
+    """The 100-byte SQLite header; rejects empty and non-SQLite files."""
     size = path.stat().st_size
     if size == 0:
         raise LedgerError(
@@ -316,6 +316,20 @@ def _check_header(path: Path) -> None:
         )
     if len(header) < 100:
         raise LedgerError(f"ledger {str(path)!r} is truncated ({size} bytes); not modified")
+    # application_id (offset 68) is written with the schema: a foreign database is
+    # recognised from its header, before SQLite touches it.
+    (app,) = struct.unpack(">I", header[68:72])
+    if app != APPLICATION_ID:
+        raise LedgerError(
+            f"{str(path)!r} is an SQLite database but not a distpriv ledger "
+            f"(application_id {app:#x}, expected {APPLICATION_ID:#x}); not modified"
+        )
+    return header
+
+
+def _check_size(path: Path, header: bytes) -> None:
+    """Reject a truncated file: its size against the page count of the header."""
+    size = path.stat().st_size
     (page_size,) = struct.unpack(">H", header[16:18])
     page_size = 65536 if page_size == 1 else page_size
     (change,) = struct.unpack(">I", header[24:28])
@@ -333,8 +347,34 @@ def _check_header(path: Path) -> None:
         )
 
 
+def _recover_hot_journal(path: Path) -> None:
+    """Roll back a transaction interrupted by a crash (SQLite's own recovery).
+
+    A process killed inside a transaction leaves a "hot" rollback journal; a read-only
+    connection cannot roll it back. The file is already known to be a ledger (header),
+    so a read-write connection, whose first read restores the pre-transaction state,
+    is safe here.
+    """
+    journal = Path(f"{path}-journal")
+    if not (journal.exists() and journal.stat().st_size > 0):
+        return
+    try:
+        con = sqlite3.connect(path, timeout=60.0)
+        try:
+            con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise LedgerError(
+            f"ledger {str(path)!r} has an interrupted transaction that SQLite could not roll "
+            f"back ({exc})"
+        ) from exc
+
+
 def _validate(path: Path) -> None:
-    _check_header(path)
+    _read_header(path)
+    _recover_hot_journal(path)
+    _check_size(path, _read_header(path))
     uri = path.resolve().as_uri() + "?mode=ro"
     try:
         con = sqlite3.connect(uri, uri=True, timeout=60.0)
