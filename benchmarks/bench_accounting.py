@@ -87,12 +87,12 @@ def part_pair(seed: int, repeat: int) -> bool:
     need = n * (se / max(prof.error_bound, 1e-300)) ** 2
     print("Part 1: one pair of 5-dimensional Gaussians, unequal covariances, eps = 1")
     print(
-        f"  exact   delta = {prof.estimate:.10g} +- {prof.error_bound:.2g}   {t_exact * 1e3:8.2f} ms"
+        f"  exact   delta = {prof.estimate:.10g} +- {prof.error_bound:.2g}  {t_exact * 1e3:8.2f} ms"
     )
     print(f"  MC 1e6  delta = {est:.10g} +- {se:.2g} (1 se)  {t_mc * 1e3:8.2f} ms")
     print(
-        f"  ratio at 1e6 draws (MC / exact): {t_mc / t_exact:.1f}x, with {se / prof.error_bound:.2g}x "
-        "larger error"
+        f"  ratio at 1e6 draws (MC / exact): {t_mc / t_exact:.1f}x, with "
+        f"{se / prof.error_bound:.2g}x larger error"
     )
     print(
         f"  MC draws needed for the exact error bound: {need:.2g}; extrapolated time ratio "

@@ -192,12 +192,12 @@ def check_covariance(
         asym = float(np.max(np.abs(mat - mat.T)))
         if asym > _COV_RTOL * scale:
             raise ParameterError(f"{where} must be symmetric; max |C - C^T| = {asym:.3g}")
-        low = float(np.linalg.eigvalsh((mat + mat.T) / 2)[0])
+        low = float(np.linalg.eigvalsh(mat / 2 + mat.T / 2)[0])  # no overflow near max
         if low < -_COV_RTOL * scale * mat.shape[0]:
             raise ParameterError(
                 f"{where} must be positive semi-definite; smallest eigenvalue {low:.6g}"
             )
-    return (arr + np.swapaxes(arr, -1, -2)) / 2
+    return arr / 2 + np.swapaxes(arr, -1, -2) / 2
 
 
 def check_rng(rng: object, name: str = "rng") -> np.random.Generator:

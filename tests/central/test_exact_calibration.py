@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from distpriv import (
     GaussianQueryModel,
     MechanismNotApplicableError,
+    ParameterError,
     calibrate,
     gaussian_pair_delta,
 )
@@ -267,3 +268,19 @@ def test_ill_conditioned_2x2_no_internal_error(name, cond):
         outs = _outputs(model, mech.noise_covariance)
         assert gaussian_pair_delta(*outs[0], *outs[1], epsilon=g.epsilon) <= g.delta
         assert gaussian_pair_delta(*outs[1], *outs[0], epsilon=g.epsilon) <= g.delta
+
+
+@pytest.mark.parametrize(
+    "means, cov",
+    [
+        ([[1e308, 0.0], [-1e308, 0.0]], np.eye(2)),
+        ([[0.0, 0.0], [1.0, 0.0]], np.eye(2) * 1e308),
+        ([[0.0, 0.0], [1e200, 0.0]], np.eye(2) * 1e-200),
+    ],
+)
+@pytest.mark.parametrize("name", GAUSSIAN)
+def test_overflow_is_a_clear_error(means, cov, name):
+    model = GaussianQueryModel(means, cov)
+    for cal in ("exact", "analytic"):
+        with pytest.raises(ParameterError, match="overflow"):
+            calibrate(name, model, epsilon=1.0, delta=1e-3, calibration=cal)

@@ -57,6 +57,7 @@ class TestPaperExample:
             "gaussian",
             "equal-covariance",
             "shared-eigenvectors",
+            "exact-profile",  # the headline, checked under the exact profile
         }
         assert "Thm 4.5" in g.theorem
         d = mech.to_dict()

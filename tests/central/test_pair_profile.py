@@ -58,7 +58,8 @@ def test_matches_monte_carlo_on_random_pairs(seed):
             f"{prof.error_bound:.1e}, MC {est:.6g} +- {se:.1e}"
         )
         assert prof.delta >= prof.estimate
-        assert prof.error_bound < 1e-6
+        # The bound includes first-order rounding of the whitening (κ·u, κ up to 1e10).
+        assert prof.error_bound <= 1e-9 + 1e-2 * prof.estimate
         # Never below the Monte Carlo estimate by more than its error (4 standard errors;
         # 3/n when no draw hit, the rule-of-three bound).
         tol = 4 * se + 3.0 / 200_000

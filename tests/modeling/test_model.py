@@ -177,7 +177,7 @@ def test_inputs_csv_parquet_arrow(tmp_path):
 def test_model_feeds_calibrate(analytic):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        mech = calibrate("daum", analytic, epsilon=1.0, delta=1e-3)
+        mech = calibrate("daum", analytic, epsilon=1.0, delta=1e-3, calibration="analytic")
     g = mech.guarantee
     gauss = next(a for a in g.assumptions if a.name == "gaussian")
     assert gauss.holds is None and "exact mean and covariance" in gauss.detail

@@ -166,9 +166,11 @@ def smallest_scale(
     s0 = start if start > 0 and math.isfinite(start) else 1.0
     lo, hi = 0.0, s0
     f_hi = worst(hi)
+    # The papers' scale is usually within a few percent of the answer: the first step
+    # of the bracket is small (1.25), the following ones large (4).
     if f_hi <= delta:
         # Walk down; below 1e-6 of the start, try no noise at all.
-        lo = hi / 4.0
+        lo = hi / 1.25
         while worst(lo) <= delta:
             hi, lo = lo, lo / 4.0
             if lo < 1e-6 * s0:
@@ -180,9 +182,11 @@ def smallest_scale(
                 break
     else:
         f_prev = math.inf
+        step = 1.25
         while f_hi > delta:
             lo = hi
-            hi *= 4.0
+            hi *= step
+            step = 4.0
             # δ(s) decreases to the δ of the directions the noise does not reach; once it
             # stalls above the target (or the scale is absurd), no scale will do.
             stalled = f_hi > 0.999 * f_prev

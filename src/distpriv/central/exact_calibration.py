@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise
 from ._common import FALLBACK_NOTE, QueryModel
+from .apgm import apgm_accuracy
 from .base import CalibratedMechanism
 from .exact import (
     EXACT_THEOREM,
@@ -36,7 +37,18 @@ __all__ = ["EXACT_MECHANISMS", "calibrate_exact"]
 
 EXACT_MECHANISMS = ("expm-g", "dirm-g", "eigm", "daum", "optimal-g", "apgm", "noiseless")
 # Diagnostics of the papers' calibration that describe its noise, not the exact one.
-_STALE = ("pair_distances", "achieved_delta", "allowed_distance", "isotropic_correction")
+_STALE = (
+    "pair_distances",
+    "achieved_delta",
+    "allowed_distance",
+    "isotropic_correction",
+    "isotropic_topup",
+    "target_variance",
+    "distance_excess",
+    "objective",
+    "noise_rank",
+    "method",
+)
 
 
 def _family(name: str, mech: CalibratedMechanism) -> tuple[Callable[[float], np.ndarray], float]:
@@ -249,8 +261,15 @@ def calibrate_exact(
     )
     if name == "daum":
         diag["noise_variance"] = float(np.trace(cov))
+    if name == "optimal-g":
+        diag["method"] = method
+        diag["objective"] = float(np.trace(np.asarray(diag["weights"]) @ cov))
     if name == "apgm" and gm.dim == 1:
         diag["noise_variance"] = float(cov[0, 0])
+    if name == "apgm":
+        diag["accuracy_alpha"] = apgm_accuracy(cov, diag["accuracy_beta"])
+    if name == "apgm":
+        diag["accuracy_alpha"] = apgm_accuracy(cov, diag["accuracy_beta"])
     if name in ("eigm", "apgm"):
         vecs = np.asarray(diag["eigenvectors"])
         diag["noise_variances"] = np.einsum("mk,mn,nk->k", vecs, cov, vecs)

@@ -149,7 +149,11 @@ def _isotropic_correction(
         def excess(t: float, w: np.ndarray = w, proj2: np.ndarray = proj2) -> float:
             return float(np.sum(proj2 / np.maximum(w + t, 1e-300))) - distance**2
 
+        if excess(0.0) <= 0:
+            continue  # within D* to rounding (the two computations may differ by an ulp)
         hi = max(float(proj2.sum()) / distance**2, 1e-300)
+        while excess(hi * 2.0) > 0 and hi < 1e300:
+            hi *= 2.0
         tau = max(tau, brentq(excess, 0.0, hi * 2.0, xtol=1e-14 * hi, rtol=1e-15))
     # brentq brackets the root within tolerance: step to the feasible side.
     return tau * (1 + 1e-12) if tau > 0 else 0.0

@@ -238,6 +238,7 @@ def mechanism_info(name: str) -> MechanismSpec:
     return _REGISTRY[check_choice(name, "mechanism", MECHANISMS)]
 
 
+<<<<<<< HEAD
 def model_view_for(name: str, model: Any) -> Any:
     """The view of ``model`` that mechanism ``name`` is calibrated on.
 
@@ -263,6 +264,27 @@ def default_options(name: str, facts: TableFacts) -> dict[str, Any]:
     """The options mechanism ``name`` gets by default for a table with ``facts`` (may be {})."""
     spec = mechanism_info(name)
     return {} if spec.defaults is None else spec.defaults(facts)
+=======
+# Headroom for the squares, sums and products the calibrations form.
+_RANGE = np.finfo(float).max / 1e8
+
+
+def _check_range(model: GaussianQueryModel | SampledQueryModel) -> None:
+    """Refuse models whose arithmetic would overflow, rather than return inf/zero noise."""
+    m = model.dim
+    with np.errstate(over="ignore", invalid="ignore"):
+        diff = float(np.max(np.abs(model.mean_differences)))
+        big = not np.isfinite(diff) or diff * diff * m > _RANGE
+        if isinstance(model, GaussianQueryModel):
+            cov = float(np.max(np.abs(model.covariances)))
+            big = big or cov * m > _RANGE
+    if big:
+        raise ParameterError(
+            "model: the means or covariances are so large that double-precision arithmetic "
+            f"overflows (largest mean difference {diff:.3g}); rescale the statistics (the "
+            "guarantee does not depend on their units)"
+        )
+>>>>>>> accounting
 
 
 def calibrate(
@@ -355,6 +377,8 @@ def calibrate(
             f"unknown option(s) {', '.join(map(repr, unknown))} for mechanism {name!r}; "
             f"allowed: {allowed}"
         )
+    if isinstance(model, QUERY_MODELS):
+        _check_range(model)
     exact_ok = name in EXACT_MECHANISMS
     cal = options.pop("calibration", "exact" if exact_ok else "analytic")
     check_choice(cal, "calibration", CALIBRATIONS if exact_ok else DISTANCE_CALIBRATIONS)
