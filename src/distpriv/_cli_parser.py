@@ -27,7 +27,10 @@ def _calibrate(sub: Any, types: dict[str, Any], mechanisms: Sequence[str], cals:
     cal.add_argument("--epsilon", required=True, type=types["float"])
     cal.add_argument("--delta", type=types["float"], default=0.0)
     cal.add_argument(
-        "--calibration", choices=cals, default=None, help="Gaussian calibration (default exact; analytic/classical reproduce the papers)"
+        "--calibration",
+        choices=cals,
+        default=None,
+        help="Gaussian calibration (default exact; analytic/classical reproduce the papers)",
     )
     _json_out(cal)
     return cal

@@ -238,7 +238,6 @@ def mechanism_info(name: str) -> MechanismSpec:
     return _REGISTRY[check_choice(name, "mechanism", MECHANISMS)]
 
 
-<<<<<<< HEAD
 def model_view_for(name: str, model: Any) -> Any:
     """The view of ``model`` that mechanism ``name`` is calibrated on.
 
@@ -264,7 +263,8 @@ def default_options(name: str, facts: TableFacts) -> dict[str, Any]:
     """The options mechanism ``name`` gets by default for a table with ``facts`` (may be {})."""
     spec = mechanism_info(name)
     return {} if spec.defaults is None else spec.defaults(facts)
-=======
+
+
 # Headroom for the squares, sums and products the calibrations form.
 _RANGE = np.finfo(float).max / 1e8
 
@@ -284,7 +284,6 @@ def _check_range(model: GaussianQueryModel | SampledQueryModel) -> None:
             f"overflows (largest mean difference {diff:.3g}); rescale the statistics (the "
             "guarantee does not depend on their units)"
         )
->>>>>>> accounting
 
 
 def calibrate(
