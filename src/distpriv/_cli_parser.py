@@ -9,9 +9,62 @@ from typing import Any
 __all__ = ["add_commands"]
 
 
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    return value  # NaN and inf pass: the library names the parameter in its error
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = _seed(text)
+    if value > 10**9:
+        raise argparse.ArgumentTypeError(f"too large: {value}")
+    return value
+
+
+def _pair_arg(text: str) -> int | tuple[str, str]:
+    if text.isdigit():
+        return int(text)
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise argparse.ArgumentTypeError(f"expected an index or two names 'A,B', got {text!r}")
+    return parts[0], parts[1]
+
+
+TYPES: dict[str, Callable[[str], Any]] = {
+    "float": _float,
+    "seed": _seed,
+    "count": _count,
+    "pair": _pair_arg,
+}
+
+
 def _json_out(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", help="also write the JSON report to this file (atomically)")
+
+
+def _html(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--html", metavar="FILE", help=f"write {what} as one self-contained HTML page")
+
+
+def _report(sub: Any) -> Any:
+    rep = sub.add_parser("report", help="render a saved JSON report (release, audit, demo)")
+    rep.add_argument("report", metavar="REPORT.json", help="a report written by --out")
+    rep.add_argument("--html", metavar="FILE", required=True, help="write the HTML page here")
+    return rep
 
 
 def _calibrate(sub: Any, types: dict[str, Any], mechanisms: Sequence[str], cals: Any) -> Any:
@@ -48,6 +101,13 @@ def _release(sub: Any, types: dict[str, Any]) -> Any:
     )
     rel.add_argument("--json", action="store_true", help="print the public report as JSON")
     rel.add_argument("--quiet", action="store_true", help="print nothing on success")
+    _html(rel, "the release report (never overwritten)")
+    rel.add_argument(
+        "--verify",
+        action="store_true",
+        help="check delta(epsilon) of the actual outputs on resampled data first (about a "
+        "minute); refuse the release if the check fails",
+    )
     rel.add_argument(
         "--insecure-seed",
         type=types["seed"],
@@ -103,6 +163,8 @@ def _audit(sub: Any, types: dict[str, Any]) -> Any:
     aud.add_argument("--confidence", type=types["float"], default=None)
     aud.add_argument("--seed", type=types["seed"], help="seed of the simulation")
     _json_out(aud)
+    _html(aud, "the audit report")
+    aud.add_argument("--quiet", action="store_true", help="print nothing on success")
     return aud
 
 
@@ -136,6 +198,8 @@ def _demo(sub: Any, types: dict[str, Any]) -> Any:
         help="repetitions of the paper's attack per mechanism (0: no attack)",
     )
     _json_out(demo)
+    _html(demo, "the demo report")
+    demo.add_argument("--quiet", action="store_true", help="print nothing on success")
     return demo
 
 
@@ -170,12 +234,12 @@ def _local(sub: Any, types: dict[str, Any], parser_class: type) -> Any:
 def add_commands(
     sub: Any,
     handlers: dict[str, Callable[[argparse.Namespace], int]],
-    types: dict[str, Callable[[str], Any]],
     *,
     mechanisms: Sequence[str],
     calibrations: Sequence[str],
 ) -> None:
     """Add every sub-command to ``sub``, each calling its handler."""
+    types = TYPES
     parsers = {
         "calibrate": _calibrate(sub, types, mechanisms, calibrations),
         "release": _release(sub, types),
@@ -183,6 +247,7 @@ def add_commands(
         "experiment": _experiment(sub, types),
         "demo": _demo(sub, types),
         "local": _local(sub, types, sub._parser_class),
+        "report": _report(sub),
         "ledger": _ledger(sub, sub._parser_class),
     }
     mech = sub.add_parser("mechanisms", help="list the registered mechanisms")

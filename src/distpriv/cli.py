@@ -41,12 +41,44 @@ def _dump(report: Any) -> str:
     return json.dumps(report, indent=2, allow_nan=False) + "\n"
 
 
-def _finish(args: argparse.Namespace, public: Any, render: Callable[[], str]) -> int:
-    """Render first, then write ``--out``, then print: a failure leaves no file behind."""
-    text = _dump(public) if args.json else render()
+def _finish(
+    args: argparse.Namespace, public: Any, render: Callable[[], str], page: str | None = None
+) -> int:
+    """Render first, then write ``--out`` (and ``--html``), then print: a failure leaves
+    no file behind."""
+    text = _dump(public) if args.json else ("" if getattr(args, "quiet", False) else render())
+    files = []
     if getattr(args, "out", None) is not None:
-        write_atomic(args.out, _dump(public))
+        files.append((args.out, _dump(public), "--out"))
+    if page is not None:
+        files.append((args.html, page, "--html"))
+    write_files(files)
     sys.stdout.write(text)
+    return 0
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    """Progress bars on stderr when it is a terminal, unless --json or --quiet."""
+    from .pipeline.progress import ProgressDisplay, progress_enabled
+
+    enabled = progress_enabled(
+        quiet=getattr(args, "quiet", False), json=getattr(args, "json", False)
+    )
+    return ProgressDisplay(enabled=enabled)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .pipeline.html import render_html
+
+    check_output(args.html, "--html")
+    try:
+        with open(args.report, encoding="utf-8") as fh:
+            report = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise ParameterError(f"REPORT {args.report!r} is not a JSON report: {exc}") from None
+    if not isinstance(report, dict):
+        raise ParameterError(f"REPORT {args.report!r} is not a JSON report (an object)")
+    write_atomic(args.html, render_html(report), "--html")
     return 0
 
 
@@ -68,21 +100,29 @@ def _cmd_release(args: argparse.Namespace) -> int:
     from .pipeline import run_release
     from .rendering import render_release
 
-    outs = [(args.out, "--out"), (args.private_out, "--private-out")]
+    outs = [(args.out, "--out"), (args.private_out, "--private-out"), (args.html, "--html")]
     paths = [(check_output(p, f, overwrite=False), f) for p, f in outs if p is not None]
-    if len(paths) == 2 and paths[0][0].resolve() == paths[1][0].resolve():
-        raise OutputError("--out and --private-out must be different files")
-    outcome = run_release(
-        args.config,
-        data=args.data,
-        insecure_seed=args.insecure_seed,
-        include_true=True if args.include_true else None,
-        ledger=args.ledger,
-        budget=args.budget,
-    )
-    public, private = outcome.public, outcome.private
+    if len({p.resolve() for p, _ in paths}) < len(paths):
+        raise OutputError("--out, --private-out and --html must be different files")
+    with _progress(args) as bars:
+        with bars.phase("modelling, calibrating and releasing"):
+            outcome = run_release(
+                args.config,
+                data=args.data,
+                insecure_seed=args.insecure_seed,
+                include_true=True if args.include_true else None,
+                verify=args.verify,
+                ledger=args.ledger,
+                budget=args.budget,
+                progress=bars.step("mechanism = auto: calibrating every mechanism"),
+            )
+        public, private, page = outcome.public, outcome.private, None
+        if args.html is not None:
+            from .pipeline.html import release_page
+
+            public, page = release_page(outcome, progress=bars.step("privacy-utility figure"))
     text = _dump(public) if args.json else ("" if args.quiet else render_release(public, private))
-    contents = {"--out": _dump(public), "--private-out": _dump(private)}
+    contents = {"--out": _dump(public), "--private-out": _dump(private), "--html": page}
     write_files([(p, contents[f], f) for p, f in paths])
     sys.stdout.write(text)
     return 0
@@ -101,24 +141,34 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from .pipeline import run_demo
     from .rendering import render_demo
 
-    outcome = run_demo(
-        epsilon=args.epsilon,
-        delta=args.delta,
-        seed=args.seed,
-        n_samples=args.n_samples,
-        attack_repetitions=args.attack_repetitions,
-    )
-    return _finish(args, outcome.public, lambda: render_demo(outcome.report))
+    for path, flag in ((args.out, "--out"), (args.html, "--html")):
+        if path is not None:
+            check_output(path, flag)
+    with _progress(args) as bars:
+        with bars.phase("calibrating every mechanism, releasing and attacking"):
+            outcome = run_demo(
+                epsilon=args.epsilon,
+                delta=args.delta,
+                seed=args.seed,
+                n_samples=args.n_samples,
+                attack_repetitions=args.attack_repetitions,
+            )
+        public, page = outcome.public, None
+        if args.html is not None:
+            from .pipeline.html import demo_page
+
+            public, page = demo_page(public, progress=bars.step("privacy-utility figure"))
+    return _finish(args, public, lambda: render_demo(outcome.report), page)
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from .pipeline import run_audit
-    from .rendering import progress_bar, render_audit
+    from .rendering import render_audit
 
-    if args.out is not None:
-        check_output(args.out, "--out")
-    show = not args.json and sys.stderr.isatty()
-    with progress_bar(show, args.repetitions or 10) as tick:
+    for path, flag in ((args.out, "--out"), (args.html, "--html")):
+        if path is not None:
+            check_output(path, flag)
+    with _progress(args) as bars:
         outcome = run_audit(
             args.config,
             mechanisms=args.mechanism,
@@ -126,11 +176,16 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             classifiers=args.classifier,
             confidence=args.confidence,
             seed=args.seed,
-            progress=tick,
+            progress=bars.step("attack repetitions"),
         )
     public = outcome.public
+    page = None
+    if args.html is not None:
+        from .pipeline.html import render_html
+
+        page = render_html(public)
     return _finish(
-        args, public, lambda: render_audit(public["title"], outcome.report, public["notes"])
+        args, public, lambda: render_audit(public["title"], outcome.report, public["notes"]), page
     )
 
 
@@ -219,40 +274,6 @@ def _cmd_mechanisms(args: argparse.Namespace) -> int:
     return 0
 
 
-def _float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    return value  # NaN and inf pass: the library names the parameter in its error
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
-
-
-def _count(text: str) -> int:
-    value = _seed(text)
-    if value > 10**9:
-        raise argparse.ArgumentTypeError(f"too large: {value}")
-    return value
-
-
-def _pair_arg(text: str) -> int | tuple[str, str]:
-    if text.isdigit():
-        return int(text)
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) != 2 or not all(parts):
-        raise argparse.ArgumentTypeError(f"expected an index or two names 'A,B', got {text!r}")
-    return parts[0], parts[1]
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``distpriv`` command (see :mod:`distpriv._cli_parser`)."""
     from ._cli_parser import add_commands
@@ -268,10 +289,10 @@ def build_parser() -> argparse.ArgumentParser:
         "demo": _cmd_demo,
         "local": _cmd_local,
         "mechanisms": _cmd_mechanisms,
+        "report": _cmd_report,
         "ledger": _cmd_ledger,
     }
-    types = {"float": _float, "seed": _seed, "count": _count, "pair": _pair_arg}
-    add_commands(sub, handlers, types, mechanisms=MECHANISMS, calibrations=CALIBRATIONS)
+    add_commands(sub, handlers, mechanisms=MECHANISMS, calibrations=CALIBRATIONS)
     return parser
 
 

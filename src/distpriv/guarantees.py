@@ -192,6 +192,12 @@ class PrivacyGuarantee:
             "premises": [a.to_dict() for a in self.premises],
         }
 
+    def _repr_html_(self) -> str:
+        """Compact HTML summary for Jupyter (from the package templates)."""
+        from ._html import repr_guarantee
+
+        return repr_guarantee(self.to_dict())
+
 
 @dataclass(frozen=True)
 class Release:
@@ -230,3 +236,9 @@ class Release:
             "sampler": self.sampler,
             "secure": self.secure,
         }
+
+    def _repr_html_(self) -> str:
+        """Compact HTML summary for Jupyter (from the package templates)."""
+        from ._html import repr_release
+
+        return repr_release(self.to_dict())

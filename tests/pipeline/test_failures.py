@@ -154,7 +154,7 @@ def test_tiny_and_huge_epsilon(mechanism, eps, word, capsys):
 
 def test_tiny_epsilon_release(tmp_path, capsys):
     cfg = adult_config(
-        tmp_path, **{'name = "daum"': 'name = "expm-l"', "epsilon = 1.0": "epsilon = 1e-300"}
+        tmp_path, **{'name = "expm-g"': 'name = "expm-l"', "epsilon = 1.0": "epsilon = 1e-300"}
     )
     cfg.write_text(cfg.read_text().replace('calibration = "analytic"\n', ""))
     out_file = tmp_path / "r.json"

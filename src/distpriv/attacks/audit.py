@@ -154,6 +154,12 @@ class AuditReport:
             }
         )
 
+    def _repr_html_(self) -> str:
+        """Compact HTML summary for Jupyter (from the package templates)."""
+        from .._html import repr_audit
+
+        return repr_audit(self.to_dict())
+
     def get(self, mechanism: str) -> MechanismAudit:
         """The audit of ``mechanism`` (``"none"`` for the undefended release)."""
         for m in self.mechanisms:

@@ -138,3 +138,9 @@ class CalibratedMechanism:
             "guarantee": self.guarantee.to_dict(),
             "diagnostics": to_jsonable(self.diagnostics),
         }
+
+    def _repr_html_(self) -> str:
+        """Compact HTML summary for Jupyter (from the package templates)."""
+        from .._html import repr_mechanism
+
+        return repr_mechanism(self.to_dict())

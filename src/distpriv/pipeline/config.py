@@ -216,9 +216,9 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
         if key not in mech:
             raise ConfigError(f"{where}: [mechanism] needs {key!r}")
     name = mech.pop("name")
-    if name not in MECHANISMS:
+    if name not in (*MECHANISMS, "auto"):  # "auto": distpriv.pipeline.auto
         raise ConfigError(
-            f"{where}: [mechanism] name {name!r} is not one of {', '.join(MECHANISMS)}"
+            f"{where}: [mechanism] name {name!r} is not one of {', '.join(MECHANISMS)} or auto"
         )
     epsilon = mech.pop("epsilon")
     delta = mech.pop("delta", 0.0)

@@ -102,12 +102,14 @@ def build_model(
     method: str = "analytic",
     n_samples: int = 1000,
     rng: np.random.Generator | int | None = None,
+    missing: str = "error",
 ) -> DataQueryModel:
     """The query model ``mechanism`` is calibrated on (Chen & Ohrimenko 2023 App. C.1).
 
     The Gaussian family uses ``method``; mechanisms whose registry entry asks for the
     samples view (the Wasserstein mechanisms) get Monte Carlo datasets whatever ``method``
-    says, since they need the distribution itself.
+    says, since they need the distribution itself. ``missing`` is the NULL policy
+    (``"error"`` or ``"drop"``, :func:`distpriv.model_query`).
     """
     return model_query(
         model_data,
@@ -117,6 +119,7 @@ def build_model(
         method=method_for(mechanism, method),
         n_samples=n_samples,
         rng=rng,
+        missing=missing,
     )
 
 
@@ -179,6 +182,7 @@ def release(
     n_samples: int = 1000,
     options: Mapping[str, Any] | None = None,
     rng: np.random.Generator | int | None = None,
+    missing: str = "error",
 ) -> ReleaseReport:
     """Release F(data) under distribution privacy w.r.t. the secret.
 
@@ -212,6 +216,9 @@ def release(
         (:meth:`CalibratedMechanism.release`), a private release. A seed or Generator
         drives the modelling and a numpy simulation of the noise: reproducible, for
         experiments and tests only, and NOT private (``release.secure`` is ``False``).
+    missing : {"error", "drop"}
+        NULL/NaN in a column a statistic or the secret uses: an error naming the column and
+        count (default), or drop those rows, in the modelling and the released data alike.
 
     Returns
     -------
@@ -236,9 +243,10 @@ def release(
         method=method,
         n_samples=n_samples,
         rng=gen,
+        missing=missing,
     )
     mech = calibrate_for(mechanism, model, epsilon=epsilon, delta=delta, options=options)
-    value = q.evaluate(table)
+    value = q.evaluate(table, missing=missing)
     rel = mech.release(value, rng=gen)
     return ReleaseReport(
         release=rel, mechanism=mech, model=model, true_value=value, n_rows=table.n_rows

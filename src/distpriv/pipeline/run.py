@@ -8,6 +8,7 @@ DESIGN.md §2: config → data → model → calibrate → verify → release �
 
 from __future__ import annotations
 
+import dataclasses
 import secrets as _secrets
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -21,9 +22,15 @@ import pandas as pd
 from .._validation import check_positive_int, check_rng
 from .._version import __version__
 from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
-from ..errors import ConfigError, MechanismNotApplicableError, ParameterError
+from ..errors import (
+    AssumptionWarning,
+    ConfigError,
+    MechanismNotApplicableError,
+    ParameterError,
+)
 from ..guarantees import to_jsonable
-from ..modeling import DataQueryModel, ProportionSecret, Query
+from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
+from .auto import AUTO, AutoChoice, choose_for_table
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
 from .demo import demo_report
 from .ledger import Budget, Ledger, open_ledger
@@ -91,6 +98,32 @@ def _check_model_memory(cfg: ReleaseConfig, secret: ProportionSecret, n: int, me
     return n_samples
 
 
+def _tables(
+    cfg: ReleaseConfig, data: str | Path | None, n: int
+) -> tuple[pd.DataFrame, pd.DataFrame, str, int]:
+    """Modelling and released tables, the released one's source, and their row overlap."""
+    model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+    subset_rng = np.random.default_rng(cfg.insecure_seed)  # fresh OS entropy unless insecure
+    released, source = _released_frame(cfg, data, n, subset_rng)
+    if len(released) != n:
+        raise ParameterError(
+            f"data has {len(released)} rows but subset_size={n}: the query model "
+            f"describes datasets of {n} rows, so only such a dataset can be released"
+        )
+    return model_frame, released, source, warn_overlap(model_frame, released)
+
+
+def _warn_dropped(rows: int, n: int) -> None:
+    if rows != n:
+        warnings.warn(
+            f"[data] missing = 'drop' removed {n - rows} of the {n} released rows: the "
+            f"statistics are computed on {rows} rows while the model describes datasets of "
+            f"{n} rows (the guarantee assumes the dropped rows carry no information)",
+            AssumptionWarning,
+            stacklevel=3,
+        )
+
+
 def _released_frame(
     cfg: ReleaseConfig, data: str | Path | None, n: int, rng: np.random.Generator
 ) -> tuple[pd.DataFrame, str]:
@@ -110,7 +143,10 @@ def _model_and_mechanism(
     query: Query,
     secret: ProportionSecret,
     n: int,
-) -> tuple[DataQueryModel, CalibratedMechanism]:
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice | None]:
+    if cfg.mechanism == AUTO:
+        return _auto_model_and_mechanism(cfg, model_frame, query, secret, n, progress)
     method = method_for(cfg.mechanism, cfg.model.get("method", "analytic"))
     n_samples = _check_model_memory(cfg, secret, n, method)
     model = build_model(
@@ -122,6 +158,7 @@ def _model_and_mechanism(
         method=method,
         n_samples=n_samples,
         rng=cfg.model.get("seed", 0),
+        missing=cfg.missing,
     )
     check_model_support(model.stratum_sizes, model.counts, n)
     facts = table_facts(model_frame, query, n) if mechanism_info(cfg.mechanism).defaults else None
@@ -133,7 +170,106 @@ def _model_and_mechanism(
         options=cfg.options,
         facts=facts,
     )
-    return model, mech
+    return model, mech, None
+
+
+def _auto_model_and_mechanism(
+    cfg: ReleaseConfig,
+    model_frame: pd.DataFrame,
+    query: Query,
+    secret: ProportionSecret,
+    n: int,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice]:
+    """``mechanism = "auto"``: the least-error mechanism that verifies (pipeline.auto)."""
+    method = cfg.model.get("method", "analytic")
+    model = build_model(
+        model_frame,
+        query,
+        secret,
+        mechanism="eigm",  # any Gaussian-view mechanism: the model of the configured method
+        subset_size=n,
+        method=method,
+        n_samples=_check_model_memory(cfg, secret, n, method),
+        rng=cfg.model.get("seed", 0),
+        missing=cfg.missing,
+    )
+    check_model_support(model.stratum_sizes, model.counts, n)
+    choice = choose_for_table(
+        model,
+        epsilon=cfg.epsilon,
+        delta=cfg.delta,
+        options=cfg.options,
+        facts=table_facts(model_frame, query, n),
+        progress=progress,
+    )
+    return model, choice.mechanism, choice
+
+
+# Monte Carlo datasets per value for the data-level check (half form the density mixture,
+# half are evaluation draws: verify_on_data's default n_eval = 10,000).
+VERIFY_SAMPLES = 20_000
+
+
+def _verify(
+    cfg: ReleaseConfig,
+    model_frame: pd.DataFrame,
+    query: Query,
+    secret: ProportionSecret,
+    n: int,
+    mech: CalibratedMechanism,
+) -> dict[str, Any]:
+    """The data-level check of f_θ + Z (attacks.verify_on_data); refuses a failing release."""
+    from ..attacks import verify_on_data
+
+    need = len(secret.values) * VERIFY_SAMPLES * (n + len(cfg.query)) * 8.0 * 2
+    check_memory(need, f"--verify ({VERIFY_SAMPLES} datasets per value of {n} rows)")
+    samples = model_query(
+        model_frame,
+        query,
+        secret,
+        subset_size=n,
+        method="montecarlo",
+        n_samples=VERIFY_SAMPLES,
+        missing=cfg.missing,
+    ).to_sampled()
+    check = verify_on_data(samples, mech)
+    if not check.consistent:
+        raise MechanismNotApplicableError(
+            f"release refused by --verify: on resampled data, {mech.name!r} reaches "
+            f"delta >= {check.delta_lower:.3g} at epsilon={check.epsilon:g} (certified lower "
+            f"bound), above its target {check.target_delta:g}; " + " ".join(check.notes[:1])
+        )
+    return check.to_dict()
+
+
+def _draw(
+    session: Any,
+    cfg: ReleaseConfig,
+    mech: CalibratedMechanism,
+    value: np.ndarray,
+    query: Query,
+    secret: ProportionSecret,
+    released: pd.DataFrame,
+    model_frame: pd.DataFrame,
+) -> tuple[Any, Any]:
+    """The noise: secure sampler (or the insecure seed), inside the ledger's transaction."""
+    noise_rng = None if cfg.insecure_seed is None else check_rng(cfg.insecure_seed)
+    if session is None:
+        return mech.release(value, rng=noise_rng), None
+    return session.draw(
+        mechanism=mech,
+        value=value,
+        query=query,
+        secret=secret,
+        released_frame=released,
+        model_frame=model_frame,
+        subset_size=len(released),
+        method=method_for(mech.name, cfg.model.get("method", "analytic")),
+        n_samples=cfg.model.get("n_samples", 1000),
+        noise_rng=noise_rng,
+        model_rng=cfg.model.get("seed", 0),
+    )
 
 
 def run_release(
@@ -142,8 +278,10 @@ def run_release(
     data: str | Path | None = None,
     insecure_seed: int | None = None,
     include_true: bool | None = None,
+    verify: bool = False,
     ledger: str | Path | Ledger | None = None,
     budget: Budget | str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReleaseOutcome:
     """Release the configured statistics of a table with secure noise.
 
@@ -166,6 +304,10 @@ def run_release(
     include_true : bool, optional
         Put the true values into the private diagnostics (default: the config's
         ``[output] include_true``).
+    verify : bool
+        Before releasing, estimate δ(ε) of the actual outputs f_θ + Z on resampled data
+        (:func:`distpriv.attacks.verify_on_data`); the check goes into the public report,
+        and a release whose certified lower bound exceeds the target δ is refused.
     ledger : path or Ledger, optional
         Judge the release together with the earlier ones of the same data and secret
         (overrides ``[ledger] path``; docs/composition.md): one ledger transaction holds
@@ -174,6 +316,8 @@ def run_release(
         (ε, δ) budget for this data and secret (with ``[ledger] budget``, the tighter).
         A release that would exceed it raises :class:`~distpriv.errors.BudgetExceededError`
         before any noise is drawn.
+    progress : callable(done, total), optional
+        Called as ``mechanism = "auto"`` calibrates each candidate mechanism.
 
     Returns
     -------
@@ -182,39 +326,20 @@ def run_release(
         calibration diagnostics, the salt of the data fingerprint, true values on request.
     """
     cfg = _config(config)
-    seed = cfg.insecure_seed if insecure_seed is None else insecure_seed
-    noise_rng = None if seed is None else check_rng(seed, "insecure_seed")
+    if insecure_seed is not None:
+        cfg = dataclasses.replace(cfg, insecure_seed=insecure_seed)
+    seed = cfg.insecure_seed
+    check_rng(seed, "insecure_seed")
     session = open_ledger(cfg.ledger, ledger=ledger, budget=budget)  # fail before modelling
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query), _subset_size(cfg)
-        model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
-        subset_rng = np.random.default_rng(seed)  # fresh OS entropy unless insecure
-        released, source = _released_frame(cfg, data, n, subset_rng)
-        if len(released) != n:
-            raise ParameterError(
-                f"data has {len(released)} rows but subset_size={n}: the query model "
-                f"describes datasets of {n} rows, so only such a dataset can be released"
-            )
-        overlap = warn_overlap(model_frame, released)
-        model, mech = _model_and_mechanism(cfg, model_frame, query, secret, n)
-        value = query.evaluate(released)
-        ledger_block = None
-        if session is None:
-            rel = mech.release(value, rng=noise_rng)
-        else:
-            rel, ledger_block = session.draw(
-                mechanism=mech,
-                value=value,
-                query=query,
-                secret=secret,
-                released_frame=released,
-                model_frame=model_frame,
-                subset_size=n,
-                method=method_for(cfg.mechanism, cfg.model.get("method", "analytic")),
-                n_samples=cfg.model.get("n_samples", 1000),
-                noise_rng=noise_rng,
-                model_rng=cfg.model.get("seed", 0),
-            )
+        model_frame, released, source, overlap = _tables(cfg, data, n)
+        model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
+        evaluation = query.evaluation(released, missing=cfg.missing)
+        value = evaluation.value
+        _warn_dropped(evaluation.n_rows, n)
+        verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
+        rel, ledger_block = _draw(session, cfg, mech, value, query, secret, released, model_frame)
         salt = _secrets.token_bytes(32)
         prov = provenance(
             rel=rel,
@@ -223,9 +348,18 @@ def run_release(
             insecure_seed=seed,
         )
         public = public_release(
-            title=cfg.title, secret=secret, query=query, rel=rel, mech=mech, prov=prov
+            title=cfg.title,
+            secret=secret,
+            query=query,
+            rel=rel,
+            mech=mech,
+            prov=prov,
+            verification=verification,
         )
         public["ledger"] = to_jsonable(ledger_block)
+        if choice is not None:  # mechanism = "auto": the comparison behind the choice
+            public["choice"] = choice.rows()
+            public["choice_weights"] = None if choice.weights is None else list(choice.weights)
         report = ReleaseReport(rel, mech, model, value, len(released))
         private = {
             "kind": "release-diagnostics",
@@ -235,6 +369,7 @@ def run_release(
             "data": source,
             "data_sha256_salt": salt.hex(),
             "rows_also_in_modelling_table": overlap,
+            "missing": evaluation.missing.to_dict(),
             **report.diagnostics(
                 include_true=cfg.include_true if include_true is None else include_true
             ),
@@ -292,6 +427,7 @@ def _audit_mechanisms(
                 method=method,
                 n_samples=n_samples,
                 rng=cfg.model.get("seed", 0),
+                missing=cfg.missing,
             )
         if name is None:
             break
@@ -340,7 +476,7 @@ def run_audit(
     cfg = _config(config)
     aud = cfg.audit
     names = list(mechanisms or aud.get("mechanisms") or [cfg.mechanism])
-    if names == ["all"]:
+    if names in (["all"], [AUTO]):  # "auto" chooses among all of them at release time
         names = list(MECHANISMS)
     for name in names:
         mechanism_info(name)

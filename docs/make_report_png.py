@@ -1,0 +1,34 @@
+"""Make docs/report.png: a real Adult release report, rendered by headless Chromium.
+
+    PYTHONPATH=src python docs/make_report_png.py
+
+Runs the example release with mechanism = "auto" (examples/adult-auto.toml) through the pipeline with the
+``--html`` path of the CLI, then takes the screenshot with the same headless-Chromium
+helper the report tests use (distpriv.pipeline.browser). Needs the ``chromium`` package.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from distpriv.cli import main
+from distpriv.pipeline.browser import chromium_screenshot
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make(out: Path = ROOT / "docs" / "report.png") -> Path:
+    with tempfile.TemporaryDirectory() as tmp:
+        page = Path(tmp) / "report.html"
+        status = main(
+            ["release", str(ROOT / "examples" / "adult-auto.toml"), "--html", str(page), "--quiet"]
+        )
+        if status != 0:
+            raise SystemExit(f"distpriv release failed with status {status}")
+        return chromium_screenshot(page, out, width=960, height=3000)
+
+
+if __name__ == "__main__":
+    print(make(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "report.png"))

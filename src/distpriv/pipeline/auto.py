@@ -1,0 +1,368 @@
+"""``mechanism = "auto"``: the least-error mechanism whose guarantee verifies on the model.
+
+Every registered mechanism that takes this kind of model is calibrated at the requested
+(ε, δ); a mechanism is a candidate when its guarantee *verifies*: every assumption of its
+theorem was checked on the model and holds (``guarantee.holds is True``) and the verified
+headline (ε, δ) is no weaker than the request. Among the candidates the one with the least
+expected squared error E[Zᵀ W Z] = Σᵢ wᵢ Var(Zᵢ) is chosen (W = I by default, or a
+diagonal of user weights). Mechanisms whose guarantee rests on a failed or unverifiable
+assumption are never chosen, however small their noise: their headline is not proven
+(Chen & Ohrimenko 2023, §4.4).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_array, check_delta, check_epsilon
+from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
+from ..central.registry import default_options
+from ..errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
+from ..querymodel import GaussianQueryModel, SampledQueryModel
+
+__all__ = [
+    "AUTO",
+    "AutoChoice",
+    "Candidate",
+    "calibrate_candidates",
+    "choose_for_table",
+    "choose_mechanism",
+]
+
+AUTO = "auto"
+# What ``[mechanism] name = "auto"`` accepts besides epsilon and delta.
+AUTO_OPTIONS = ("weights", "calibration")
+
+# Relative slack for "the verified headline is no weaker than the request": the verified
+# numbers are rounded up by the accountant, never down.
+_TOLERANCE = 1e-9
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One mechanism calibrated at the requested (ε, δ), or why it could not be.
+
+    Attributes
+    ----------
+    mechanism : str
+        Registry name.
+    mse : float
+        Expected (weighted) squared error E[Zᵀ W Z]; ``nan`` when not calibrated.
+    verified : bool
+        The guarantee holds on the model and meets the request.
+    epsilon, delta : float
+        The guarantee's headline (``nan`` when not calibrated).
+    reason : str
+        Why it is not a candidate (empty when it is).
+    calibrated : CalibratedMechanism or None
+    """
+
+    mechanism: str
+    mse: float
+    verified: bool
+    epsilon: float
+    delta: float
+    reason: str
+    calibrated: CalibratedMechanism | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row of the public report's ``choice`` table (JSON-safe)."""
+
+        def safe(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {
+            "mechanism": self.mechanism,
+            "mse": safe(self.mse),
+            "verified": self.verified,
+            "epsilon": safe(self.epsilon),
+            "delta": safe(self.delta),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class AutoChoice:
+    """The chosen mechanism and the comparison that led to it.
+
+    Attributes
+    ----------
+    mechanism : CalibratedMechanism
+        The chosen, calibrated mechanism.
+    candidates : tuple of Candidate
+        Every mechanism considered, in registry order.
+    epsilon, delta : float
+        The request.
+    weights : tuple of float or None
+        Diagonal of W in E[Zᵀ W Z] (``None``: W = I).
+    """
+
+    mechanism: CalibratedMechanism
+    candidates: tuple[Candidate, ...]
+    epsilon: float
+    delta: float
+    weights: tuple[float, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        """Registry name of the chosen mechanism."""
+        return self.mechanism.name
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The comparison table (the public report's ``choice``)."""
+        return [c.to_dict() for c in self.candidates]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: the chosen name, the request, the weights and the table."""
+        return {
+            "chosen": self.name,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "weights": None if self.weights is None else list(self.weights),
+            "criterion": "least expected squared error E[Z^T W Z] among verified mechanisms",
+            "rows": self.rows(),
+        }
+
+
+def _check_weights(weights: Any, m: int) -> np.ndarray | None:
+    if weights is None:
+        return None
+    w = check_array(weights, "weights", shape=(m,))
+    if np.any(w <= 0):
+        raise ParameterError(
+            f"weights must be {m} positive numbers (one per statistic), got {w.tolist()}"
+        )
+    return w
+
+
+def _views(model: Any) -> tuple[Any, Any]:
+    """(model for the Gaussian mechanisms, model for the Wasserstein ones).
+
+    The Wasserstein mechanisms use Monte Carlo samples when the model has them (Chen &
+    Ohrimenko 2023 Thm 3.1/3.2) and the Gaussian model otherwise (Thm 3.3 for
+    approx-wasserstein; wasserstein then refuses unequal covariances itself).
+    """
+    to_sampled = getattr(model, "to_sampled", None)
+    if to_sampled is not None and getattr(model, "samples", None) is not None:
+        return model, to_sampled()
+    return model, model
+
+
+def _verdict(g: Any, epsilon: float, delta: float) -> tuple[bool, str]:
+    if g.holds is False:
+        failed = ", ".join(a.name for a in g.failed)
+        return False, f"assumption(s) fail on the model: {failed}"
+    if g.holds is None:
+        unknown = ", ".join(a.name for a in g.assumptions if a.holds is None)
+        return False, f"assumption(s) cannot be verified on the model: {unknown}"
+    if g.epsilon > epsilon * (1 + _TOLERANCE) or g.delta > delta * (1 + _TOLERANCE):
+        return False, (
+            f"verified guarantee ({g.epsilon:.4g}, {g.delta:.3g}) is weaker than the "
+            f"request ({epsilon:g}, {delta:g})"
+        )
+    if g.notion != "distribution privacy":
+        # A guarantee of another notion over the same pairs (attribute privacy, group DP): say so.
+        return True, f"{g.notion} w.r.t. the same pairs"
+    return True, ""
+
+
+def calibrate_candidates(
+    model: GaussianQueryModel | SampledQueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    weights: Any = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    mechanisms: Sequence[str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> tuple[Candidate, ...]:
+    """Calibrate every applicable mechanism at (ε, δ) and say which verify.
+
+    Parameters
+    ----------
+    model : GaussianQueryModel or SampledQueryModel
+        The query model (a ``DataQueryModel`` with Monte Carlo samples also lets the
+        Wasserstein mechanisms take part).
+    epsilon, delta : float
+        The requested guarantee (keyword-only).
+    weights : array_like, shape (m,), optional
+        Positive per-statistic weights wᵢ of E[Σᵢ wᵢ Zᵢ²] (also passed to ``optimal-g``,
+        which then minimises the same criterion).
+    options : mapping of name → mapping, optional
+        Options per mechanism (e.g. ``{"groupdp-l": {"group_size": 100, ...}}``).
+    mechanisms : sequence of str, optional
+        Restrict the comparison (default: every registered mechanism).
+    progress : callable(done, total), optional
+        Called after each mechanism.
+
+    Returns
+    -------
+    tuple of Candidate
+        In the order of ``mechanisms``.
+    """
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    names = list(MECHANISMS if mechanisms is None else mechanisms)
+    for name in names:
+        mechanism_info(name)
+    w = _check_weights(weights, model.dim)
+    opts = {k: dict(v) for k, v in (options or {}).items()}
+    gaussian_view, sampled_view = _views(model)
+    out: list[Candidate] = []
+    nan = float("nan")
+    for k, name in enumerate(names):
+        spec = mechanism_info(name)
+        mine = dict(opts.get(name, {}))
+        if name == "optimal-g" and w is not None:
+            mine.setdefault("weights", w)
+        # The registry says which view each mechanism is calibrated on.
+        target = sampled_view if spec.model_view == "samples" else gaussian_view
+        reason = ""
+        mech = None
+        if spec.gaussian and dlt == 0.0:
+            reason = "adds Gaussian noise and needs delta > 0"
+        else:
+            try:
+                with warnings.catch_warnings():
+                    # An assumption failing is recorded in the guarantee and in the table.
+                    warnings.simplefilter("ignore")
+                    mech = calibrate(name, target, epsilon=eps, delta=dlt, **mine)
+            except DistPrivError as exc:
+                reason = " ".join(str(exc).split())
+        if mech is None:
+            out.append(Candidate(name, nan, False, nan, nan, reason))
+        else:
+            cov = np.diag(mech.noise_covariance)
+            mse = float(cov.sum() if w is None else (w * cov).sum())
+            ok, why = _verdict(mech.guarantee, eps, dlt)
+            g = mech.guarantee
+            out.append(Candidate(name, mse, ok, float(g.epsilon), float(g.delta), why, mech))
+        if progress is not None:
+            progress(k + 1, len(names))
+    return tuple(out)
+
+
+def choose_mechanism(
+    model: GaussianQueryModel | SampledQueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    weights: Any = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    mechanisms: Sequence[str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> AutoChoice:
+    """Choose the least-error mechanism whose guarantee verifies at (ε, δ).
+
+    The comparison follows Chen & Ohrimenko 2023 (Table 2 compares the mechanisms by
+    their error at equal (ε, δ)), restricted to guarantees that are proven on this model:
+    every assumption of the mechanism's theorem holds (§4.4) and the verified headline
+    meets the request.
+
+    Parameters
+    ----------
+    model, epsilon, delta, weights, options, mechanisms, progress
+        As in :func:`calibrate_candidates`.
+
+    Returns
+    -------
+    AutoChoice
+        The chosen calibrated mechanism and the comparison table. Ties keep registry
+        order.
+
+    Raises
+    ------
+    MechanismNotApplicableError
+        No mechanism verifies; the message gives each mechanism's reason.
+    """
+    cands = calibrate_candidates(
+        model,
+        epsilon=epsilon,
+        delta=delta,
+        weights=weights,
+        options=options,
+        mechanisms=mechanisms,
+        progress=progress,
+    )
+    ok = [c for c in cands if c.verified]
+    if not ok:
+        reasons = "; ".join(f"{c.mechanism}: {c.reason}" for c in cands)
+        raise MechanismNotApplicableError(
+            f"mechanism='auto': no mechanism's guarantee verifies on this model at "
+            f"epsilon={float(epsilon):g}, delta={float(delta):g} ({reasons})"
+        )
+    best = min(ok, key=lambda c: c.mse)  # min keeps the first of equal errors
+    w = _check_weights(weights, model.dim)
+    assert best.calibrated is not None  # verified candidates are calibrated
+    return AutoChoice(
+        mechanism=best.calibrated,
+        candidates=cands,
+        epsilon=float(epsilon),
+        delta=float(delta),
+        weights=None if w is None else tuple(float(x) for x in w),
+    )
+
+
+def choose_for_table(
+    model: GaussianQueryModel | SampledQueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    options: Mapping[str, Any] | None = None,
+    facts: Any = None,
+    progress: ProgressCallback | None = None,
+) -> AutoChoice:
+    """``mechanism = "auto"`` of a release configuration.
+
+    Parameters
+    ----------
+    model : GaussianQueryModel or SampledQueryModel
+        The model built from the modelling table.
+    epsilon, delta : float
+        The configuration's request.
+    options : mapping, optional
+        The ``[mechanism]`` table's other keys: ``weights`` (one positive number per
+        statistic) and ``calibration`` (for the Gaussian mechanisms); nothing else.
+    facts : TableFacts, optional
+        Facts about the modelling table for the registry's default options (the group-DP
+        baselines' group size and sensitivities), as for a named mechanism.
+    progress : callable(done, total), optional
+
+    Raises
+    ------
+    ConfigError
+        An option ``auto`` does not take.
+    MechanismNotApplicableError
+        No mechanism verifies.
+    """
+    opts = dict(options or {})
+    unknown = sorted(set(opts) - set(AUTO_OPTIONS))
+    if unknown:
+        raise ConfigError(
+            f"[mechanism] option(s) {', '.join(map(repr, unknown))} do not apply to "
+            f"name = 'auto'; it takes: {', '.join(AUTO_OPTIONS)}"
+        )
+    per: dict[str, dict[str, Any]] = {}
+    for name in MECHANISMS:
+        spec = mechanism_info(name)
+        mine = dict(default_options(name, facts)) if facts is not None else {}
+        if "calibration" in opts and spec.gaussian:
+            mine["calibration"] = opts["calibration"]
+        if mine:
+            per[name] = mine
+    return choose_mechanism(
+        model,
+        epsilon=epsilon,
+        delta=delta,
+        weights=opts.get("weights"),
+        options=per,
+        progress=progress,
+    )

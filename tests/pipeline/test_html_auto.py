@@ -1,0 +1,115 @@
+"""mechanism = "auto": the least-error verified mechanism, checked against calibrating by hand."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from distpriv import GaussianQueryModel, calibrate
+from distpriv.central import MECHANISMS, mechanism_info
+from distpriv.errors import DistPrivError, MechanismNotApplicableError, ParameterError
+from distpriv.pipeline.auto import choose_mechanism
+
+
+@pytest.fixture(scope="module")
+def adult():
+    """Chen & Ohrimenko 2023 §5.1: five statistics of 100-row Adult subsets, p = 0.45 / 0.55."""
+    from distpriv.datasets import paper_split
+    from distpriv.experiments.paper import ADULT_STATISTICS, INCOME_SECRET, group_sensitivities
+    from distpriv.modeling import model_query
+
+    frame = paper_split(rng=0)["modeling"]
+    model = model_query(
+        frame, ADULT_STATISTICS, INCOME_SECRET, subset_size=100, method="analytic", rng=0
+    )
+    group = {"group_size": 100, "sensitivities": group_sensitivities(frame, ADULT_STATISTICS, 100)}
+    return model, {"groupdp-l": group, "groupdp-g": group}
+
+
+def by_hand(model, options, epsilon, delta, weights=None):
+    """Calibrate every mechanism; keep those whose guarantee verifies; their errors."""
+    errors = {}
+    for name in MECHANISMS:
+        opts = dict(options.get(name, {}))
+        if name == "optimal-g" and weights is not None:
+            opts["weights"] = weights
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                mech = calibrate(name, model, epsilon=epsilon, delta=delta, **opts)
+        except DistPrivError:
+            continue
+        g = mech.guarantee
+        if g.holds is True and g.epsilon <= epsilon * (1 + 1e-9) and g.delta <= delta * (1 + 1e-9):
+            var = np.diag(mech.noise_covariance)
+            errors[name] = float(var.sum() if weights is None else np.dot(weights, var))
+    return errors
+
+
+@pytest.mark.parametrize("epsilon", [0.2, 1.0, 5.0])
+def test_adult_auto_matches_hand_calibration(adult, epsilon):
+    model, options = adult
+    errors = by_hand(model, options, epsilon, 1e-3)
+    assert errors, f"no mechanism verifies on Adult at epsilon={epsilon}"
+    choice = choose_mechanism(model, epsilon=epsilon, delta=1e-3, options=options)
+    best = min(errors, key=errors.get)
+    assert choice.name == best
+    assert choice.mechanism.mse() == pytest.approx(errors[best], rel=1e-9)
+    rows = {r["mechanism"]: r for r in choice.rows()}
+    assert list(rows) == list(MECHANISMS)
+    assert {n for n, r in rows.items() if r["verified"]} == set(errors)
+    for name, err in errors.items():
+        assert rows[name]["mse"] == pytest.approx(err, rel=1e-9)
+    for r in rows.values():  # every refusal says why
+        assert r["verified"] or r["reason"]
+    g = choice.mechanism.guarantee
+    assert g.holds is True and g.epsilon <= epsilon * (1 + 1e-9) and g.delta <= 1e-3 * (1 + 1e-9)
+
+
+def test_weights_change_the_criterion(paper_model):
+    plain = choose_mechanism(paper_model, epsilon=0.1, delta=1e-3)
+    w = np.array([1.0, 50.0])
+    weighted = choose_mechanism(paper_model, epsilon=0.1, delta=1e-3, weights=w)
+    hand = by_hand(paper_model, {}, 0.1, 1e-3, weights=w)
+    assert weighted.name == min(hand, key=hand.get)
+    var = np.diag(weighted.mechanism.noise_covariance)
+    assert dict((r["mechanism"], r["mse"]) for r in weighted.rows())[weighted.name] == (
+        pytest.approx(float(w @ var))
+    )
+    # optimal-g is given the same weights and minimises that error among Gaussian noises.
+    rows = {r["mechanism"]: r["mse"] for r in weighted.rows() if r["verified"]}
+    gaussian = [n for n in rows if mechanism_info(n).gaussian]
+    assert rows["optimal-g"] <= min(rows[n] for n in gaussian) * (1 + 1e-6)
+    plain_rows = {r["mechanism"]: r["mse"] for r in plain.rows() if r["verified"]}
+    assert rows["expm-l"] == pytest.approx(
+        plain_rows["expm-l"] * 51.0 / 2.0
+    )  # i.i.d. noise: Σ wᵢ σ² = (51/2) Σ σ²
+    assert weighted.weights == (1.0, 50.0) and weighted.to_dict()["chosen"] == weighted.name
+
+
+def test_refuses_with_reasons():
+    unequal = GaussianQueryModel(
+        [[0.0, 0.0], [1.0, 0.0]], [[[1.0, 0.0], [0.0, 1.0]], [[3.0, 0.0], [0.0, 1.0]]]
+    )
+    names = ["expm-l", "wasserstein", "noiseless"]
+    with pytest.raises(MechanismNotApplicableError, match="mechanism='auto'") as info:
+        choose_mechanism(unequal, epsilon=0.5, delta=1e-3, mechanisms=names)
+    msg = str(info.value)
+    # Laplace noise needs translated distributions; W-infinity between Gaussians of
+    # different covariances is infinite; the model alone does not hide the secret.
+    assert "expm-l: assumption(s) fail on the model: translation" in msg
+    assert "wasserstein: " in msg and "infinit" in msg
+    assert "noiseless: noiseless release is not" in msg
+
+
+def test_bad_input(paper_model):
+    with pytest.raises(ParameterError, match="weights"):
+        choose_mechanism(paper_model, epsilon=1.0, delta=1e-3, weights=[1.0, 0.0])
+    with pytest.raises(ParameterError, match="weights"):
+        choose_mechanism(paper_model, epsilon=1.0, delta=1e-3, weights=[1.0])
+    with pytest.raises(ParameterError, match="epsilon"):
+        choose_mechanism(paper_model, epsilon=-1.0, delta=1e-3)
+    with pytest.raises(ParameterError, match="mechanism"):
+        choose_mechanism(paper_model, epsilon=1.0, delta=1e-3, mechanisms=["nope"])
