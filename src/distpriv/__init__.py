@@ -30,8 +30,11 @@ from .central import (
 from .distances import closeness, winf_distance
 from .errors import (
     AssumptionWarning,
+    BudgetExceededError,
+    CompositionError,
     ConfigError,
     DistPrivError,
+    LedgerError,
     MechanismNotApplicableError,
     ParameterError,
     ParameterTypeError,
@@ -41,14 +44,28 @@ from .errors import (
 from .guarantees import Assumption, PrivacyGuarantee, Release
 from .modeling import DataQueryModel, ProportionSecret, Query, model_query
 from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample
-from .pipeline import ReleaseReport, release, run_audit, run_calibrate, run_demo, run_release
+from .pipeline import (
+    Budget,
+    Ledger,
+    ReleaseReport,
+    compose,
+    release,
+    release_with_ledger,
+    run_audit,
+    run_calibrate,
+    run_demo,
+    run_release,
+)
 from .querymodel import GaussianQueryModel, SampledQueryModel
 
 __all__ = [
     "MECHANISMS",
     "Assumption",
     "AssumptionWarning",
+    "Budget",
+    "BudgetExceededError",
     "CalibratedMechanism",
+    "CompositionError",
     "ConfigError",
     "DataLevelCheck",
     "DataQueryModel",
@@ -56,6 +73,8 @@ __all__ = [
     "GaussianPairProfile",
     "GaussianQueryModel",
     "GridRounding",
+    "Ledger",
+    "LedgerError",
     "MechanismNotApplicableError",
     "Noise",
     "NoiseComponent",
@@ -72,6 +91,7 @@ __all__ = [
     "__version__",
     "calibrate",
     "closeness",
+    "compose",
     "divergences",
     "gaussian_constant",
     "gaussian_delta",
@@ -88,6 +108,7 @@ __all__ = [
     "relax_wasserstein",
     "relaxed_parameters",
     "release",
+    "release_with_ledger",
     "run_audit",
     "run_calibrate",
     "run_demo",

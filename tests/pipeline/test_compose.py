@@ -361,4 +361,4 @@ def test_pair_composition_is_scale_free_and_handles_duplicates():
     eps, dlt, rows = gaussian_pair_composition(
         means3, covs3, noise3, mdl.pairs, delta=DELTA, budget_epsilon=5.0
     )
-    assert eps == np.inf and dlt == 1.0 and "no noise" in rows[0]["note"]
+    assert eps == np.inf and dlt == 1.0 and "no finite epsilon" in rows[0]["note"]

@@ -9,7 +9,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from distpriv.errors import BudgetExceededError, LedgerError, ParameterError
+from distpriv.errors import BudgetExceededError, CompositionError, LedgerError, ParameterError
 from distpriv.pipeline.ledger import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -251,3 +251,54 @@ def test_budget_refuses_before_drawing(tmp_path):
             draw=lambda: calls.append(1),
         )
     assert calls == [] and _bytes(path) == before
+
+
+def test_laplace_releases_compose_and_a_mixed_history_is_refused(tmp_path):
+    path = tmp_path / "l.db"
+    model_data, data, secret = adult()
+    stats = {"avg_age": "avg(age)", "n_female": "count_if(sex = 'Female')"}
+
+    def go(mechanism, delta):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return release_with_ledger(
+                data, stats, secret, model_data=model_data, mechanism=mechanism,
+                epsilon=1.0, delta=delta, ledger=path, n_samples=100, rng=4,
+            )  # fmt: skip
+
+    first = go("wasserstein", 0.0)
+    second = go("wasserstein", 0.0)
+    assert first.composed.family == second.composed.family == "laplace"
+    assert second.composed.delta == 0.0 and second.composed.n_releases == 2
+    # the same statistics twice with Laplace noise: exactly twice the cost (Thm 3.1)
+    assert second.composed.epsilon == pytest.approx(2 * second.composed.alone["epsilon"])
+    before = _bytes(path)
+    with pytest.raises(CompositionError, match="noise families differ"):
+        go("daum", 1e-3)
+    assert _bytes(path) == before and len(Ledger(path)) == 2
+
+
+def test_transaction_killed_midway_is_rolled_back(tmp_path):
+    """A process killed inside a transaction leaves a hot journal: the next open recovers."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "l.db"
+    Ledger(path).set_budget("name:x", "p", Budget(1.0, 1e-3))
+    script = (
+        "import os, sqlite3, sys\n"
+        "con = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "con.execute('PRAGMA cache_size=1')\n"
+        "con.execute('BEGIN IMMEDIATE')\n"
+        "for i in range(2000):\n"
+        "    con.execute('INSERT INTO meta VALUES (?, ?)', (f'k{i}', 'x' * 500))\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True)
+    journal = tmp_path / "l.db-journal"
+    assert journal.exists() and journal.stat().st_size > 0
+    led = Ledger(path)
+    assert led.budget("name:x", "p") == Budget(1.0, 1e-3)
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT COUNT(*) FROM meta").fetchone()[0] == 2
+    con.close()

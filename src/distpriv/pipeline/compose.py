@@ -50,14 +50,9 @@ __all__ = [
     "gaussian_pair_composition",
     "joint_model",
     "laplace_composition",
+    "noise_from_dict",
+    "noise_to_dict",
 ]
-
-# Relative eigenvalue threshold below which a direction of the (standardised) covariance is
-# treated as exactly zero: rounding error on a singular joint covariance is ~1e-15.
-_RANGE_TOL = 1e-10
-# A mean difference whose part outside the covariance range is below this (relative) is
-# rounding error of the stacking, not a noiseless distinguishing direction.
-_OUTSIDE_TOL = 1e-7
 
 GAUSSIAN_THEOREM = (
     "exact privacy profile of the stacked query's Gaussian model (Chen & Ohrimenko 2023, "
@@ -212,36 +207,6 @@ class ComposedGuarantee:
 # ---------------------------------------------------------------------------------------
 
 
-def _reduce_pair(
-    mean_p: np.ndarray, cov_p: np.ndarray, mean_q: np.ndarray, cov_q: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """Map both Gaussians onto the common range of their covariances (lossless).
-
-    Privacy is invariant under an invertible linear map, and both laws live on
-    mean + range(cov): standardising the coordinates (scale-free) and projecting on the
-    range of cov_p + cov_q loses nothing. Returns ``None`` when the mean difference has a
-    part outside that range: then the pair is told apart with certainty (ε = ∞).
-    """
-    diag = np.diag(cov_p + cov_q) / 2.0
-    diff = mean_p - mean_q
-    keep = diag > 0
-    if np.any(np.abs(diff[~keep]) > 0):
-        return None
-    s = np.sqrt(diag[keep])
-    cp = cov_p[np.ix_(keep, keep)] / np.outer(s, s)
-    cq = cov_q[np.ix_(keep, keep)] / np.outer(s, s)
-    d = diff[keep] / s
-    vals, vecs = np.linalg.eigh((cp + cq) / 2.0)
-    basis = vecs[:, vals > _RANGE_TOL * max(vals.max(), 1e-300)]
-    outside = d - basis @ (basis.T @ d)
-    if np.linalg.norm(outside) > _OUTSIDE_TOL * max(np.linalg.norm(d), 1.0):
-        return None
-    mp = basis.T @ (mean_p[keep] / s)
-    mq = basis.T @ (mean_q[keep] / s)
-    sym = lambda c: (c + c.T) / 2.0  # noqa: E731 - rounding asymmetry from the products
-    return mp, sym(basis.T @ cp @ basis), mq, sym(basis.T @ cq @ basis)
-
-
 def gaussian_pair_composition(
     means: np.ndarray,
     covariances: np.ndarray,
@@ -255,9 +220,10 @@ def gaussian_pair_composition(
 
     For each pair (i, j) of Ψ and both directions, the exact accountant on
     N(μᵢ, Σᵢ + Σ_Z) vs N(μⱼ, Σⱼ + Σ_Z) (:func:`distpriv.accounting.gaussian_pair_epsilon`
-    and :func:`~distpriv.accounting.gaussian_pair_delta`), after the lossless reduction to
-    the common range of the covariances (the joint covariance of a stacked query is
-    singular when statistics repeat).
+    and :func:`~distpriv.accounting.gaussian_pair_delta`). The joint covariance of a
+    stacked query is singular when statistics repeat; the accountant standardises the
+    coordinates (scale-free), restricts to the common support and reports ε = ∞ when the
+    means differ outside it, or when the problem is too ill-conditioned to resolve.
 
     Parameters
     ----------
@@ -279,23 +245,21 @@ def gaussian_pair_composition(
     eps_max, dlt_max, rows = 0.0, None if budget_epsilon is None else 0.0, []
     for i, j in pairs:
         for a, b in ((i, j), (j, i)):
-            red = _reduce_pair(
-                means[a],
-                covariances[a] + noise_covariance,
-                means[b],
-                covariances[b] + noise_covariance,
-            )
+            cov_a = covariances[a] + noise_covariance
+            cov_b = covariances[b] + noise_covariance
             row: dict[str, Any] = {"pair": [int(i), int(j)], "direction": [int(a), int(b)]}
-            if red is None:
-                eps, dlt = math.inf, 1.0
-                row["note"] = "the means differ along a direction with no noise or variance"
-            else:
-                mp, cp, mq, cq = red
-                eps = float(gaussian_pair_epsilon(mp, cp, mq, cq, delta=delta))
-                dlt = (
-                    None
-                    if budget_epsilon is None
-                    else float(gaussian_pair_delta(mp, cp, mq, cq, epsilon=budget_epsilon))
+            eps = float(gaussian_pair_epsilon(means[a], cov_a, means[b], cov_b, delta=delta))
+            dlt = (
+                None
+                if budget_epsilon is None
+                else float(
+                    gaussian_pair_delta(means[a], cov_a, means[b], cov_b, epsilon=budget_epsilon)
+                )
+            )
+            if math.isinf(eps):
+                row["note"] = (
+                    "no finite epsilon: the means differ where neither the data nor the noise "
+                    "vary (or the difference is numerically unresolvable)"
                 )
             row["epsilon"] = eps
             eps_max = max(eps_max, eps)

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .._validation import check_privacy
+from .._version import __version__
 from ..errors import BudgetExceededError, LedgerError, ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
 
@@ -114,16 +115,6 @@ def _append_only_triggers() -> str:
                 f"{op} on {table} refused'); END;"
             )
     return "\n".join(out)
-
-
-def _library_version() -> str:
-    # Not the package root (DESIGN.md §2: never import it from inside the package).
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("distpriv")
-    except PackageNotFoundError:
-        return "0.0.0+unknown"
 
 
 def _now() -> str:
@@ -308,8 +299,8 @@ class NewRelease:
 # ---------------------------------------------------------------------------------------
 
 
-def _check_header(path: Path) -> None:
-    """Reject a non-SQLite, empty or truncated file from its 100-byte header and size."""
+def _read_header(path: Path) -> bytes:
+    """The 100-byte SQLite header; rejects empty and non-SQLite files."""
     size = path.stat().st_size
     if size == 0:
         raise LedgerError(
@@ -325,6 +316,20 @@ def _check_header(path: Path) -> None:
         )
     if len(header) < 100:
         raise LedgerError(f"ledger {str(path)!r} is truncated ({size} bytes); not modified")
+    # application_id (offset 68) is written with the schema: a foreign database is
+    # recognised from its header, before SQLite touches it.
+    (app,) = struct.unpack(">I", header[68:72])
+    if app != APPLICATION_ID:
+        raise LedgerError(
+            f"{str(path)!r} is an SQLite database but not a distpriv ledger "
+            f"(application_id {app:#x}, expected {APPLICATION_ID:#x}); not modified"
+        )
+    return header
+
+
+def _check_size(path: Path, header: bytes) -> None:
+    """Reject a truncated file: its size against the page count of the header."""
+    size = path.stat().st_size
     (page_size,) = struct.unpack(">H", header[16:18])
     page_size = 65536 if page_size == 1 else page_size
     (change,) = struct.unpack(">I", header[24:28])
@@ -342,8 +347,34 @@ def _check_header(path: Path) -> None:
         )
 
 
+def _recover_hot_journal(path: Path) -> None:
+    """Roll back a transaction interrupted by a crash (SQLite's own recovery).
+
+    A process killed inside a transaction leaves a "hot" rollback journal; a read-only
+    connection cannot roll it back. The file is already known to be a ledger (header),
+    so a read-write connection, whose first read restores the pre-transaction state,
+    is safe here.
+    """
+    journal = Path(f"{path}-journal")
+    if not (journal.exists() and journal.stat().st_size > 0):
+        return
+    try:
+        con = sqlite3.connect(path, timeout=60.0)
+        try:
+            con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise LedgerError(
+            f"ledger {str(path)!r} has an interrupted transaction that SQLite could not roll "
+            f"back ({exc})"
+        ) from exc
+
+
 def _validate(path: Path) -> None:
-    _check_header(path)
+    _read_header(path)
+    _recover_hot_journal(path)
+    _check_size(path, _read_header(path))
     uri = path.resolve().as_uri() + "?mode=ro"
     try:
         con = sqlite3.connect(uri, uri=True, timeout=60.0)
@@ -396,7 +427,7 @@ def _create(path: Path) -> None:
             )
             con.execute(
                 "INSERT INTO meta VALUES ('created_utc', ?), ('created_by', ?)",
-                (_now(), f"distpriv {_library_version()}"),
+                (_now(), f"distpriv {__version__}"),
             )
             con.commit()
         finally:
@@ -633,7 +664,7 @@ class Ledger:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     _now(),
-                    _library_version(),
+                    __version__,
                     new.data_fingerprint,
                     key,
                     _dumps(new.secret),
@@ -801,7 +832,6 @@ def release_with_ledger(
     n_samples: int = 1000,
     options: Any = None,
     rng: Any = None,
-    noise_rng: Any = None,
 ) -> LedgeredRelease:
     """:func:`distpriv.pipeline.release` judged together with the ledger's earlier releases.
 
@@ -814,8 +844,9 @@ def release_with_ledger(
     Parameters
     ----------
     data, query, secret, model_data, mechanism, epsilon, delta, subset_size, method,
-    n_samples, options, rng, noise_rng
-        As for :func:`distpriv.pipeline.release` (``noise_rng=None``: secure sampler).
+    n_samples, options, rng
+        As for :func:`distpriv.pipeline.release`: ``rng=None`` draws the noise from the
+        secure sampler; a seed gives a reproducible simulation that is NOT private.
     ledger : Ledger or path
     budget : Budget, optional
         (ε, δ) for all releases of this data and secret; recorded with the release.
@@ -848,7 +879,7 @@ def release_with_ledger(
             f"{n} rows can be released under the query model"
         )
     q = query if isinstance(query, Query) else Query(query)
-    gen = check_rng(rng)
+    gen = None if rng is None else check_rng(rng)
     meth = method_for(mechanism, method)
     model = build_model(
         model_data,
@@ -876,8 +907,8 @@ def release_with_ledger(
         method=meth,
         n_samples=n_samples,
         budget=budget,
-        noise_rng=noise_rng,
-        model_rng=int(gen.integers(2**63)),
+        noise_rng=gen,
+        model_rng=None if gen is None else int(gen.integers(2**63)),
     )
     report = ReleaseReport(rel, mech, model, value, table.n_rows)
     return LedgeredRelease(report=report, entry=entry, composed=composed, budget=effective)
