@@ -31,3 +31,26 @@ def paper_model():
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the whole run (the ``spark`` extra; Java 17 in CI)."""
+    if os.environ.get("CI"):  # .ci/run installs the extra: missing pyspark is a failure there
+        import pyspark.sql as pyspark_sql
+    else:
+        pyspark_sql = pytest.importorskip("pyspark.sql")
+    session = (
+        pyspark_sql.SparkSession.builder.master("local[1]")
+        .appName("distpriv-tests")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.default.parallelism", "1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -17,6 +17,7 @@ from .accounting import (
     gaussian_pair_profile,
     max_mahalanobis_distance,
 )
+from .attacks import DataLevelCheck, verify_on_data
 from .central import (
     MECHANISMS,
     CalibratedMechanism,
@@ -35,10 +36,11 @@ from .errors import (
     ParameterError,
     ParameterTypeError,
     PrivacyLeakWarning,
+    SamplerError,
 )
 from .guarantees import Assumption, PrivacyGuarantee, Release
 from .modeling import DataQueryModel, ProportionSecret, Query, model_query
-from .noise import Noise, NoiseComponent
+from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample
 from .pipeline import ReleaseReport, release, run_audit, run_calibrate, run_demo, run_release
 from .querymodel import GaussianQueryModel, SampledQueryModel
 
@@ -48,10 +50,12 @@ __all__ = [
     "AssumptionWarning",
     "CalibratedMechanism",
     "ConfigError",
+    "DataLevelCheck",
     "DataQueryModel",
     "DistPrivError",
     "GaussianPairProfile",
     "GaussianQueryModel",
+    "GridRounding",
     "MechanismNotApplicableError",
     "Noise",
     "NoiseComponent",
@@ -64,6 +68,7 @@ __all__ = [
     "Release",
     "ReleaseReport",
     "SampledQueryModel",
+    "SamplerError",
     "__version__",
     "calibrate",
     "closeness",
@@ -74,6 +79,7 @@ __all__ = [
     "gaussian_pair_delta",
     "gaussian_pair_epsilon",
     "gaussian_pair_profile",
+    "grid_rounding",
     "local",
     "max_mahalanobis_distance",
     "mechanism_info",
@@ -86,5 +92,7 @@ __all__ = [
     "run_calibrate",
     "run_demo",
     "run_release",
+    "secure_sample",
+    "verify_on_data",
     "winf_distance",
 ]

@@ -9,6 +9,48 @@ from typing import Any
 __all__ = ["add_commands"]
 
 
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    return value  # NaN and inf pass: the library names the parameter in its error
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = _seed(text)
+    if value > 10**9:
+        raise argparse.ArgumentTypeError(f"too large: {value}")
+    return value
+
+
+def _pair_arg(text: str) -> int | tuple[str, str]:
+    if text.isdigit():
+        return int(text)
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise argparse.ArgumentTypeError(f"expected an index or two names 'A,B', got {text!r}")
+    return parts[0], parts[1]
+
+
+TYPES: dict[str, Callable[[str], Any]] = {
+    "float": _float,
+    "seed": _seed,
+    "count": _count,
+    "pair": _pair_arg,
+}
+
+
 def _json_out(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", help="also write the JSON report to this file (atomically)")
@@ -57,6 +99,12 @@ def _release(sub: Any, types: dict[str, Any]) -> Any:
     rel.add_argument("--json", action="store_true", help="print the public report as JSON")
     rel.add_argument("--quiet", action="store_true", help="print nothing on success")
     _html(rel, "the release report (never overwritten)")
+    rel.add_argument(
+        "--verify",
+        action="store_true",
+        help="check delta(epsilon) of the actual outputs on resampled data first (about a "
+        "minute); refuse the release if the check fails",
+    )
     rel.add_argument(
         "--insecure-seed",
         type=types["seed"],
@@ -183,12 +231,12 @@ def _local(sub: Any, types: dict[str, Any], parser_class: type) -> Any:
 def add_commands(
     sub: Any,
     handlers: dict[str, Callable[[argparse.Namespace], int]],
-    types: dict[str, Callable[[str], Any]],
     *,
     mechanisms: Sequence[str],
     calibrations: Sequence[str],
 ) -> None:
     """Add every sub-command to ``sub``, each calling its handler."""
+    types = TYPES
     parsers = {
         "calibrate": _calibrate(sub, types, mechanisms, calibrations),
         "release": _release(sub, types),

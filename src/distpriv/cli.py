@@ -111,6 +111,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
                 data=args.data,
                 insecure_seed=args.insecure_seed,
                 include_true=True if args.include_true else None,
+                verify=args.verify,
                 ledger=args.ledger,
                 budget=args.budget,
                 progress=bars.step("mechanism = auto: calibrating every mechanism"),
@@ -273,40 +274,6 @@ def _cmd_mechanisms(args: argparse.Namespace) -> int:
     return 0
 
 
-def _float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    return value  # NaN and inf pass: the library names the parameter in its error
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
-
-
-def _count(text: str) -> int:
-    value = _seed(text)
-    if value > 10**9:
-        raise argparse.ArgumentTypeError(f"too large: {value}")
-    return value
-
-
-def _pair_arg(text: str) -> int | tuple[str, str]:
-    if text.isdigit():
-        return int(text)
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) != 2 or not all(parts):
-        raise argparse.ArgumentTypeError(f"expected an index or two names 'A,B', got {text!r}")
-    return parts[0], parts[1]
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``distpriv`` command (see :mod:`distpriv._cli_parser`)."""
     from ._cli_parser import add_commands
@@ -325,8 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
         "report": _cmd_report,
         "ledger": _cmd_ledger,
     }
-    types = {"float": _float, "seed": _seed, "count": _count, "pair": _pair_arg}
-    add_commands(sub, handlers, types, mechanisms=MECHANISMS, calibrations=CALIBRATIONS)
+    add_commands(sub, handlers, mechanisms=MECHANISMS, calibrations=CALIBRATIONS)
     return parser
 
 
@@ -364,7 +330,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if status == EXIT_INTERRUPTED:
         sys.stderr.write("distpriv: interrupted; nothing was written\n")
         return status
-    for line in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
+    if status != 0:  # a failure is one line; warnings on the way do not matter then
+        return status
+    # Library warnings (assumptions, privacy leaks); numpy's RuntimeWarnings are internal.
+    shown = (w for w in caught if issubclass(w.category, UserWarning))
+    for line in dict.fromkeys(" ".join(str(w.message).split()) for w in shown):
         sys.stderr.write(f"distpriv: warning: {line}\n")
     return status
 

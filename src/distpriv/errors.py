@@ -18,6 +18,7 @@ __all__ = [
     "ParameterError",
     "ParameterTypeError",
     "PrivacyLeakWarning",
+    "SamplerError",
 ]
 
 
@@ -39,6 +40,13 @@ class MechanismNotApplicableError(ParameterError):
     Raised, for example, when the ∞-Wasserstein distance is infinite (Chen & Ohrimenko
     2023, Thm 3.1 needs it finite) or when the noiseless release (Thm 4.4) would not be
     private. The message says which alternative mechanism applies.
+    """
+
+
+class SamplerError(DistPrivError, RuntimeError):
+    """The secure noise sampler could not draw (e.g. the OS entropy source failed).
+
+    Nothing is released when this is raised; retrying draws fresh noise.
     """
 
 

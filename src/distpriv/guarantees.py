@@ -201,7 +201,7 @@ class PrivacyGuarantee:
 
 @dataclass(frozen=True)
 class Release:
-    """Noisy statistics and the guarantee they were released under.
+    """Noisy statistics, the guarantee they were released under, and how the noise was drawn.
 
     Attributes
     ----------
@@ -211,11 +211,21 @@ class Release:
         The guarantee of the mechanism that produced them.
     statistics : tuple of str
         Names of the m statistics.
+    sampler : str
+        How Z was drawn: the secure sampler (OpenDP discrete Gaussian/Laplace on a grid,
+        OS entropy, with how the grid rounding is accounted for), the numpy simulation, or
+        none (a noiseless release). See :func:`distpriv.noise.sampler_description`.
+    secure : bool
+        ``True`` only when no seed or numpy generator was involved: the noise came from the
+        secure sampler (or there is none). ``False`` marks a reproducible simulation whose
+        noise anyone with the seed can subtract: NOT private, not for publication.
     """
 
     value: np.ndarray
     guarantee: PrivacyGuarantee
     statistics: tuple[str, ...]
+    sampler: str = "unspecified"
+    secure: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
@@ -223,6 +233,8 @@ class Release:
             "value": to_jsonable(self.value),
             "statistics": list(self.statistics),
             "guarantee": self.guarantee.to_dict(),
+            "sampler": self.sampler,
+            "secure": self.secure,
         }
 
     def _repr_html_(self) -> str:

@@ -142,6 +142,14 @@ def render_release(public: dict[str, Any], private: dict[str, Any]) -> str:
     console.print(table)
     console.print(f"expected L2 error: {public['mechanism']['expected_l2_error']:.4g}")
     _guarantee_lines(console, public["guarantee"])
+    check = public.get("verification")
+    if check:
+        console.print(
+            f"data-level check (--verify): delta({check['epsilon']:g}) estimated "
+            f"{check['delta_estimate']:.3g} (certified >= {check['delta_lower']:.3g}, "
+            f"<= {check['delta_upper']:.3g} up to the mixture bias) against the target "
+            f"{check['target_delta']:g}: {'consistent' if check['consistent'] else 'FAILS'}"
+        )
     if public.get("ledger"):
         _ledger_line(console, public["ledger"])
     console.print(

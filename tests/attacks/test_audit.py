@@ -159,3 +159,89 @@ def test_bad_input(setting):
         audit(**base, pair=(0.45, 0.6))
     with pytest.raises(ParameterError, match="needs model= and epsilon="):
         audit(**{**base, "model": None})
+
+
+def test_accuracy_intervals_are_binomial_and_inside_unit_interval(setting):
+    from distpriv.attacks import accuracy_interval
+
+    lo, hi = accuracy_interval(10, 10)
+    assert hi == 1.0 and 0.65 < lo < 0.75  # Clopper-Pearson: (0.025)^(1/10) = 0.692
+    assert accuracy_interval(0, 10)[0] == 0.0
+    # Few repetitions of tiny test sets: the old Student-t interval left [0, 1] here.
+    rep = run(setting, ["none", "expm-g"], 1.0, repetitions=2, n_test=4, n_shadow=20)
+    for m in rep.mechanisms:
+        for a in m.attacks:
+            assert 0.0 <= a.interval[0] <= a.accuracy <= a.interval[1] <= 1.0
+            tp, fn, fp, tn = a.confusion
+            assert a.interval == accuracy_interval(tp + tn, tp + fn + fp + tn)
+
+
+def test_raw_classifier_predicts_all_mechanisms_in_one_batch(setting, monkeypatch):
+    import sys
+
+    audit_module = sys.modules["distpriv.attacks.audit"]  # the name `audit` is the function
+
+    calls = []
+    real = audit_module.fit_predict
+
+    def spy(name, x_train, y_train, x_tests, seed):
+        calls.append([x.shape[0] for x in x_tests])
+        return real(name, x_train, y_train, x_tests, seed)
+
+    monkeypatch.setattr(audit_module, "fit_predict", spy)
+    run(setting, ["none", "expm-g", "eigm"], 1.0, repetitions=2, n_test=40)
+    # Per repetition: one raw fit predicting 3 x 40 rows at once, one aware fit per mechanism.
+    assert calls == [[120], [40], [40], [40]] * 2
+
+
+def test_audit_reports_data_level_check(setting):
+    parts, _ = setting
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mc = model_query(
+            parts["modeling"],
+            ADULT_STATISTICS,
+            INCOME_SECRET,
+            subset_size=100,
+            method="montecarlo",
+            n_samples=2000,
+            rng=3,
+        )
+    # The analytic model has no samples: verify needs them from somewhere.
+    with pytest.raises(ParameterError, match="verify_samples"):
+        run(setting, ["daum"], 1.0, repetitions=1, verify=True)
+    rep = run(
+        setting,
+        ["none", "daum", "expm-g"],
+        1.0,
+        repetitions=1,
+        verify=True,
+        verify_samples=mc.to_sampled(),
+        verify_n_eval=500,
+    )
+    assert rep.get("none").verification is None
+    daum, expm = rep.get("daum").verification, rep.get("expm-g").verification
+    assert daum.mechanism == "daum" and daum.noise_rank == 1 and not daum.consistent
+    assert expm.noise_rank == 5 and expm.consistent
+    out = rep.to_dict()
+    by_name = {m["mechanism"]: m for m in out["mechanisms"]}
+    assert by_name["none"]["verification"] is None
+    assert by_name["daum"]["verification"]["consistent"] is False
+    assert by_name["expm-g"]["verification"]["delta_lower"] <= 1e-3
+
+
+def test_import_does_not_load_heavy_classifiers():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, distpriv, distpriv.attacks\n"
+        "from distpriv.attacks import make_classifier\n"
+        "make_classifier('logistic', 0)\n"
+        "bad = [m for m in ('sklearn.ensemble', 'sklearn.neural_network') if m in sys.modules]\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == ""

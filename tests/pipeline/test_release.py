@@ -43,22 +43,27 @@ QUERY = {"avg_age": "avg(age)", "n_female": "count_if(sex = 'Female')", "avg_hou
 SECRET = dp.ProportionSecret("rich", values=[0.3, 0.5])
 
 
+# Far-apart values: the model alone cannot hide them, so the mechanism must add noise.
+WIDE = dp.ProportionSecret("rich", values=[0.1, 0.9])
+
+
 def _release(data, model_data, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dp.AssumptionWarning)
         return dp.release(
-            data, QUERY, SECRET, model_data=model_data, mechanism="expm-g", epsilon=1.0,
+            data, QUERY, WIDE, model_data=model_data, mechanism="expm-g", epsilon=1.0,
             delta=1e-3, **kw,
         )  # fmt: skip
 
 
 def test_release_library():
     data, model_data = synthetic(20, seed=1), synthetic(400)
-    a = _release(data, model_data, rng=5, noise_rng=5)
-    b = _release(data, model_data, rng=5, noise_rng=5)
+    a = _release(data, model_data, rng=5)
+    b = _release(data, model_data, rng=5)
     np.testing.assert_array_equal(a.release.value, b.release.value)  # seeded: simulation
-    c = _release(data, model_data, rng=5)  # default: fresh noise every time
-    assert not np.array_equal(a.release.value, c.release.value)
+    assert not a.release.secure
+    c, d = _release(data, model_data), _release(data, model_data)  # secure, fresh noise
+    assert c.release.secure and not np.array_equal(c.release.value, d.release.value)
     assert a.release.value.shape == (3,)
     np.testing.assert_allclose(
         a.true_value, [data.age.mean(), (data.sex == "Female").sum(), data.hours.mean()]

@@ -5,13 +5,15 @@ test data (as index arrays, all at once), computes the query on them, and evalua
 mechanism on the same test datasets: each test vector is released through the mechanism,
 and three kinds of attacker guess the secret —
 
-* the paper's meta-classifier trained on the shadow statistics as they are;
+* the paper's meta-classifier trained on the shadow statistics as they are (one fit per
+  repetition, predicting every mechanism's releases in one batch);
 * the same classifier trained on shadow statistics passed through the mechanism (an
   attacker who knows the mechanism);
 * the likelihood-ratio test under the query model's Gaussian approximation of the release.
 
 Their pooled decisions give an empirical ε lower bound (:func:`epsilon_lower_bound`);
-the audit flags a mechanism as **violated** when that bound exceeds the claimed ε.
+the audit flags a mechanism as **violated** when that bound exceeds the claimed ε. On
+request it also runs the data-level check of δ(ε) (:func:`~distpriv.attacks.verify_on_data`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from .._validation import check_positive_int, check_real, check_rng
 from .._version import __version__
@@ -31,29 +32,37 @@ from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeE
 from ..guarantees import to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query
 from ..modeling.strata import StratifiedSampler
-from ..querymodel import GaussianQueryModel
+from ..querymodel import GaussianQueryModel, SampledQueryModel
 from .bounds import EpsilonBound, clopper_pearson, epsilon_lower_bound
 from .classifiers import CLASSIFIERS, fit_predict
 from .likelihood import GaussianLikelihoodRatio
+from .verify import DataLevelCheck, verify_on_data
 
-__all__ = ["AttackResult", "AuditReport", "MechanismAudit", "audit"]
+__all__ = ["AuditAttackResult", "AuditReport", "MechanismAudit", "accuracy_interval", "audit"]
 
 UNDEFENDED = "none"
+LIKELIHOOD_RATIO = "likelihood-ratio"
+#: Confidence of the accuracy intervals (two-sided Clopper–Pearson).
+ACCURACY_CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
-class AttackResult:
-    """One attack against one mechanism, over all repetitions.
+class AuditAttackResult:
+    """One attack against one mechanism in the audit, over all repetitions.
+
+    (Not to be confused with :class:`distpriv.local.AttackResult`, the Bayes attack on a
+    local mechanism.)
 
     Attributes
     ----------
     attack : str
         e.g. ``"logistic"``, ``"logistic (mechanism-aware)"``, ``"likelihood-ratio"``.
     accuracy : float
-        Mean accuracy over repetitions.
+        Mean accuracy over repetitions (= pooled accuracy: every repetition makes the same
+        number of decisions).
     interval : tuple of float
-        95 % interval of the mean accuracy (Student t over repetitions; Clopper–Pearson
-        on the pooled decisions when there is one repetition).
+        95 % two-sided Clopper–Pearson interval of the accuracy from the pooled decisions;
+        always inside [0, 1].
     per_repetition : tuple of float
     confusion : tuple of int
         Pooled (tp, fn, fp, tn), θ₁ being the positive class.
@@ -84,19 +93,20 @@ class AttackResult:
 
 @dataclass(frozen=True)
 class MechanismAudit:
-    """The audit of one mechanism: claim, attacks, bound and verdict."""
+    """The audit of one mechanism: claim, attacks, bound, verdict and data-level check."""
 
     mechanism: str
     epsilon: float
     delta: float
-    attacks: tuple[AttackResult, ...]
+    attacks: tuple[AuditAttackResult, ...]
     epsilon_lower: float
     strongest: str
     verdict: str
     fallback: tuple[float, float] | None = None
+    verification: DataLevelCheck | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict."""
+        """JSON-safe dict (``verification`` is ``None`` unless the audit ran it)."""
         return to_jsonable(
             {
                 "mechanism": self.mechanism,
@@ -107,6 +117,7 @@ class MechanismAudit:
                 "verdict": self.verdict,
                 "fallback": self.fallback,
                 "attacks": [a.to_dict() for a in self.attacks],
+                "verification": None if self.verification is None else self.verification.to_dict(),
             }
         )
 
@@ -157,14 +168,110 @@ class AuditReport:
         raise KeyError(mechanism)
 
 
-def _interval(acc: np.ndarray, correct: int, total: int) -> tuple[float, float]:
-    if acc.size >= 2:
-        half = float(student_t.ppf(0.975, acc.size - 1) * acc.std(ddof=1) / math.sqrt(acc.size))
-        return (float(acc.mean()) - half, float(acc.mean()) + half)
+def accuracy_interval(
+    correct: int, total: int, confidence: float = ACCURACY_CONFIDENCE
+) -> tuple[float, float]:
+    """Two-sided Clopper–Pearson interval of an accuracy from ``correct`` of ``total``.
+
+    Exact for independent decisions with a common success rate; for pooled repetitions
+    whose rates differ slightly it covers their average rate (Hoeffding 1956). It is
+    always inside [0, 1], also with few decisions or all of them correct.
+    """
+    side = 1.0 - (1.0 - confidence) / 2.0
     return (
-        clopper_pearson(correct, total, 0.975, "lower"),
-        clopper_pearson(correct, total, 0.975, "upper"),
+        clopper_pearson(correct, total, side, "lower"),
+        clopper_pearson(correct, total, side, "upper"),
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Set-up: validated inputs, the mechanisms, the attacks.
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """The validated scalar inputs of one audit."""
+
+    pair: tuple[float, float]
+    index: tuple[int, int]
+    repetitions: int
+    n_shadow: int
+    n_test: int
+    confidence: float
+    classifiers: tuple[str, ...]
+
+    def labels(self, n: int) -> np.ndarray:
+        """n decisions' true labels: the first half θ₀ (0), the rest θ₁ (1)."""
+        return np.repeat([0, 1], [n // 2, n - n // 2]).astype(np.int8)
+
+
+def _validate(
+    secret: object,
+    repetitions: int,
+    n_shadow: int,
+    n_test: int,
+    confidence: float,
+    classifiers: Sequence[str],
+    mechanisms: Sequence[object],
+    pair: tuple[float, float] | None,
+) -> _Setting:
+    if not isinstance(secret, ProportionSecret):
+        raise ParameterTypeError(f"secret must be a ProportionSecret, got {type(secret).__name__}")
+    reps = check_positive_int(repetitions, "repetitions")
+    n_sh = check_positive_int(n_shadow, "n_shadow", minimum=2)
+    n_te = check_positive_int(n_test, "n_test", minimum=2)
+    conf = check_real(
+        confidence, "confidence", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
+    )
+    clfs = tuple(classifiers)
+    if not clfs:
+        raise ParameterError("classifiers must name at least one classifier")
+    for c in clfs:
+        if c not in CLASSIFIERS:
+            raise ParameterError(f"unknown classifier {c!r}; choose from {', '.join(CLASSIFIERS)}")
+    if not mechanisms:
+        raise ParameterError("mechanisms must name at least one mechanism")
+    pr = tuple(secret.pairs[0]) if pair is None else tuple(pair)
+    if len(pr) != 2 or pr[0] == pr[1] or any(p not in secret.values for p in pr):
+        raise ParameterError(f"pair must be two different values of {secret.values}, got {pr}")
+    idx = (secret.values.index(pr[0]), secret.values.index(pr[1]))
+    return _Setting((float(pr[0]), float(pr[1])), idx, reps, n_sh, n_te, conf, clfs)
+
+
+def _resolve_mechanisms(
+    mechanisms: Sequence[str | CalibratedMechanism],
+    model: DataQueryModel | None,
+    epsilon: float | None,
+    delta: float,
+    options: Mapping[str, Mapping[str, Any]] | None,
+) -> tuple[list[tuple[str, CalibratedMechanism | None]], list[str]]:
+    """(name, mechanism or None for the undefended release) and notes on those refused."""
+    mechs: list[tuple[str, CalibratedMechanism | None]] = []
+    notes: list[str] = []
+    for item in mechanisms:
+        if isinstance(item, CalibratedMechanism):
+            mechs.append((item.name, item))
+        elif item == UNDEFENDED:
+            mechs.append((UNDEFENDED, None))
+        elif isinstance(item, str):
+            if model is None or epsilon is None:
+                raise ParameterError(
+                    f"auditing mechanism {item!r} by name needs model= and epsilon="
+                )
+            target = model_view_for(item, model)
+            opts = dict((options or {}).get(item, {}))
+            try:
+                mechs.append((item, calibrate(item, target, epsilon=epsilon, delta=delta, **opts)))
+            except MechanismNotApplicableError as exc:
+                notes.append(f"{item} not audited: {exc}")
+        else:
+            raise ParameterTypeError(
+                f"mechanisms must hold names or CalibratedMechanism objects, got {item!r}"
+            )
+    keys = [m for m, _ in mechs]
+    if len(set(keys)) != len(keys):
+        raise ParameterError(f"mechanism names must be distinct (rename duplicates): {keys}")
+    return mechs, notes
 
 
 def _pair_model(
@@ -178,6 +285,170 @@ def _pair_model(
             f"the query model has no hypotheses {pair}; its labels are {model.labels}"
         ) from None
     return model.means[idx], model.covariances[idx]
+
+
+def _likelihood_ratios(
+    model: GaussianQueryModel, pair: tuple[float, float], mechs: list, dim: int
+) -> dict[str, GaussianLikelihoodRatio]:
+    means, covs = _pair_model(model, pair)
+    return {
+        m: GaussianLikelihoodRatio(
+            means, covs, np.zeros((dim, dim)) if mech is None else mech.noise_covariance
+        )
+        for m, mech in mechs
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# The attacks, repetition by repetition.
+
+
+class _Tally:
+    """Per mechanism and attack: accuracy per repetition and the pooled confusion matrix."""
+
+    def __init__(self, mechanisms: list[str], attacks: list[str]) -> None:
+        self.attacks = attacks
+        self.accuracy = {m: {a: [] for a in attacks} for m in mechanisms}
+        self.confusion = {m: {a: np.zeros(4, dtype=np.int64) for a in attacks} for m in mechanisms}
+
+    def record(self, mech: str, attack: str, pred: np.ndarray, y: np.ndarray) -> None:
+        self.accuracy[mech][attack].append(float(np.mean(pred == y)))
+        self.confusion[mech][attack] += [
+            int(np.sum((pred == 1) & (y == 1))),
+            int(np.sum((pred == 0) & (y == 1))),
+            int(np.sum((pred == 1) & (y == 0))),
+            int(np.sum((pred == 0) & (y == 0))),
+        ]
+
+
+def _draw(sampler: StratifiedSampler, st: _Setting, n: int, gen: np.random.Generator) -> np.ndarray:
+    """n datasets' statistics, the first half under θ₀ and the rest under θ₁."""
+    half = n // 2
+    return np.vstack(
+        [sampler.draw(st.index[0], half, gen), sampler.draw(st.index[1], n - half, gen)]
+    )
+
+
+def _repetition(
+    st: _Setting,
+    aux: StratifiedSampler,
+    tst: StratifiedSampler,
+    mechs: list[tuple[str, CalibratedMechanism | None]],
+    lrs: Mapping[str, GaussianLikelihoodRatio],
+    tally: _Tally,
+    gen: np.random.Generator,
+    mechanism_aware: bool,
+) -> None:
+    """One repetition: fresh shadow and test datasets, every attack on every mechanism."""
+    x_sh, x_te = _draw(aux, st, st.n_shadow, gen), _draw(tst, st, st.n_test, gen)
+    y_sh, y_te = st.labels(st.n_shadow), st.labels(st.n_test)
+    seed = int(gen.integers(2**31))
+    released = {
+        m: x_te if mech is None else x_te + mech.noise.sample(st.n_test, gen) for m, mech in mechs
+    }
+    order = [m for m, _ in mechs]
+    for c in st.classifiers:
+        # One classifier trained on the raw shadow statistics scores every mechanism's
+        # releases of the same test datasets, in one batch.
+        (pred,) = fit_predict(c, x_sh, y_sh, [np.vstack([released[m] for m in order])], seed)
+        for m, part in zip(order, np.split(pred, len(order)), strict=True):
+            tally.record(m, c, part, y_te)
+    for m, mech in mechs:
+        if mechanism_aware:
+            x_aware = x_sh if mech is None else x_sh + mech.noise.sample(st.n_shadow, gen)
+            for c in st.classifiers:
+                (pred,) = fit_predict(c, x_aware, y_sh, [released[m]], seed)
+                tally.record(m, f"{c} (mechanism-aware)", pred, y_te)
+        if m in lrs:
+            tally.record(m, LIKELIHOOD_RATIO, lrs[m].decide(released[m]), y_te)
+
+
+# ---------------------------------------------------------------------------------------
+# Summaries.
+
+
+def _attack_result(
+    attack: str, accs: list[float], confusion: np.ndarray, claim_delta: float, conf: float
+) -> AuditAttackResult:
+    tp, fn, fp, tn = (int(v) for v in confusion)
+    bound = epsilon_lower_bound(tp, fn, fp, tn, delta=min(claim_delta, 0.999999), confidence=conf)
+    return AuditAttackResult(
+        attack,
+        float(np.mean(accs)),
+        accuracy_interval(tp + tn, tp + fn + fp + tn),
+        tuple(accs),
+        (tp, fn, fp, tn),
+        bound,
+    )
+
+
+def _summarise(
+    name: str,
+    mech: CalibratedMechanism | None,
+    tally: _Tally,
+    confidence: float,
+    verification: DataLevelCheck | None,
+) -> MechanismAudit:
+    """Claim, attack results, ε lower bound and verdict of one mechanism."""
+    claim_eps = math.inf if mech is None else mech.guarantee.epsilon
+    claim_delta = 0.0 if mech is None else mech.guarantee.delta
+    # Bonferroni over the attacks: the largest bound holds at ``confidence``.
+    per_attack = 1.0 - (1.0 - confidence) / len(tally.attacks)
+    results = tuple(
+        _attack_result(
+            a, tally.accuracy[name][a], tally.confusion[name][a], claim_delta, per_attack
+        )
+        for a in tally.attacks
+    )
+    eps_lb = max(r.bound.epsilon_lower for r in results)
+    if mech is None:
+        verdict = "undefended"
+    else:
+        verdict = "violated" if eps_lb > claim_eps * (1 + 1e-9) else "consistent"
+    fb = None
+    if mech is not None and mech.guarantee.fallback is not None:
+        fb = (mech.guarantee.fallback.epsilon, mech.guarantee.fallback.delta)
+    strongest = max(results, key=lambda r: r.accuracy).attack
+    return MechanismAudit(
+        name, claim_eps, claim_delta, results, eps_lb, strongest, verdict, fb, verification
+    )
+
+
+def _verify_samples(
+    verify_samples: SampledQueryModel | None, model: DataQueryModel | None
+) -> SampledQueryModel:
+    if verify_samples is not None:
+        if not isinstance(verify_samples, SampledQueryModel):
+            raise ParameterTypeError(
+                f"verify_samples must be a SampledQueryModel, got {type(verify_samples).__name__}"
+            )
+        return verify_samples
+    if isinstance(model, DataQueryModel) and model.samples is not None:
+        return model.to_sampled()
+    raise ParameterError(
+        "verify=True needs resampled statistics: pass verify_samples= (a SampledQueryModel, "
+        "e.g. model_query(..., method='montecarlo', n_samples=20000).to_sampled()) or a "
+        "Monte Carlo model="
+    )
+
+
+def _verifications(
+    mechs: list[tuple[str, CalibratedMechanism | None]],
+    samples: SampledQueryModel,
+    n_eval: int,
+    gen: np.random.Generator,
+    notes: list[str],
+) -> dict[str, DataLevelCheck]:
+    """The data-level check of every noisy mechanism (a note for those it cannot check)."""
+    out = {}
+    for m, mech in mechs:
+        if mech is None:
+            continue
+        try:
+            out[m] = verify_on_data(samples, mech, rng=gen, n_eval=n_eval)
+        except MechanismNotApplicableError as exc:
+            notes.append(f"{m}: data-level check not run: {exc}")
+    return out
 
 
 def audit(
@@ -202,6 +473,9 @@ def audit(
     progress: Callable[[int, int], None] | None = None,
     mechanism_aware: bool = True,
     likelihood_ratio: bool = True,
+    verify: bool = False,
+    verify_samples: SampledQueryModel | None = None,
+    verify_n_eval: int = 10_000,
 ) -> AuditReport:
     """Attack each mechanism's releases and test its claimed ε empirically.
 
@@ -243,6 +517,14 @@ def audit(
         Also run the mechanism-aware classifiers and the likelihood-ratio test (default).
         With both off, only the paper's attack runs: one classifier per repetition scores
         every mechanism, which makes large sweeps cheap.
+    verify : bool
+        Also run :func:`~distpriv.attacks.verify_on_data` for every noisy mechanism and
+        attach it to its :class:`MechanismAudit` (``verification``).
+    verify_samples : SampledQueryModel, optional
+        The resampled statistics for ``verify`` (default: the samples of a Monte Carlo
+        ``model``).
+    verify_n_eval : int
+        ``n_eval`` of the data-level check.
 
     Returns
     -------
@@ -257,161 +539,40 @@ def audit(
     binomial bound on their average rate stays valid (Hoeffding 1956).
     """
     q = query if isinstance(query, Query) else Query(query)
-    if not isinstance(secret, ProportionSecret):
-        raise ParameterTypeError(f"secret must be a ProportionSecret, got {type(secret).__name__}")
-    reps = check_positive_int(repetitions, "repetitions")
-    n_sh = check_positive_int(n_shadow, "n_shadow", minimum=2)
-    n_te = check_positive_int(n_test, "n_test", minimum=2)
-    conf = check_real(
-        confidence, "confidence", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
-    )
-    clfs = tuple(classifiers)
-    if not clfs:
-        raise ParameterError("classifiers must name at least one classifier")
-    for c in clfs:
-        if c not in CLASSIFIERS:
-            raise ParameterError(f"unknown classifier {c!r}; choose from {', '.join(CLASSIFIERS)}")
-    if not mechanisms:
-        raise ParameterError("mechanisms must name at least one mechanism")
-    pr = tuple(secret.pairs[0]) if pair is None else tuple(pair)
-    if len(pr) != 2 or pr[0] == pr[1] or any(p not in secret.values for p in pr):
-        raise ParameterError(f"pair must be two different values of {secret.values}, got {pr}")
+    st = _validate(secret, repetitions, n_shadow, n_test, confidence, classifiers, mechanisms, pair)
+    samples = _verify_samples(verify_samples, model) if verify else None
     gen = check_rng(rng)
     aux = StratifiedSampler(auxiliary, q, secret, subset_size, role="auxiliary data")
     tst = StratifiedSampler(test, q, secret, subset_size, role="test data")
-    idx = [secret.values.index(p) for p in pr]
-
-    mechs: list[tuple[str, CalibratedMechanism | None]] = []
-    notes: list[str] = []
-    for item in mechanisms:
-        if isinstance(item, CalibratedMechanism):
-            mechs.append((item.name, item))
-        elif item == UNDEFENDED:
-            mechs.append((UNDEFENDED, None))
-        elif isinstance(item, str):
-            if model is None or epsilon is None:
-                raise ParameterError(
-                    f"auditing mechanism {item!r} by name needs model= and epsilon="
-                )
-            target = model_view_for(item, model)
-            opts = dict((options or {}).get(item, {}))
-            try:
-                mechs.append((item, calibrate(item, target, epsilon=epsilon, delta=delta, **opts)))
-            except MechanismNotApplicableError as exc:
-                notes.append(f"{item} not audited: {exc}")
-        else:
-            raise ParameterTypeError(
-                f"mechanisms must hold names or CalibratedMechanism objects, got {item!r}"
-            )
-    keys = [m for m, _ in mechs]
-    if len(set(keys)) != len(keys):
-        raise ParameterError(f"mechanism names must be distinct (rename duplicates): {keys}")
-    lr_base = _pair_model(model, pr) if model is not None and likelihood_ratio else None
-
-    names = [*clfs, *((f"{c} (mechanism-aware)" for c in clfs) if mechanism_aware else ())]
-    if lr_base is not None:
-        names.append("likelihood-ratio")
-    # correct[mech][attack] per repetition; confusion pooled.
-    acc = {m: {a: [] for a in names} for m, _ in mechs}
-    conf_m = {m: {a: np.zeros(4, dtype=np.int64) for a in names} for m, _ in mechs}
-    half_sh, half_te = n_sh // 2, n_te // 2
-    y_sh = np.repeat([0, 1], [half_sh, n_sh - half_sh]).astype(np.int8)
-    y_te = np.repeat([0, 1], [half_te, n_te - half_te]).astype(np.int8)
-    lrs: dict[str, GaussianLikelihoodRatio] = {}
-    if lr_base is not None:
-        for m, mech in mechs:
-            cov = np.zeros((q.dim, q.dim)) if mech is None else mech.noise_covariance
-            lrs[m] = GaussianLikelihoodRatio(lr_base[0], lr_base[1], cov)
-    for r in range(reps):
-        x_sh = np.vstack([aux.draw(idx[0], half_sh, gen), aux.draw(idx[1], n_sh - half_sh, gen)])
-        x_te = np.vstack([tst.draw(idx[0], half_te, gen), tst.draw(idx[1], n_te - half_te, gen)])
-        seed = int(gen.integers(2**31))
-        released = {
-            m: x_te if mech is None else x_te + mech.noise.sample(n_te, gen) for m, mech in mechs
-        }
-        order = [m for m, _ in mechs]
-        # One classifier per kind, trained on the raw shadow statistics, scores every
-        # mechanism's releases of the same test datasets.
-        for c in clfs:
-            preds = fit_predict(c, x_sh, y_sh, [released[m] for m in order], seed)
-            for m, pred in zip(order, preds, strict=True):
-                _record(acc[m][c], conf_m[m][c], pred, y_te)
-        for m, mech in mechs:
-            x_aware = x_sh if mech is None else x_sh + mech.noise.sample(n_sh, gen)
-            for c in clfs if mechanism_aware else ():
-                (pred,) = fit_predict(c, x_aware, y_sh, [released[m]], seed)
-                _record(
-                    acc[m][f"{c} (mechanism-aware)"],
-                    conf_m[m][f"{c} (mechanism-aware)"],
-                    pred,
-                    y_te,
-                )
-            if m in lrs:
-                _record(
-                    acc[m]["likelihood-ratio"],
-                    conf_m[m]["likelihood-ratio"],
-                    lrs[m].decide(released[m]),
-                    y_te,
-                )
+    mechs, notes = _resolve_mechanisms(mechanisms, model, epsilon, delta, options)
+    lrs = (
+        _likelihood_ratios(model, st.pair, mechs, q.dim)
+        if model is not None and likelihood_ratio
+        else {}
+    )
+    attacks = [*st.classifiers]
+    if mechanism_aware:
+        attacks += [f"{c} (mechanism-aware)" for c in st.classifiers]
+    if lrs:
+        attacks.append(LIKELIHOOD_RATIO)
+    tally = _Tally([m for m, _ in mechs], attacks)
+    for r in range(st.repetitions):
+        _repetition(st, aux, tst, mechs, lrs, tally, gen, mechanism_aware)
         if progress is not None:
-            progress(r + 1, reps)
-
-    per_attack_conf = 1.0 - (1.0 - conf) / len(names)
-    out = []
-    for m, mech in mechs:
-        claim_eps = math.inf if mech is None else mech.guarantee.epsilon
-        claim_delta = 0.0 if mech is None else mech.guarantee.delta
-        results = []
-        for a in names:
-            tp, fn, fp, tn = (int(v) for v in conf_m[m][a])
-            accs = np.array(acc[m][a])
-            bound = epsilon_lower_bound(
-                tp, fn, fp, tn, delta=min(claim_delta, 0.999999), confidence=per_attack_conf
-            )
-            results.append(
-                AttackResult(
-                    a,
-                    float(accs.mean()),
-                    _interval(accs, tp + tn, tp + fn + fp + tn),
-                    tuple(accs),
-                    (tp, fn, fp, tn),
-                    bound,
-                )
-            )
-        best = max(results, key=lambda res: res.bound.epsilon_lower)
-        eps_lb = best.bound.epsilon_lower
-        if mech is None:
-            verdict = "undefended"
-        else:
-            verdict = "violated" if eps_lb > claim_eps * (1 + 1e-9) else "consistent"
-        fb = None
-        if mech is not None and mech.guarantee.fallback is not None:
-            fb = (mech.guarantee.fallback.epsilon, mech.guarantee.fallback.delta)
-        strongest = max(results, key=lambda res: res.accuracy).attack
-        out.append(
-            MechanismAudit(
-                m, claim_eps, claim_delta, tuple(results), eps_lb, strongest, verdict, fb
-            )
-        )
-    seed_val = rng if isinstance(rng, int) and not isinstance(rng, bool) else None
+            progress(r + 1, st.repetitions)
+    checks = {}
+    if samples is not None:
+        checks = _verifications(mechs, samples, verify_n_eval, gen, notes)
+    out = tuple(_summarise(m, mech, tally, st.confidence, checks.get(m)) for m, mech in mechs)
+    seed = rng if isinstance(rng, int) and not isinstance(rng, bool) else None
     return AuditReport(
-        tuple(out),
-        (float(pr[0]), float(pr[1])),
-        reps,
-        n_sh,
-        n_te,
-        conf,
-        clfs,
-        seed_val,
+        out,
+        st.pair,
+        st.repetitions,
+        st.n_shadow,
+        st.n_test,
+        st.confidence,
+        st.classifiers,
+        seed,
         tuple(notes),
     )
-
-
-def _record(accs: list[float], confusion: np.ndarray, pred: np.ndarray, y: np.ndarray) -> None:
-    accs.append(float(np.mean(pred == y)))
-    confusion += [
-        int(np.sum((pred == 1) & (y == 1))),
-        int(np.sum((pred == 0) & (y == 1))),
-        int(np.sum((pred == 1) & (y == 0))),
-        int(np.sum((pred == 0) & (y == 0))),
-    ]

@@ -10,7 +10,7 @@ import numpy as np
 from .._validation import check_array, check_rng
 from ..errors import ParameterError
 from ..guarantees import PrivacyGuarantee, Release, to_jsonable
-from ..noise import Noise
+from ..noise import Noise, sampler_description, secure_add
 
 __all__ = ["CalibratedMechanism"]
 
@@ -20,7 +20,7 @@ class CalibratedMechanism:
     """A mechanism calibrated to a query model: M(Data) = F(Data) + Z.
 
     Obtained from :func:`distpriv.calibrate`. Immutable; ``release`` draws fresh noise
-    from the ``rng`` it is given.
+    from the secure sampler, or from a numpy ``rng`` when one is given (a simulation).
 
     Attributes
     ----------
@@ -79,25 +79,49 @@ class CalibratedMechanism:
         ----------
         value : array_like, shape (m,) or (batch, m)
             The true statistics; a batch is released with independent noise per row.
-        rng : int, numpy.random.Generator or None
-            Source of randomness (pass a seed for reproducible output).
+        rng : None, int or numpy.random.Generator
+            ``None`` (the default, and the only choice for a published release): Z comes
+            from the secure sampler, :func:`distpriv.noise.secure_add` — OpenDP's discrete
+            Gaussian/Laplace on a grid of 2^-40 noise scales, OS entropy, correlated
+            Gaussian noise drawn in whitened coordinates and mapped back (DESIGN.md §4).
+            An int seed or a Generator: numpy float draws, reproducible — a simulation for
+            experiments and tests, NOT private (the seed reveals the noise).
 
         Returns
         -------
         Release
-            The noisy value (same shape as ``value``) and this mechanism's guarantee.
+            The noisy value (same shape as ``value``, read-only), this mechanism's
+            guarantee, the sampler used and whether it was secure.
+
+        Raises
+        ------
+        ParameterError
+            If ``value`` is not finite or its last axis is not of length m.
+        SamplerError
+            If the secure sampler cannot draw (nothing is released).
         """
         x = check_array(value, "value", ndim=(1, 2))
         if x.shape[-1] != self.dim:
             raise ParameterError(
                 f"value must have {self.dim} statistics in its last axis, got shape {x.shape}"
             )
-        gen = check_rng(rng)
         batch = x.reshape(-1, self.dim)
-        noisy = batch + self.noise.sample(batch.shape[0], gen)
+        if rng is None:
+            noisy = secure_add(self.noise, batch)
+            secure = True
+        else:
+            gen = check_rng(rng)
+            noisy = batch + self.noise.sample(batch.shape[0], gen)
+            secure = False
         out = noisy.reshape(x.shape)
         out.setflags(write=False)
-        return Release(value=out, guarantee=self.guarantee, statistics=self.statistics)
+        return Release(
+            value=out,
+            guarantee=self.guarantee,
+            statistics=self.statistics,
+            sampler=sampler_description(self.noise, secure=secure),
+            secure=secure,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe description: noise, errors, guarantee, diagnostics."""

@@ -15,6 +15,11 @@ Modules: :mod:`~distpriv.local.domains` (X, Y, metric, grids, scenarios),
 :mod:`~distpriv.local.profiles` (exact profiles, divergence DistP, Thms 1–2),
 :mod:`~distpriv.local.utility` (expected loss, Bayes attack),
 :mod:`~distpriv.local.evaluate` (one call: a scenario and a mechanism → a report).
+
+The ``sample`` methods draw with numpy generators: they simulate what each user's device
+would do, for evaluation and attacks. They are not a secure sampler for deployed
+obfuscation (that would need OS entropy and exact samplers, as :mod:`distpriv.noise` uses for
+central releases).
 """
 
 from .bounds import TuplingBound, theorem3_bound, tupling_bound

@@ -19,9 +19,11 @@ import numpy as np
 from .._validation import check_choice, check_positive_int, check_rng
 from ..errors import AssumptionWarning, ParameterError, ParameterTypeError
 from ..querymodel import GaussianQueryModel, SampledQueryModel
+from .moments import sum_cumulants, table_moments
 from .queries import Query
 from .secrets import ProportionSecret
 from .strata import StratifiedSampler
+from .tables import as_table, check_missing_policy
 
 __all__ = ["DataQueryModel", "model_query", "stratum_moments"]
 
@@ -201,7 +203,11 @@ def _warn_non_gaussian(
 
 
 def _diagnostics(
-    means: np.ndarray, covs: np.ndarray, draws: list[np.ndarray], pairs: tuple[tuple[int, int], ...]
+    means: np.ndarray,
+    covs: np.ndarray,
+    draws: list[np.ndarray] | None,
+    pairs: tuple[tuple[int, int], ...],
+    shape: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     idx = np.asarray(pairs)
     a, b = covs[idx[:, 0]], covs[idx[:, 1]]
@@ -217,8 +223,14 @@ def _diagnostics(
     ref = diffs[int(np.argmax(norms))] / max(norms.max(), 1e-300)
     orth = np.linalg.norm(diffs - np.outer(diffs @ ref, ref), axis=1)
     parallel = float(np.max(np.divide(orth, norms, out=np.zeros_like(orth), where=norms > 0)))
-    skew, kurt = (np.stack(x) for x in zip(*(_shape_moments(d) for d in draws), strict=True))
-    n_draw = draws[0].shape[0]
+    if shape is None:
+        skew, kurt = (np.stack(x) for x in zip(*(_shape_moments(d) for d in draws), strict=True))
+        n_draw = draws[0].shape[0]
+    else:
+        # Exact cumulants: no sampling error. The warning threshold stays that of a
+        # _DIAGNOSTIC_DRAWS-draw Monte Carlo check, so both methods flag the same shapes.
+        skew, kurt = shape
+        n_draw = _DIAGNOSTIC_DRAWS
     return {
         "covariance_gap": gap,
         "variance_ratio": ratio,
@@ -246,6 +258,7 @@ def model_query(
     method: str = "montecarlo",
     n_samples: int = 1000,
     rng: np.random.Generator | int | None = None,
+    missing: str = "error",
 ) -> DataQueryModel:
     """Model f_θ of a query for each value of the secret, from a table.
 
@@ -255,7 +268,8 @@ def model_query(
 
     Parameters
     ----------
-    data : pandas.DataFrame, pyarrow.Table, or str/Path to a CSV or Parquet file
+    data : pandas.DataFrame, pyarrow.Table, str/Path to a CSV or Parquet file, DuckDB
+        relation, Spark DataFrame (the ``spark`` extra) or Table
         The modelling data (public or auxiliary, not the data to be released).
     query : Query or mapping of name → SQL aggregate
     secret : ProportionSecret
@@ -267,11 +281,20 @@ def model_query(
         summed from per-row features in numpy; other SQL aggregates are evaluated by one
         grouped DuckDB query; a Python callable is called per dataset.
         ``"analytic"`` (linear statistics only): the exact mean and covariance under this
-        sampling (:func:`stratum_moments`), with no Monte Carlo error; ``n_samples``
-        draws (at most 2000) are still made for the non-Gaussianity diagnostics.
+        sampling (:func:`stratum_moments`), with no Monte Carlo error, computed in the
+        engine from one aggregate query (:func:`distpriv.modeling.moments.table_moments`:
+        counts, sums and cross-product sums per stratum) — a Parquet/CSV file or Spark
+        DataFrame of any size is never loaded into memory. The non-Gaussianity
+        diagnostics use the exact third and fourth cumulants of the same sampling;
+        ``n_samples`` and ``rng`` are not used.
     n_samples : int
         Datasets per θ (≥ 2).
     rng : int, numpy.random.Generator or None
+    missing : {"error", "drop"}
+        NULL/NaN in a column a statistic or the secret predicate uses: ``"error"``
+        (default) raises naming the column and the count; ``"drop"`` leaves those rows
+        out of the modelling data and reports how many in
+        ``diagnostics["missing"]["rows_dropped"]`` (issue #12 item 6).
 
     Returns
     -------
@@ -292,11 +315,13 @@ def model_query(
     ParameterError
         Unknown column or invalid SQL (naming the statistic), a predicate no row (or every
         row) satisfies, ``subset_size`` larger than a stratum needs, NULL/NaN in a
-        statistic, ``method="analytic"`` with a non-linear statistic, empty table.
+        used column (unless ``missing="drop"``), ``method="analytic"`` with a non-linear
+        statistic, empty table, a table too large for the in-memory (Monte Carlo) path.
     """
     q = _as_query(query)
     meth = check_choice(method, "method", METHODS)
     draws_n = check_positive_int(n_samples, "n_samples", minimum=2)
+    policy = check_missing_policy(missing)
     gen = check_rng(rng)
     if meth == "analytic" and not q.is_linear:
         bad = next(s for s in q.statistics if not s.linear)
@@ -305,38 +330,31 @@ def model_query(
             f"expression); statistic {bad.name!r} ({bad.expression}) is not: use "
             "method='montecarlo'"
         )
-    sampler = StratifiedSampler(data, q, secret, subset_size)
-    n, counts = sampler.n, sampler.counts
-    rows_a, rows_b, feats, scale = (sampler.rows_a, sampler.rows_b, sampler.features, sampler.scale)
+    if not isinstance(secret, ProportionSecret):
+        raise ParameterTypeError(f"secret must be a ProportionSecret, got {type(secret).__name__}")
+    table = as_table(data)
+    q.check_columns(table)
+    secret.parsed.check_columns(table.columns)
+    if meth == "analytic":
+        return _analytic_model(table, q, secret, subset_size, policy)
 
-    if meth == "montecarlo":
-        samples = tuple(sampler.draw(t, draws_n, gen) for t in range(len(counts)))
-        means = np.stack([s.mean(axis=0) for s in samples])
-        covs = np.stack([np.atleast_2d(np.cov(s, rowvar=False, ddof=1)) for s in samples])
-        diag_draws = list(samples)
-        fitted = (
-            f"sample mean and covariance of {draws_n} Monte Carlo datasets of "
-            f"{n} rows per value (Chen & Ohrimenko 2023, App. C.1)"
-        )
-    else:
-        samples = None
-        fa, fb = feats[rows_a], feats[rows_b]
-        means, covs = [], []
-        for k in counts:
-            ma, ca = stratum_moments(fa, k)
-            mb, cb = stratum_moments(fb, n - k)
-            means.append((ma + mb) * scale)
-            covs.append((ca + cb) * np.outer(scale, scale))
-        means, covs = np.stack(means), np.stack(covs)
-        diag_draws = [
-            sampler.draw(t, min(draws_n, _DIAGNOSTIC_DRAWS), gen) for t in range(len(counts))
-        ]
-        fitted = (
-            f"exact mean and covariance of the statistics of {n}-row datasets drawn "
-            "without replacement from the two strata (Gaussian shape assumed)"
-        )
+    table, missing_report = table.complete(
+        q.columns | secret.columns, missing=policy, what="modelling data"
+    )
+    sampler = StratifiedSampler(table, q, secret, subset_size)
+    n, counts = sampler.n, sampler.counts
+    rows_a, rows_b = sampler.rows_a, sampler.rows_b
+    samples = tuple(sampler.draw(t, draws_n, gen) for t in range(len(counts)))
+    means = np.stack([s.mean(axis=0) for s in samples])
+    covs = np.stack([np.atleast_2d(np.cov(s, rowvar=False, ddof=1)) for s in samples])
+    diag_draws = list(samples)
+    fitted = (
+        f"sample mean and covariance of {draws_n} Monte Carlo datasets of "
+        f"{n} rows per value (Chen & Ohrimenko 2023, App. C.1)"
+    )
     pairs_idx = tuple((secret.values.index(a), secret.values.index(b)) for a, b in secret.pairs)
     diagnostics = _diagnostics(means, covs, diag_draws, pairs_idx)
+    diagnostics["missing"] = missing_report.to_dict()
     _warn_non_gaussian(diagnostics, secret.values, q.names)
     return DataQueryModel(
         means,
@@ -350,4 +368,64 @@ def model_query(
         stratum_sizes=(int(rows_a.size), int(rows_b.size)),
         diagnostics=diagnostics,
         fitted=fitted,
+    )
+
+
+def _analytic_model(
+    table: Any, q: Query, secret: ProportionSecret, subset_size: int, missing: str
+) -> DataQueryModel:
+    """The analytic branch of :func:`model_query`: moments from one engine aggregate."""
+    n = check_positive_int(subset_size, "subset_size")
+    tm = table_moments(
+        table,
+        [s.row_parsed for s in q.statistics],
+        secret.parsed,
+        names=list(q.names),
+        missing=missing,
+    )
+    counts = secret.counts(n)
+    for p, k in zip(secret.values, counts, strict=True):
+        for need, have, side in ((k, tm.a.count, ""), (n - k, tm.b.count, "not ")):
+            if need > have:
+                raise ParameterError(
+                    f"subset_size={n} with p={p} needs {need} rows {side}satisfying the "
+                    f"predicate; the table has {have}"
+                )
+    scale = np.array([1.0 / n if s.scale == "mean" else 1.0 for s in q.statistics])
+    means, covs, skews, kurts = [], [], [], []
+    for k in counts:
+        ma, ca, k3a, k4a = sum_cumulants(tm.a, k)
+        mb, cb, k3b, k4b = sum_cumulants(tm.b, n - k)
+        cov = ca + cb
+        means.append((ma + mb) * scale)
+        covs.append(cov * np.outer(scale, scale))
+        var = np.diag(cov)
+        ok = var > 1e-24 * np.maximum(np.abs(ma + mb), 1.0) ** 2
+        safe = np.where(ok, var, 1.0)
+        skews.append(np.where(ok, (k3a + k3b) / safe**1.5, 0.0))
+        kurts.append(np.where(ok, (k4a + k4b) / safe**2, 0.0))
+    means, covs = np.stack(means), np.stack(covs)
+    pairs_idx = tuple((secret.values.index(a), secret.values.index(b)) for a, b in secret.pairs)
+    diagnostics = _diagnostics(
+        means, covs, None, pairs_idx, shape=(np.stack(skews), np.stack(kurts))
+    )
+    diagnostics["missing"] = tm.missing.to_dict()
+    diagnostics["engine"] = table.dialect
+    _warn_non_gaussian(diagnostics, secret.values, q.names)
+    return DataQueryModel(
+        means,
+        covs,
+        secret=secret,
+        query=q,
+        samples=None,
+        method="analytic",
+        subset_size=n,
+        counts=counts,
+        stratum_sizes=(tm.a.count, tm.b.count),
+        diagnostics=diagnostics,
+        fitted=(
+            f"exact mean and covariance of the statistics of {n}-row datasets drawn "
+            "without replacement from the two strata (Gaussian shape assumed), from one "
+            f"aggregate query in {table.dialect}"
+        ),
     )

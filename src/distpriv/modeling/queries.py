@@ -9,37 +9,18 @@ a fast numpy path for Monte Carlo modelling and admit exact analytic moments
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sqlglot import exp
 
 from ..errors import ParameterError, ParameterTypeError
-from .tables import Table, as_table
+from .expressions import ParsedExpression, parse_expression
+from .tables import MissingReport, Table, as_table, check_missing_policy
 
-__all__ = ["Query", "Statistic"]
-
-_AGG = re.compile(r"^\s*(avg|mean|sum|count_if|count)\s*\((.*)\)\s*$", re.IGNORECASE | re.DOTALL)
-
-
-def _balanced(text: str) -> bool:
-    """True when the parentheses of ``text`` balance and never close more than they open."""
-    depth, quote = 0, None
-    for ch in text:
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0 and quote is None
+__all__ = ["Query", "QueryEvaluation", "Statistic"]
 
 
 @dataclass(frozen=True)
@@ -51,17 +32,24 @@ class Statistic:
     name : str
         Its name in reports.
     expression : str
-        The SQL aggregate.
+        The SQL aggregate as the user wrote it (for reports; never executed as such).
     row_expression : str or None
-        For linear statistics, the per-row SQL expression whose sum (or mean) it is.
+        For linear statistics, the per-row SQL expression whose sum (or mean) it is,
+        rendered by sqlglot.
     scale : str or None
         ``"sum"`` or ``"mean"`` for linear statistics.
+    parsed : ParsedExpression or None
+        The validated aggregate (``None`` for a callable's output).
+    row_parsed : ParsedExpression or None
+        The validated row expression of a linear statistic.
     """
 
     name: str
     expression: str
     row_expression: str | None
     scale: str | None
+    parsed: ParsedExpression | None = field(default=None, compare=False, repr=False)
+    row_parsed: ParsedExpression | None = field(default=None, compare=False, repr=False)
 
     @property
     def linear(self) -> bool:
@@ -69,19 +57,61 @@ class Statistic:
         return self.row_expression is not None
 
 
+_LINEAR = (exp.Avg, exp.Sum, exp.Count, exp.CountIf)
+
+
 def _parse(name: str, expr: str) -> Statistic:
-    match = _AGG.match(expr)
-    if match is None or not _balanced(match.group(2)):
-        return Statistic(name, expr, None, None)
-    func, arg = match.group(1).lower(), match.group(2).strip()
-    if re.match(r"(?i)^distinct\b", arg) or not arg:
-        return Statistic(name, expr, None, None)
-    if func == "count":
-        row = "1" if arg == "*" else f"(({arg}) IS NOT NULL)"
-        return Statistic(name, expr, row, "sum")
-    if func == "count_if":
-        return Statistic(name, expr, f"coalesce(CAST(({arg}) AS BOOLEAN), false)", "sum")
-    return Statistic(name, expr, arg, "mean" if func in ("avg", "mean") else "sum")
+    """Validate one statistic and recognise a linear one from its syntax tree."""
+    what = f"statistic {name!r}"
+    parsed = parse_expression(expr, what=what, kind="aggregate")
+    top = parsed.tree
+    while isinstance(top, exp.Paren):
+        top = top.this
+    if not isinstance(top, _LINEAR) or isinstance(top.this, exp.Distinct):
+        return Statistic(name, expr, None, None, parsed)
+    arg = top.this
+    if arg is None or any(isinstance(n, exp.AggFunc) for n in arg.walk()):
+        return Statistic(name, expr, None, None, parsed)
+    # The row expression is assembled from sqlglot's rendering of the validated argument
+    # and re-validated: user text is never spliced.
+    if isinstance(top, exp.Count):
+        if isinstance(arg, exp.Star):
+            row, scale = "1", "sum"
+        else:
+            row, scale = f"CAST(({arg.sql(dialect='duckdb')}) IS NOT NULL AS INTEGER)", "sum"
+    elif isinstance(top, exp.CountIf):
+        row = f"CAST(coalesce(CAST(({arg.sql(dialect='duckdb')}) AS BOOLEAN), false) AS INTEGER)"
+        scale = "sum"
+    else:
+        row = arg.sql(dialect="duckdb")
+        scale = "mean" if isinstance(top, exp.Avg) else "sum"
+    row_parsed = parse_expression(row, what=f"{what} (row expression)", kind="scalar")
+    return Statistic(name, expr, row_parsed.sql(), scale, parsed, row_parsed)
+
+
+@dataclass(frozen=True)
+class QueryEvaluation:
+    """F on a table, with what the missing-value policy did.
+
+    Attributes
+    ----------
+    value : ndarray, shape (m,)
+    n_rows : int
+        Rows the statistics were computed on (after any drop).
+    missing : MissingReport
+    """
+
+    value: np.ndarray
+    n_rows: int
+    missing: MissingReport
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe description (includes the true values: curator-private)."""
+        return {
+            "value": self.value.tolist(),
+            "n_rows": self.n_rows,
+            "missing": self.missing.to_dict(),
+        }
 
 
 class Query:
@@ -169,29 +199,79 @@ class Query:
 
     # -- evaluation -------------------------------------------------------------------
 
+    @property
+    def columns(self) -> frozenset[str]:
+        """Columns the SQL statistics reference (empty for a callable)."""
+        out: set[str] = set()
+        for s in self.statistics:
+            if s.parsed is not None:
+                out |= s.parsed.columns
+        return frozenset(out)
+
+    def check_columns(self, table: Table) -> None:
+        """Raise :class:`ParameterError` naming a statistic that uses an unknown column."""
+        for s in self.statistics:
+            if s.parsed is not None:
+                s.parsed.check_columns(table.columns)
+
     def row_features(self, table: Table) -> np.ndarray:
-        """Per-row features of a linear query, shape (n_rows, m)."""
+        """Per-row features of a linear query, shape (n_rows, m) (row-level path)."""
+        self.check_columns(table)
         return table.row_values(
             [s.row_expression for s in self.statistics],
             [f"statistic {s.name!r} ({s.expression})" for s in self.statistics],
         )
 
-    def evaluate(self, data: Any) -> np.ndarray:
-        """F on a whole table (DataFrame, Arrow table, path or Table), shape (m,)."""
+    def evaluate(self, data: Any, *, missing: str = "error") -> np.ndarray:
+        """F on a whole table, shape (m,); see :meth:`evaluation`."""
+        return self.evaluation(data, missing=missing).value
+
+    def evaluation(self, data: Any, *, missing: str = "error") -> QueryEvaluation:
+        """F on a whole table, computed in its engine (DuckDB or Spark), with the NULL policy.
+
+        Parameters
+        ----------
+        data : DataFrame, Arrow table, CSV/Parquet path, DuckDB relation, Spark DataFrame
+            or Table
+        missing : {"error", "drop"}
+            NULL/NaN in a column a statistic uses: ``"error"`` raises naming the column and
+            the count (issue #12 item 6); ``"drop"`` leaves those rows out and reports how
+            many (:attr:`QueryEvaluation.missing`).
+
+        Returns
+        -------
+        QueryEvaluation
+        """
         table = as_table(data)
         if self.function is not None:
-            return self._call(table.frame)
-        return table.aggregate(
-            [s.expression for s in self.statistics],
-            [f"statistic {s.name!r} ({s.expression})" for s in self.statistics],
-        )
+            report = MissingReport(missing, ())
+            return QueryEvaluation(self._call(table.frame), table.n_rows, report)
+        self.check_columns(table)
+        check_missing_policy(missing)
+        exprs = [s.parsed.sql() for s in self.statistics]
+        what = [f"statistic {s.name!r} ({s.expression})" for s in self.statistics]
+        # One query: the statistics and the NULL/NaN counts of their columns. Only when
+        # something is missing does a second query (the errors or the drop) follow.
+        value = table.aggregate(exprs, what, missing_in=self.columns)
+        report = MissingReport(missing, tuple(sorted(self.columns)))
+        if table.last_missing:
+            table, report = table.complete(
+                self.columns,
+                missing=missing,
+                what="released data",
+                counts=table.last_missing,
+                rows_missing=table.last_missing_rows,
+            )
+            value = table.aggregate(exprs, what)
+        return QueryEvaluation(value, table.n_rows, report)
 
     def evaluate_subsets(self, table: Table, rows: np.ndarray) -> np.ndarray:
         """F on each row set ``rows[r]`` (shape (s, n)) without the linear fast path."""
         if self.function is not None:
             return np.stack([self._call(table.subset_frame(r)) for r in rows])
+        self.check_columns(table)
         return table.aggregate(
-            [s.expression for s in self.statistics],
+            [s.parsed.sql() for s in self.statistics],
             [f"statistic {s.name!r} ({s.expression})" for s in self.statistics],
             rows=rows,
         )

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._validation import check_real
 from ..errors import ParameterError, ParameterTypeError
+from .expressions import ParsedExpression, parse_expression
 
 __all__ = ["ProportionSecret"]
 
@@ -25,7 +26,10 @@ class ProportionSecret:
     Parameters
     ----------
     predicate : str
-        A DuckDB SQL boolean expression over a row; NULL counts as false.
+        A DuckDB SQL boolean expression over a row, validated as a single row-level
+        expression (:func:`~distpriv.modeling.expressions.parse_expression`: no statement,
+        subquery or file access; only columns of the table). NULL/NaN in a column it
+        uses is an error unless the model is built with ``missing="drop"``.
     values : sequence of float
         At least two distinct proportions in [0, 1].
     pairs : sequence of (float, float), optional
@@ -56,6 +60,7 @@ class ProportionSecret:
     ) -> None:
         if not isinstance(predicate, str) or not predicate.strip():
             raise ParameterTypeError(f"predicate must be a non-empty SQL string, got {predicate!r}")
+        parsed = parse_expression(predicate, what="secret predicate", kind="scalar")
         if isinstance(values, str) or not isinstance(values, Sequence | np.ndarray):
             raise ParameterTypeError(f"values must be a sequence of proportions, got {values!r}")
         vals = tuple(check_real(v, "values", low=0.0, high=1.0) for v in values)
@@ -81,8 +86,19 @@ class ProportionSecret:
         else:
             out = [(a, b) for i, a in enumerate(vals) for b in vals[i + 1 :]]
         object.__setattr__(self, "predicate", predicate)
+        object.__setattr__(self, "_parsed", parsed)
         object.__setattr__(self, "values", vals)
         object.__setattr__(self, "pairs", tuple(out))
+
+    @property
+    def parsed(self) -> ParsedExpression:
+        """The validated predicate (render it with ``.sql()``; never run the raw text)."""
+        return self._parsed
+
+    @property
+    def columns(self) -> frozenset[str]:
+        """Columns the predicate references."""
+        return self._parsed.columns
 
     def counts(self, subset_size: int) -> tuple[int, ...]:
         """Rows satisfying the predicate in a dataset of ``subset_size`` rows, per value.

@@ -1,12 +1,19 @@
-"""Tables: any pandas DataFrame, Arrow table, or CSV/Parquet path, queried through DuckDB.
+"""Tables: records where they live (pandas, Arrow, Parquet/CSV, DuckDB relation, Spark).
 
-Everything is materialised once as a pandas DataFrame registered in a private DuckDB
-connection, so that SQL row expressions, aggregates and Python callables all see the same
-rows in the same order.
+A :class:`Table` is an engine (:mod:`distpriv.modeling.engines`) plus an optional row filter
+(rows dropped under ``missing="drop"``). Aggregates — the released statistics, the analytic
+model's moments (:mod:`distpriv.modeling.moments`), NULL counts — run in the engine, where the
+data is: a Parquet file is never copied into pandas for them.
+
+The row-level path (Monte Carlo resampling, non-linear statistics, Python callables) needs
+the rows in memory, in a fixed order. :attr:`Table.frame` materialises them once, refusing
+tables of more than :data:`MAX_IN_MEMORY_ROWS` rows *before* loading (issue #13 item 1).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,50 +21,263 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from ..errors import ParameterError, ParameterTypeError
+from ..errors import ParameterError
+from .engines import DuckDBEngine, SparkEngine, is_spark_dataframe, make_engine, missing_condition
+from .expressions import parse_expression
 
-__all__ = ["Table", "as_table"]
+__all__ = ["MAX_IN_MEMORY_ROWS", "MISSING_POLICIES", "MissingReport", "Table", "as_table"]
 
 _NAME = "data"
 _ROWID = "__distpriv_rowid"
 
+#: Largest table the in-memory (row-level) path materialises; the analytic model of linear
+#: statistics and the released statistics have no such limit (they run in the engine).
+MAX_IN_MEMORY_ROWS = 5_000_000
+
+#: What to do with NULL/NaN in a column a statistic or the secret uses.
+MISSING_POLICIES = ("error", "drop")
+
+
+@dataclass(frozen=True)
+class MissingReport:
+    """NULL/NaN values found in the columns used, and what was done with them.
+
+    Attributes
+    ----------
+    policy : str
+        ``"error"`` or ``"drop"``.
+    columns : tuple of str
+        The columns checked.
+    counts : dict
+        Column → number of NULL/NaN values (only columns that have some).
+    rows_dropped : int
+        Rows removed under ``"drop"`` (a row with several missing values counts once).
+    """
+
+    policy: str
+    columns: tuple[str, ...]
+    counts: dict[str, int] = field(default_factory=dict)
+    rows_dropped: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe description."""
+        return {
+            "policy": self.policy,
+            "columns": list(self.columns),
+            "missing_counts": dict(self.counts),
+            "rows_dropped": self.rows_dropped,
+        }
+
+
+def check_missing_policy(missing: Any) -> str:
+    """Validate the ``missing`` parameter (``"error"`` or ``"drop"``)."""
+    if missing not in MISSING_POLICIES:
+        raise ParameterError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
+    return str(missing)
+
 
 class Table:
-    """A table of records with a DuckDB connection over it.
+    """A table of records with an engine over it.
 
     Parameters
     ----------
-    frame : pandas.DataFrame
+    data : pandas.DataFrame, pyarrow.Table, duckdb relation, str/Path, Spark DataFrame, or
+        a ready engine
         The records (one row each). Must not be empty.
-    source : str
+    source : str, optional
         Where the records came from, for messages and reports.
+    where : str, optional
+        A row filter (generated SQL, DuckDB dialect), e.g. to drop rows with NULLs.
     """
 
-    def __init__(self, frame: pd.DataFrame, source: str = "<DataFrame>") -> None:
-        if frame.shape[0] == 0:
-            raise ParameterError(f"data is empty: the table {source} has no rows")
-        if frame.shape[1] == 0:
-            raise ParameterError(f"data has no columns: {source}")
-        self.frame = frame.reset_index(drop=True)
-        self.source = source
-        self._conn = duckdb.connect()
-        indexed = self.frame.assign(**{_ROWID: np.arange(len(self.frame), dtype=np.int64)})
-        self._conn.register(_NAME, indexed)
+    def __init__(self, data: Any, source: str | None = None, *, where: str | None = None) -> None:
+        if isinstance(data, DuckDBEngine | SparkEngine):
+            self.engine = data
+        else:
+            label = source or _label(data)
+            if isinstance(data, pd.DataFrame):
+                if data.shape[1] == 0:
+                    raise ParameterError(f"data has no columns: {label}")
+                data = data.reset_index(drop=True)
+            self.engine = make_engine(data, label)
+            self._given_frame = data if isinstance(data, pd.DataFrame) else None
+        if not hasattr(self, "_given_frame"):
+            self._given_frame = None
+        self.source = source or self.engine.label
+        self.where = where
+        self._frame: pd.DataFrame | None = None
+        self._local: duckdb.DuckDBPyConnection | None = None
+        self._n_rows: int | None = None
+        self.last_missing: dict[str, int] = {}
+        self.last_missing_rows = 0
+        # Spark: counting is a job of its own; an empty table fails at its first aggregate.
+        if self.dialect == "duckdb" and self.n_rows == 0:
+            raise ParameterError(f"data is empty: the table {self.source} has no rows")
+
+    # -- engine side -------------------------------------------------------------------
 
     @property
-    def n_rows(self) -> int:
-        """Number of records."""
-        return int(self.frame.shape[0])
+    def dialect(self) -> str:
+        """``"duckdb"`` or ``"spark"``."""
+        return self.engine.dialect
 
     @property
     def columns(self) -> tuple[str, ...]:
         """Column names."""
-        return tuple(str(c) for c in self.frame.columns)
+        return self.engine.columns
+
+    @property
+    def n_rows(self) -> int:
+        """Number of records (after the row filter)."""
+        if self._n_rows is None:
+            self._n_rows = int(self.run(["count(*)"], what=f"counting rows of {self.source}")[0][0])
+        return self._n_rows
+
+    def column_name(self, name: str) -> str:
+        """The table's spelling of a column referenced as ``name`` (case-insensitive)."""
+        for c in self.columns:
+            if c.lower() == name.lower():
+                return c
+        raise ParameterError(f"unknown column {name!r}; the table has columns: {self.columns}")
+
+    def run(
+        self, select: list[str], *, what: str, group_by: str | None = None, cte: str | None = None
+    ) -> list[tuple[Any, ...]]:
+        """Run ``SELECT select FROM data [WHERE filter] [GROUP BY …]`` in the engine.
+
+        ``select`` items are generated SQL (DuckDB dialect) built from validated
+        expressions; with ``cte`` the query reads ``FROM f`` where ``f`` is
+        ``cte`` evaluated over the filtered table.
+        """
+        rel = self.engine.relation
+        where = f" WHERE {self.where}" if self.where else ""
+        if cte is not None:
+            sql = f"WITH f AS (SELECT {cte} FROM {rel}{where}) SELECT {', '.join(select)} FROM f"
+        else:
+            sql = f"SELECT {', '.join(select)} FROM {rel}{where}"
+        if group_by:
+            sql += f" GROUP BY {group_by}"
+        return self.engine.query(sql, what)
+
+    def missing_counts(self, columns: Iterable[str]) -> dict[str, int]:
+        """NULL (and NaN, for float columns) values per column, in one query."""
+        cols = sorted({self.column_name(c) for c in columns})
+        if not cols:
+            return {}
+        select = [
+            f"sum(CASE WHEN {missing_condition(c, self.engine)} THEN 1 ELSE 0 END)" for c in cols
+        ]
+        row = self.run(select, what=f"counting missing values in {self.source}")[0]
+        return {c: int(v or 0) for c, v in zip(cols, row, strict=True) if v}
+
+    def complete(
+        self,
+        columns: Iterable[str],
+        *,
+        missing: str = "error",
+        what: str = "table",
+        counts: dict[str, int] | None = None,
+        rows_missing: int | None = None,
+    ) -> tuple[Table, MissingReport]:
+        """Apply the missing-value policy to the columns used (issue #12 item 6).
+
+        Parameters
+        ----------
+        columns : iterable of str
+            Columns a statistic or the secret uses.
+        missing : {"error", "drop"}
+            ``"error"``: any NULL/NaN raises. ``"drop"``: rows with one are left out and
+            counted.
+        what : str
+            Names the table in the error message (e.g. ``"modelling data"``).
+        counts : dict, optional
+            Missing values per column, when already counted (saves a query).
+        rows_missing : int, optional
+            Rows with at least one of them, when already counted (saves a query).
+
+        Returns
+        -------
+        (Table, MissingReport)
+            This table (nothing missing, or ``"error"``) or a filtered view of it.
+
+        Raises
+        ------
+        ParameterError
+            With ``missing="error"``: names the first column with NULL/NaN values and the count.
+            With ``"drop"``: when no row is left.
+        """
+        policy = check_missing_policy(missing)
+        cols = tuple(sorted({self.column_name(c) for c in columns}))
+        counts = self.missing_counts(cols) if counts is None else counts
+        if not counts:
+            return self, MissingReport(policy, cols)
+        if policy == "error":
+            col, cnt = next(iter(counts.items()))
+            others = "" if len(counts) == 1 else f" (and {len(counts) - 1} other column(s))"
+            raise ParameterError(
+                f"column {col!r} of the {what} has {cnt} missing (NULL/NaN) value(s){others}; "
+                "clean the data or choose missing='drop' to leave such rows out"
+            )
+        cond = " OR ".join(missing_condition(c, self.engine) for c in counts)
+        keep = f"NOT ({cond})"
+        where = keep if self.where is None else f"({self.where}) AND {keep}"
+        empty = ParameterError(f"every row of the {what} has a missing value in {list(counts)}")
+        if rows_missing is not None and rows_missing >= self.n_rows:
+            raise empty
+        try:
+            out = Table(self.engine, self.source, where=where)
+        except ParameterError as exc:
+            raise empty from exc
+        if rows_missing is not None:
+            out._n_rows = self.n_rows - rows_missing
+        if out.n_rows == 0:
+            raise empty
+        return out, MissingReport(policy, cols, counts, self.n_rows - out.n_rows)
+
+    def safe_sql(self, text: str, what: str, kind: str = "any") -> str:
+        """Validate ``text`` as one expression over this table's columns; sqlglot's rendering.
+
+        Every SQL text a Table method receives goes through here, so a caller passing user
+        text straight through still cannot reach the engine with a statement, a subquery
+        or a file-reading function.
+        """
+        return parse_expression(text, what=what, kind=kind, columns=self.columns).sql()
+
+    # -- row-level (in-memory) side ----------------------------------------------------
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The records as a pandas DataFrame (materialised once; row limit checked first)."""
+        if self._frame is None:
+            if self._given_frame is not None and self.where is None:
+                self._frame = self._given_frame
+            else:
+                if self.n_rows > MAX_IN_MEMORY_ROWS:
+                    raise ParameterError(
+                        f"the table {self.source} has {self.n_rows} rows; the row-level path "
+                        f"(Monte Carlo, non-linear statistics, callables) holds at most "
+                        f"{MAX_IN_MEMORY_ROWS} in memory: use linear statistics with "
+                        "method='analytic' (computed in the engine), or a sample of the table"
+                    )
+                self._frame = self.engine.fetch_frame(
+                    "*", self.where, f"loading {self.source}"
+                ).reset_index(drop=True)
+        return self._frame
+
+    def _conn(self) -> duckdb.DuckDBPyConnection:
+        if self._local is None:
+            conn = duckdb.connect()
+            frame = self.frame
+            conn.register(_NAME, frame.assign(**{_ROWID: np.arange(len(frame), dtype=np.int64)}))
+            conn.execute("SET enable_external_access = false")
+            conn.execute("SET lock_configuration = true")
+            self._local = conn
+        return self._local
 
     def sql(self, query: str, what: str) -> duckdb.DuckDBPyRelation:
-        """Run SQL over the table (named ``data``); errors name ``what`` was evaluated."""
+        """Run generated SQL over the in-memory rows (named ``data``); errors name ``what``."""
         try:
-            return self._conn.sql(query)
+            return self._conn().sql(query)
         except duckdb.Error as exc:
             msg = " ".join(str(exc).split())
             raise ParameterError(f"{what}: {msg}") from exc
@@ -65,19 +285,21 @@ class Table:
     def row_values(self, expressions: list[str], what: list[str]) -> np.ndarray:
         """Evaluate row-level SQL expressions on every row, shape (n_rows, k), float64.
 
-        Raises :class:`ParameterError` naming the expression on invalid SQL, non-numeric
-        results, or NULL/NaN values.
+        One query for all expressions. Raises :class:`ParameterError` naming the expression
+        on invalid SQL, non-numeric results, or NULL/NaN/infinite values.
         """
+        select = ", ".join(
+            f"CAST(({self.safe_sql(expr, name, 'scalar')}) AS DOUBLE) AS v{j}"
+            for j, (expr, name) in enumerate(zip(expressions, what, strict=True))
+        )
+        rel = self.sql(f"SELECT {select} FROM {_NAME} ORDER BY {_ROWID}", ", ".join(what))
+        try:
+            arrays = rel.fetchnumpy()
+        except duckdb.Error as exc:
+            raise ParameterError(f"{', '.join(what)}: {' '.join(str(exc).split())}") from exc
         cols = []
-        for expr, name in zip(expressions, what, strict=True):
-            rel = self.sql(
-                f"SELECT CAST(({expr}) AS DOUBLE) AS v FROM {_NAME} ORDER BY {_ROWID}", name
-            )
-            try:
-                arr = rel.fetchnumpy()["v"]
-            except duckdb.Error as exc:
-                raise ParameterError(f"{name}: {' '.join(str(exc).split())}") from exc
-            values = np.ma.filled(np.ma.asarray(arr, dtype=np.float64), np.nan)
+        for j, name in enumerate(what):
+            values = np.ma.filled(np.ma.asarray(arrays[f"v{j}"], dtype=np.float64), np.nan)
             bad = ~np.isfinite(values)
             if np.any(bad):
                 raise ParameterError(
@@ -89,6 +311,7 @@ class Table:
 
     def predicate(self, predicate: str, what: str) -> np.ndarray:
         """Boolean mask of the rows satisfying a SQL predicate (NULL counts as false)."""
+        predicate = self.safe_sql(predicate, what, "scalar")
         rel = self.sql(
             f"SELECT coalesce(CAST(({predicate}) AS BOOLEAN), false) AS v FROM {_NAME} "
             f"ORDER BY {_ROWID}",
@@ -100,26 +323,61 @@ class Table:
             raise ParameterError(f"{what}: {' '.join(str(exc).split())}") from exc
 
     def aggregate(
-        self, expressions: list[str], what: list[str], rows: np.ndarray | None = None
+        self,
+        expressions: list[str],
+        what: list[str],
+        rows: np.ndarray | None = None,
+        *,
+        missing_in: Iterable[str] = (),
     ) -> np.ndarray:
-        """SQL aggregates over all rows, or over each row set in ``rows`` (shape (s, n)).
+        """SQL aggregates over all rows (in the engine), or over each row set in ``rows``.
 
-        Returns shape (k,) for all rows, (s, k) with ``rows``. With ``rows`` the subsets
-        are joined in one query (grouped by subset), not evaluated one by one.
+        Returns shape (k,) for all rows, (s, k) with ``rows`` (shape (s, n)). Over all rows,
+        one query in the engine; with ``rows``, one grouped query over the in-memory rows.
+        Over all rows, the NULL/NaN counts of the columns ``missing_in`` ride along in the
+        same query and are left in :attr:`last_missing` (the values are then only valid
+        when there are none).
         """
+        expressions = [
+            self.safe_sql(e, name, "aggregate") for e, name in zip(expressions, what, strict=True)
+        ]
+        if rows is None:
+            # The row count rides along (one round trip, which matters on Spark).
+            cols = sorted({self.column_name(c) for c in missing_in})
+            select = [f"CAST(({e}) AS DOUBLE)" for e in expressions] + ["count(*)"]
+            conds = [missing_condition(c, self.engine) for c in cols]
+            select += [f"sum(CASE WHEN {c} THEN 1 ELSE 0 END)" for c in conds]
+            if conds:
+                select.append(f"sum(CASE WHEN {' OR '.join(conds)} THEN 1 ELSE 0 END)")
+            row = self.run(select, what=", ".join(what))[0]
+            m = len(expressions)
+            values, count = row[:m], row[m]
+            self._n_rows = int(count)
+            self.last_missing = {
+                c: int(v or 0)
+                for c, v in zip(cols, row[m + 1 : m + 1 + len(cols)], strict=True)
+                if v
+            }
+            self.last_missing_rows = int(row[-1] or 0) if conds else 0
+            if self.last_missing:
+                return np.full(m, np.nan)
+            if self._n_rows == 0:
+                raise ParameterError(f"data is empty: the table {self.source} has no rows")
+            out = np.array([np.nan if v is None else float(v) for v in values])
+            for name, v in zip(what, out, strict=True):
+                if not np.isfinite(v):
+                    raise ParameterError(f"{name}: the aggregate is NULL, NaN or infinite")
+            return out
         out = []
         for expr, name in zip(expressions, what, strict=True):
-            if rows is None:
-                rel = self.sql(f"SELECT CAST(({expr}) AS DOUBLE) AS v FROM {_NAME}", name)
-            else:
-                sid = np.repeat(np.arange(rows.shape[0], dtype=np.int64), rows.shape[1])
-                pick = pd.DataFrame({"sid": sid, _ROWID: rows.reshape(-1).astype(np.int64)})
-                self._conn.register("__distpriv_subsets", pick)
-                rel = self.sql(
-                    f"SELECT CAST(({expr}) AS DOUBLE) AS v FROM __distpriv_subsets "
-                    f"JOIN {_NAME} USING ({_ROWID}) GROUP BY sid ORDER BY sid",
-                    name,
-                )
+            sid = np.repeat(np.arange(rows.shape[0], dtype=np.int64), rows.shape[1])
+            pick = pd.DataFrame({"sid": sid, _ROWID: rows.reshape(-1).astype(np.int64)})
+            self._conn().register("__distpriv_subsets", pick)
+            rel = self.sql(
+                f"SELECT CAST(({expr}) AS DOUBLE) AS v FROM __distpriv_subsets "
+                f"JOIN {_NAME} USING ({_ROWID}) GROUP BY sid ORDER BY sid",
+                name,
+            )
             try:
                 arr = rel.fetchnumpy()["v"]
             except duckdb.Error as exc:
@@ -128,16 +386,32 @@ class Table:
             if not np.all(np.isfinite(values)):
                 raise ParameterError(f"{name}: the aggregate is NULL, NaN or infinite")
             out.append(values)
-        stacked = np.stack(out, axis=-1)
-        return stacked[0] if rows is None else stacked
+        return np.stack(out, axis=-1)
 
     def subset_frame(self, rows: np.ndarray) -> pd.DataFrame:
         """The records at positions ``rows`` as a DataFrame (for Python callables)."""
         return self.frame.iloc[rows]
 
 
+def _label(data: Any) -> str:
+    if isinstance(data, str | Path):
+        return str(data)
+    if isinstance(data, pd.DataFrame):
+        return "<DataFrame>"
+    if is_spark_dataframe(data):
+        return "<Spark DataFrame>"
+    if isinstance(data, duckdb.DuckDBPyRelation):
+        return "<DuckDB relation>"
+    return "<Arrow table>"
+
+
 def as_table(data: Any) -> Table:
-    """Normalise a pandas DataFrame, a pyarrow Table, or a CSV/Parquet path to a Table.
+    """Normalise a data source to a :class:`Table`.
+
+    Parameters
+    ----------
+    data : Table, pandas.DataFrame, pyarrow.Table, duckdb relation, str/Path to a
+        CSV/Parquet file, or pyspark DataFrame (the ``spark`` extra)
 
     Raises
     ------
@@ -148,31 +422,4 @@ def as_table(data: Any) -> Table:
     """
     if isinstance(data, Table):
         return data
-    if isinstance(data, pd.DataFrame):
-        return Table(data)
-    if type(data).__module__.startswith("pyarrow") and hasattr(data, "to_pandas"):
-        return Table(data.to_pandas(), "<Arrow table>")
-    if isinstance(data, str | Path):
-        path = Path(data)
-        if not path.is_file():
-            raise ParameterError(f"data file not found: {str(path)!r}")
-        suffix = "".join(path.suffixes[-2:]).lower()
-        if suffix.endswith((".csv", ".csv.gz", ".tsv")):
-            reader = "read_csv_auto"
-        elif suffix.endswith(".parquet"):
-            reader = "read_parquet"
-        else:
-            raise ParameterError(
-                f"data file {str(path)!r} must end in .csv, .csv.gz, .tsv or .parquet"
-            )
-        try:
-            frame = duckdb.connect().execute(f"SELECT * FROM {reader}(?)", [str(path)]).df()
-        except duckdb.Error as exc:
-            raise ParameterError(
-                f"cannot read data file {str(path)!r}: {' '.join(str(exc).split())}"
-            ) from exc
-        return Table(frame, str(path))
-    raise ParameterTypeError(
-        f"data must be a pandas DataFrame, a pyarrow Table or a CSV/Parquet path, got "
-        f"{type(data).__name__}"
-    )
+    return Table(data)

@@ -39,9 +39,6 @@ AUTO = "auto"
 # What ``[mechanism] name = "auto"`` accepts besides epsilon and delta.
 AUTO_OPTIONS = ("weights", "calibration")
 
-# Mechanisms calibrated on Monte Carlo samples of f_θ (Chen & Ohrimenko 2023, Thm 3.1-3.3);
-# the same split as distpriv.modeling.release.SAMPLE_MECHANISMS.
-_SAMPLE_MECHANISMS = ("wasserstein", "approx-wasserstein")
 # Relative slack for "the verified headline is no weaker than the request": the verified
 # numbers are rounded up by the accountant, never down.
 _TOLERANCE = 1e-9
@@ -226,7 +223,8 @@ def calibrate_candidates(
         mine = dict(opts.get(name, {}))
         if name == "optimal-g" and w is not None:
             mine.setdefault("weights", w)
-        target = sampled_view if name in _SAMPLE_MECHANISMS else gaussian_view
+        # The registry says which view each mechanism is calibrated on.
+        target = sampled_view if spec.model_view == "samples" else gaussian_view
         reason = ""
         mech = None
         if spec.gaussian and dlt == 0.0:

@@ -26,7 +26,14 @@ from ..guarantees import Release, to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
 from ..modeling.tables import as_table
 
-__all__ = ["ReleaseReport", "build_model", "calibrate_for", "method_for", "release"]
+__all__ = [
+    "ReleaseReport",
+    "build_model",
+    "calibrate_for",
+    "checked_noise",
+    "method_for",
+    "release",
+]
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,8 @@ class ReleaseReport:
             {
                 "statistics": list(self.release.statistics),
                 "released": self.release.value,
+                "sampler": self.release.sampler,
+                "secure": self.release.secure,
                 "mechanism": self.mechanism.name,
                 "noise_covariance": self.mechanism.noise_covariance,
                 "expected_l2_error": self.mechanism.expected_l2_error(),
@@ -93,12 +102,14 @@ def build_model(
     method: str = "analytic",
     n_samples: int = 1000,
     rng: np.random.Generator | int | None = None,
+    missing: str = "error",
 ) -> DataQueryModel:
     """The query model ``mechanism`` is calibrated on (Chen & Ohrimenko 2023 App. C.1).
 
     The Gaussian family uses ``method``; mechanisms whose registry entry asks for the
     samples view (the Wasserstein mechanisms) get Monte Carlo datasets whatever ``method``
-    says, since they need the distribution itself.
+    says, since they need the distribution itself. ``missing`` is the NULL policy
+    (``"error"`` or ``"drop"``, :func:`distpriv.model_query`).
     """
     return model_query(
         model_data,
@@ -108,6 +119,7 @@ def build_model(
         method=method_for(mechanism, method),
         n_samples=n_samples,
         rng=rng,
+        missing=missing,
     )
 
 
@@ -129,7 +141,31 @@ def calibrate_for(
     if facts is not None:
         opts = {**default_options(mechanism, facts), **opts}
     target = model_view_for(mechanism, model)
-    return calibrate(mechanism, target, epsilon=epsilon, delta=delta, **opts)
+    return checked_noise(calibrate(mechanism, target, epsilon=epsilon, delta=delta, **opts))
+
+
+def checked_noise(mech: CalibratedMechanism) -> CalibratedMechanism:
+    """Refuse a calibration whose noise is not a usable number (ε far too small or large).
+
+    ε = 1e-300 asks for Laplace scales of ~1e300, whose variance overflows; ε = 1e300 for
+    scales that underflow to 0. Either way the guarantee would be stated for noise that
+    cannot be drawn, so the calibration is refused, naming ε.
+    """
+    eps = mech.guarantee.epsilon
+    problem = None
+    with np.errstate(all="ignore"):
+        try:
+            ok = np.all(np.isfinite(mech.noise_covariance))
+            ok = ok and np.isfinite(mech.expected_l2_error())
+        except (ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
+            ok = False
+    if not ok:
+        problem = "too small" if eps < 1.0 else "too large"
+        raise ParameterError(
+            f"epsilon={eps!r} is {problem} for mechanism {mech.name!r}: the noise it needs "
+            "is not a representable number"
+        )
+    return mech
 
 
 def release(
@@ -146,7 +182,7 @@ def release(
     n_samples: int = 1000,
     options: Mapping[str, Any] | None = None,
     rng: np.random.Generator | int | None = None,
-    noise_rng: np.random.Generator | int | None = None,
+    missing: str = "error",
 ) -> ReleaseReport:
     """Release F(data) under distribution privacy w.r.t. the secret.
 
@@ -176,11 +212,13 @@ def release(
     options : mapping, optional
         Mechanism options (``calibration``, ``group_size``, …).
     rng : int, Generator or None
-        Randomness of the modelling (Monte Carlo datasets, diagnostics).
-    noise_rng : int, Generator or None
         ``None`` (default): the noise comes from the secure sampler
-        (:meth:`CalibratedMechanism.release`). A seed or Generator gives reproducible
-        numpy noise, for simulations and tests only: such a release is NOT private.
+        (:meth:`CalibratedMechanism.release`), a private release. A seed or Generator
+        drives the modelling and a numpy simulation of the noise: reproducible, for
+        experiments and tests only, and NOT private (``release.secure`` is ``False``).
+    missing : {"error", "drop"}
+        NULL/NaN in a column a statistic or the secret uses: an error naming the column and
+        count (default), or drop those rows, in the modelling and the released data alike.
 
     Returns
     -------
@@ -195,6 +233,7 @@ def release(
         )
     q = query if isinstance(query, Query) else Query(query)
     mechanism_info(mechanism)  # fail fast on an unknown name, before modelling
+    gen = None if rng is None else check_rng(rng)
     model = build_model(
         model_data,
         q,
@@ -203,11 +242,12 @@ def release(
         subset_size=n,
         method=method,
         n_samples=n_samples,
-        rng=check_rng(rng),
+        rng=gen,
+        missing=missing,
     )
     mech = calibrate_for(mechanism, model, epsilon=epsilon, delta=delta, options=options)
-    value = q.evaluate(table)
-    rel = mech.release(value, rng=noise_rng)
+    value = q.evaluate(table, missing=missing)
+    rel = mech.release(value, rng=gen)
     return ReleaseReport(
         release=rel, mechanism=mech, model=model, true_value=value, n_rows=table.n_rows
     )

@@ -8,6 +8,7 @@ DESIGN.md §2: config → data → model → calibrate → verify → release �
 
 from __future__ import annotations
 
+import dataclasses
 import secrets as _secrets
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -21,15 +22,20 @@ import pandas as pd
 from .._validation import check_positive_int, check_rng
 from .._version import __version__
 from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
-from ..errors import ConfigError, MechanismNotApplicableError, ParameterError
+from ..errors import (
+    AssumptionWarning,
+    ConfigError,
+    MechanismNotApplicableError,
+    ParameterError,
+)
 from ..guarantees import to_jsonable
-from ..modeling import DataQueryModel, ProportionSecret, Query
+from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
 from .auto import AUTO, AutoChoice, choose_for_table
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
 from .demo import demo_report
 from .ledger import Budget, Ledger, open_ledger
 from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
-from .release import ReleaseReport, build_model, calibrate_for, method_for
+from .release import ReleaseReport, build_model, calibrate_for, checked_noise, method_for
 from .report import PRIVATE_BANNER, provenance, public_release, secret_dict
 from .sources import (
     check_memory,
@@ -92,6 +98,32 @@ def _check_model_memory(cfg: ReleaseConfig, secret: ProportionSecret, n: int, me
     return n_samples
 
 
+def _tables(
+    cfg: ReleaseConfig, data: str | Path | None, n: int
+) -> tuple[pd.DataFrame, pd.DataFrame, str, int]:
+    """Modelling and released tables, the released one's source, and their row overlap."""
+    model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+    subset_rng = np.random.default_rng(cfg.insecure_seed)  # fresh OS entropy unless insecure
+    released, source = _released_frame(cfg, data, n, subset_rng)
+    if len(released) != n:
+        raise ParameterError(
+            f"data has {len(released)} rows but subset_size={n}: the query model "
+            f"describes datasets of {n} rows, so only such a dataset can be released"
+        )
+    return model_frame, released, source, warn_overlap(model_frame, released)
+
+
+def _warn_dropped(rows: int, n: int) -> None:
+    if rows != n:
+        warnings.warn(
+            f"[data] missing = 'drop' removed {n - rows} of the {n} released rows: the "
+            f"statistics are computed on {rows} rows while the model describes datasets of "
+            f"{n} rows (the guarantee assumes the dropped rows carry no information)",
+            AssumptionWarning,
+            stacklevel=3,
+        )
+
+
 def _released_frame(
     cfg: ReleaseConfig, data: str | Path | None, n: int, rng: np.random.Generator
 ) -> tuple[pd.DataFrame, str]:
@@ -126,6 +158,7 @@ def _model_and_mechanism(
         method=method,
         n_samples=n_samples,
         rng=cfg.model.get("seed", 0),
+        missing=cfg.missing,
     )
     check_model_support(model.stratum_sizes, model.counts, n)
     facts = table_facts(model_frame, query, n) if mechanism_info(cfg.mechanism).defaults else None
@@ -159,6 +192,7 @@ def _auto_model_and_mechanism(
         method=method,
         n_samples=_check_model_memory(cfg, secret, n, method),
         rng=cfg.model.get("seed", 0),
+        missing=cfg.missing,
     )
     check_model_support(model.stratum_sizes, model.counts, n)
     choice = choose_for_table(
@@ -172,12 +206,79 @@ def _auto_model_and_mechanism(
     return model, choice.mechanism, choice
 
 
+# Monte Carlo datasets per value for the data-level check (half form the density mixture,
+# half are evaluation draws: verify_on_data's default n_eval = 10,000).
+VERIFY_SAMPLES = 20_000
+
+
+def _verify(
+    cfg: ReleaseConfig,
+    model_frame: pd.DataFrame,
+    query: Query,
+    secret: ProportionSecret,
+    n: int,
+    mech: CalibratedMechanism,
+) -> dict[str, Any]:
+    """The data-level check of f_θ + Z (attacks.verify_on_data); refuses a failing release."""
+    from ..attacks import verify_on_data
+
+    need = len(secret.values) * VERIFY_SAMPLES * (n + len(cfg.query)) * 8.0 * 2
+    check_memory(need, f"--verify ({VERIFY_SAMPLES} datasets per value of {n} rows)")
+    samples = model_query(
+        model_frame,
+        query,
+        secret,
+        subset_size=n,
+        method="montecarlo",
+        n_samples=VERIFY_SAMPLES,
+        missing=cfg.missing,
+    ).to_sampled()
+    check = verify_on_data(samples, mech)
+    if not check.consistent:
+        raise MechanismNotApplicableError(
+            f"release refused by --verify: on resampled data, {mech.name!r} reaches "
+            f"delta >= {check.delta_lower:.3g} at epsilon={check.epsilon:g} (certified lower "
+            f"bound), above its target {check.target_delta:g}; " + " ".join(check.notes[:1])
+        )
+    return check.to_dict()
+
+
+def _draw(
+    session: Any,
+    cfg: ReleaseConfig,
+    mech: CalibratedMechanism,
+    value: np.ndarray,
+    query: Query,
+    secret: ProportionSecret,
+    released: pd.DataFrame,
+    model_frame: pd.DataFrame,
+) -> tuple[Any, Any]:
+    """The noise: secure sampler (or the insecure seed), inside the ledger's transaction."""
+    noise_rng = None if cfg.insecure_seed is None else check_rng(cfg.insecure_seed)
+    if session is None:
+        return mech.release(value, rng=noise_rng), None
+    return session.draw(
+        mechanism=mech,
+        value=value,
+        query=query,
+        secret=secret,
+        released_frame=released,
+        model_frame=model_frame,
+        subset_size=len(released),
+        method=method_for(mech.name, cfg.model.get("method", "analytic")),
+        n_samples=cfg.model.get("n_samples", 1000),
+        noise_rng=noise_rng,
+        model_rng=cfg.model.get("seed", 0),
+    )
+
+
 def run_release(
     config: str | Path | ReleaseConfig,
     *,
     data: str | Path | None = None,
     insecure_seed: int | None = None,
     include_true: bool | None = None,
+    verify: bool = False,
     ledger: str | Path | Ledger | None = None,
     budget: Budget | str | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -203,6 +304,10 @@ def run_release(
     include_true : bool, optional
         Put the true values into the private diagnostics (default: the config's
         ``[output] include_true``).
+    verify : bool
+        Before releasing, estimate δ(ε) of the actual outputs f_θ + Z on resampled data
+        (:func:`distpriv.attacks.verify_on_data`); the check goes into the public report,
+        and a release whose certified lower bound exceeds the target δ is refused.
     ledger : path or Ledger, optional
         Judge the release together with the earlier ones of the same data and secret
         (overrides ``[ledger] path``; docs/composition.md): one ledger transaction holds
@@ -221,39 +326,20 @@ def run_release(
         calibration diagnostics, the salt of the data fingerprint, true values on request.
     """
     cfg = _config(config)
-    seed = cfg.insecure_seed if insecure_seed is None else insecure_seed
-    noise_rng = None if seed is None else check_rng(seed, "insecure_seed")
+    if insecure_seed is not None:
+        cfg = dataclasses.replace(cfg, insecure_seed=insecure_seed)
+    seed = cfg.insecure_seed
+    check_rng(seed, "insecure_seed")
     session = open_ledger(cfg.ledger, ledger=ledger, budget=budget)  # fail before modelling
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query), _subset_size(cfg)
-        model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
-        subset_rng = np.random.default_rng(seed)  # fresh OS entropy unless insecure
-        released, source = _released_frame(cfg, data, n, subset_rng)
-        if len(released) != n:
-            raise ParameterError(
-                f"data has {len(released)} rows but subset_size={n}: the query model "
-                f"describes datasets of {n} rows, so only such a dataset can be released"
-            )
-        overlap = warn_overlap(model_frame, released)
+        model_frame, released, source, overlap = _tables(cfg, data, n)
         model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
-        value = query.evaluate(released)
-        ledger_block = None
-        if session is None:
-            rel = mech.release(value, rng=noise_rng)
-        else:
-            rel, ledger_block = session.draw(
-                mechanism=mech,
-                value=value,
-                query=query,
-                secret=secret,
-                released_frame=released,
-                model_frame=model_frame,
-                subset_size=n,
-                method=method_for(mech.name, cfg.model.get("method", "analytic")),
-                n_samples=cfg.model.get("n_samples", 1000),
-                noise_rng=noise_rng,
-                model_rng=cfg.model.get("seed", 0),
-            )
+        evaluation = query.evaluation(released, missing=cfg.missing)
+        value = evaluation.value
+        _warn_dropped(evaluation.n_rows, n)
+        verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
+        rel, ledger_block = _draw(session, cfg, mech, value, query, secret, released, model_frame)
         salt = _secrets.token_bytes(32)
         prov = provenance(
             rel=rel,
@@ -262,7 +348,13 @@ def run_release(
             insecure_seed=seed,
         )
         public = public_release(
-            title=cfg.title, secret=secret, query=query, rel=rel, mech=mech, prov=prov
+            title=cfg.title,
+            secret=secret,
+            query=query,
+            rel=rel,
+            mech=mech,
+            prov=prov,
+            verification=verification,
         )
         public["ledger"] = to_jsonable(ledger_block)
         if choice is not None:  # mechanism = "auto": the comparison behind the choice
@@ -277,6 +369,7 @@ def run_release(
             "data": source,
             "data_sha256_salt": salt.hex(),
             "rows_also_in_modelling_table": overlap,
+            "missing": evaluation.missing.to_dict(),
             **report.diagnostics(
                 include_true=cfg.include_true if include_true is None else include_true
             ),
@@ -334,6 +427,7 @@ def _audit_mechanisms(
                 method=method,
                 n_samples=n_samples,
                 rng=cfg.model.get("seed", 0),
+                missing=cfg.missing,
             )
         if name is None:
             break
@@ -382,7 +476,7 @@ def run_audit(
     cfg = _config(config)
     aud = cfg.audit
     names = list(mechanisms or aud.get("mechanisms") or [cfg.mechanism])
-    if names == ["all"]:
+    if names in (["all"], [AUTO]):  # "auto" chooses among all of them at release time
         names = list(MECHANISMS)
     for name in names:
         mechanism_info(name)
@@ -492,8 +586,7 @@ def run_calibrate(
         if not spec.gaussian:
             raise ParameterError(f"--calibration applies to Gaussian mechanisms, not {mechanism!r}")
         options["calibration"] = calibration
-    mech = calibrate(mechanism, cfg.model, epsilon=epsilon, delta=delta, **options)
-    _check_finite_noise(mech, epsilon)
+    mech = checked_noise(calibrate(mechanism, cfg.model, epsilon=epsilon, delta=delta, **options))
     public = {
         "kind": "calibration",
         "title": cfg.title,
@@ -503,12 +596,3 @@ def run_calibrate(
         **mech.to_dict(),
     }
     return CalibrateOutcome(to_jsonable(public), {}, (), mechanism=mech)
-
-
-def _check_finite_noise(mech: CalibratedMechanism, epsilon: float) -> None:
-    cov = mech.noise_covariance
-    if not np.all(np.isfinite(cov)) or not np.isfinite(mech.expected_l2_error()):
-        raise ParameterError(
-            f"epsilon={epsilon!r} is too small for {mech.name!r}: the noise it needs is not "
-            "a finite number"
-        )
