@@ -27,7 +27,7 @@ def make(out: Path = ROOT / "docs" / "report.png") -> Path:
         )
         if status != 0:
             raise SystemExit(f"distpriv release failed with status {status}")
-        return chromium_screenshot(page, out, width=960, height=3000)
+        return chromium_screenshot(page, out, width=960, height=4200)
 
 
 if __name__ == "__main__":

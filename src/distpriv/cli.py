@@ -168,7 +168,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     for path, flag in ((args.out, "--out"), (args.html, "--html")):
         if path is not None:
             check_output(path, flag)
-    with _progress(args) as bars:
+    with _progress(args) as bars, bars.phase("modelling, calibrating and attacking"):
         outcome = run_audit(
             args.config,
             mechanisms=args.mechanism,

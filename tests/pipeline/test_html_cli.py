@@ -89,3 +89,23 @@ def test_audit_html(tmp_path, capsys):
     assert stdout == ""  # --quiet
     html = page.read_text(encoding="utf-8")
     assert "Verdicts" in html and "daum" in html and "consistent" in html
+
+
+def test_demo_html(tmp_path, capsys):
+    page, out = tmp_path / "demo.html", tmp_path / "demo.json"
+    argv = ["demo", "--n-samples", 50, "--attack-repetitions", 0, "--html", page, "--out", out]
+    status, stdout, err = run([*argv, "--quiet"], capsys)
+    assert status == 0, err
+    assert stdout == ""
+    public = json.loads(out.read_text())
+    html = page.read_text(encoding="utf-8")
+    assert "simulation" in html and html.count("<svg") == 1
+    curves = {c["mechanism"] for c in public["utility"]["curves"]}
+    skipped = {s["mechanism"]: s["reason"] for s in public["utility"]["skipped"]}
+    for row in public["rows"]:
+        assert row["mechanism"] in html
+        if row["applicable"]:  # in the figure, or its absence explained
+            assert row["mechanism"] in curves or skipped.get(row["mechanism"])
+    # The figure uses the exact Gaussian model: W-infinity between Gaussians of unequal
+    # covariances is infinite, which the caption says.
+    assert "infinite" in skipped["wasserstein"] and "infinite" in html

@@ -113,6 +113,12 @@ def test_audit_json_never_has_progress():
     assert [m["mechanism"] for m in report["mechanisms"]] == ["none", "daum"]
 
 
+def test_audit_quiet_on_a_terminal_prints_nothing():
+    status, terminal, _ = run_cli([*AUDIT[:-1], "1", "--quiet"])
+    assert status == 0, terminal
+    assert BAR not in terminal and "verdict" not in terminal
+
+
 def test_progress_display_is_silent_when_disabled(capsys):
     with ProgressDisplay(enabled=False) as bars:
         tick = bars.step("work")

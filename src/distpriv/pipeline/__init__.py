@@ -5,6 +5,7 @@ One function per command (:func:`run_release`, :func:`run_audit`, :func:`run_dem
 curator's ``private`` diagnostics; :func:`release` is the same process as a library call.
 """
 
+from .auto import AutoChoice, choose_mechanism
 from .compose import ComposedGuarantee, ReleaseSpec, compose
 from .config import (
     ModelConfig,
@@ -13,6 +14,7 @@ from .config import (
     load_release_config,
 )
 from .demo import ADULT_STATISTICS, INCOME_SECRET, DemoReport, DemoRow
+from .html import render_html
 from .ledger import Budget, Ledger, LedgerEntry, parse_budget, release_with_ledger
 from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
 from .release import ReleaseReport, build_model, calibrate_for, release
@@ -23,6 +25,7 @@ __all__ = [
     "ADULT_STATISTICS",
     "INCOME_SECRET",
     "AuditOutcome",
+    "AutoChoice",
     "Budget",
     "CalibrateOutcome",
     "ComposedGuarantee",
@@ -38,6 +41,7 @@ __all__ = [
     "ReleaseSpec",
     "build_model",
     "calibrate_for",
+    "choose_mechanism",
     "compose",
     "fingerprint",
     "load_frame",
@@ -46,6 +50,7 @@ __all__ = [
     "parse_budget",
     "release",
     "release_with_ledger",
+    "render_html",
     "resolve_source",
     "run_audit",
     "run_calibrate",

@@ -165,8 +165,9 @@ def utility_figure_svg(utility: Mapping[str, Any]) -> str:
                     label=label,
                     zorder=3 if mine else 2,
                 )
-                ax.plot(eps[ok], err[ok], "o", color=color, ms=5, zorder=4)
-                ax.plot(eps[~ok], err[~ok], "o", mfc="white", mec=color, ms=5, zorder=4)
+                top = 6 if mine else 4  # the chosen curve's markers stay visible
+                ax.plot(eps[ok], err[ok], "o", color=color, ms=5, zorder=top)
+                ax.plot(eps[~ok], err[~ok], "o", mfc="white", mec=color, ms=5, zorder=top)
             if utility.get("epsilon") is not None:
                 ax.axvline(float(utility["epsilon"]), color="0.3", ls=":", lw=1.2)
                 ax.annotate(

@@ -72,6 +72,9 @@ class ProgressDisplay:
                 TimeElapsedColumn(),
                 console=Console(stderr=True),
                 transient=True,
+                # stdout stays the command's own: a report printed there is never
+                # routed through the progress console.
+                redirect_stdout=False,
             )
             self._bar.start()
         return self
