@@ -103,7 +103,7 @@ def test_plugin_matches_exact_gaussian_profile(seed):
     diff = means[0] - means[1]
     dist = float(np.sqrt(diff @ np.linalg.solve(total, diff)))
     eps = 0.5
-    exact = float(gaussian_delta(eps, dist))
+    exact = float(gaussian_delta(dist, epsilon=eps))
     model = dataclasses.replace
     base = mech("expm-g", _gaussian_model(means, cov), epsilon=eps, delta=1e-2)
     m = model(base, noise=Noise.isotropic("gaussian", 2, noise_sd))
@@ -174,7 +174,7 @@ def test_noiseless_release_of_separated_statistics_is_flagged():
     check = verify_on_data(samples, m, rng=8, n_eval=500)
     # N(0, 1) vs N(3, 1) at eps = 1: delta = 0.78 (Balle & Wang); the test set certifies most
     assert check.noise_rank == 0 and not check.consistent
-    assert 0.6 < check.delta_lower <= float(gaussian_delta(m.guarantee.epsilon, 3.0))
+    assert 0.6 < check.delta_lower <= float(gaussian_delta(3.0, epsilon=m.guarantee.epsilon))
     assert any("no noise" in n for n in check.notes)
 
 
