@@ -14,11 +14,12 @@ non-negative weights of shape ``(n,)`` (uniform when omitted). The paper uses th
 ``metric`` also allows L2 and L∞.
 
 Algorithms (DESIGN.md §4): in one dimension W∞ is the largest gap between the two quantile
-functions. In ℝᵐ the answer is always one of the pairwise distances, so we binary-search the
-sorted distinct distances with a feasibility test per threshold t: a perfect bipartite matching
-on the pairs at distance ≤ t for equal-size unweighted samples, and otherwise a bipartite
-max-flow (solved as a small linear program) that must carry all the mass (W∞) or at least
-1 − δ of it ((W, δ)-closeness).
+functions. In ℝᵐ the answer is always one of the pairwise distances. For equal-size
+unweighted samples it is a bottleneck matching, found by growing one matching together with
+the threshold (minimax augmenting paths from a lower bound, no matching rebuilt per
+threshold; see ``_bottleneck_threshold``). Otherwise we binary-search the sorted distinct
+distances with a bipartite max-flow (solved as a small linear program) per threshold that
+must carry all the mass (W∞) or at least 1 − δ of it ((W, δ)-closeness).
 """
 
 from __future__ import annotations
@@ -528,8 +529,9 @@ def winf_distance(
     * m = 1: the largest gap between the quantile functions, sup_t |F_μ⁻¹(t) − F_ν⁻¹(t)|,
       in O((n + k) log(n + k)); for equal-size unweighted samples max |sort(u) − sort(v)|.
       Quantile intervals of mass below 1e-12 are treated as rounding error and ignored.
-    * m > 1, equal-size unweighted samples: a bottleneck matching — binary search over the
-      sorted pairwise distances with a Hopcroft–Karp perfect-matching test per threshold.
+    * m > 1, equal-size unweighted samples: a bottleneck matching — one matching grown
+      with the threshold by minimax augmenting paths, from a Hopcroft–Karp warm start on a
+      sparse subgraph (seconds for 2,000 points per sample in 5-D).
     * m > 1 otherwise: the same binary search with a max-flow test (an LP solved by HiGHS)
       that must transport all the mass, up to 1e-9. One LP per search step: seconds for a
       few hundred weighted points.
@@ -580,9 +582,10 @@ def closeness(
         Norm of the displacement; the paper uses ``"l1"``.
     method : {"coupling", "bound"}
         ``"coupling"``: the smallest such W, exactly — binary search over the sorted
-        pairwise distances with a max-flow (or, for equal-size unweighted samples, maximum
-        matching) test that at least 1 − δ of the mass can move within the threshold
-        (tolerance 1e-9). With δ = 0 this is :func:`winf_distance`.
+        pairwise distances with a max-flow test that at least 1 − δ of the mass can move
+        within the threshold (tolerance 1e-9); for equal-size unweighted samples, the
+        bottleneck of a matching of ⌈(1 − δ)n⌉ points, grown with the threshold. With
+        δ = 0 this is :func:`winf_distance`.
         ``"bound"``: the upper bound Δ_E + 2c of Chen & Ohrimenko 2023, Thm 3.3, where
         Δ_E = ‖E μ − E ν‖ and c is the larger of the two (1 − δ/2)-quantiles of ‖X − E X‖
         (both in ``metric``). O((n + k) log(n + k)) time, O(n + k) memory; never below the
