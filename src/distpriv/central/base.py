@@ -53,6 +53,22 @@ class CalibratedMechanism:
         return self.noise.covariance
 
     @property
+    def noise_rank(self) -> int:
+        """Number of independent directions the noise covers (≤ m).
+
+        Where it is below m, the statistics' components outside the noise's range are
+        published as computed: their protection rests entirely on f_θ's own randomness (the
+        Gaussian model). On statistics that take values on a grid (counts, means of integer
+        columns) those exact components can pin the noisy one and reveal F(Data); the
+        data-level check (:func:`distpriv.attacks.verify_on_data`) detects this.
+        """
+        cov = self.noise_covariance
+        scale = float(np.max(np.abs(cov))) if cov.size else 0.0
+        if scale == 0.0:
+            return 0
+        return int(np.linalg.matrix_rank(cov / scale, hermitian=True))
+
+    @property
     def laplace_scales(self) -> np.ndarray | None:
         """Laplace scales b of the Laplace component (shape (d,)), or ``None``."""
         comps = [c for c in self.noise.components if c.kind == "laplace"]

@@ -37,7 +37,7 @@ __all__ = [
 
 AUTO = "auto"
 # What ``[mechanism] name = "auto"`` accepts besides epsilon and delta.
-AUTO_OPTIONS = ("weights", "calibration")
+AUTO_OPTIONS = ("weights", "calibration", "allow_partial_noise")
 
 # Relative slack for "the verified headline is no weaker than the request": the verified
 # numbers are rounded up by the accountant, never down.
@@ -156,6 +156,18 @@ def _views(model: Any) -> tuple[Any, Any]:
     return model, model
 
 
+def _partial_noise(mech: CalibratedMechanism) -> str:
+    """Why ``auto`` passes over a mechanism whose noise leaves directions uncovered ('' if not)."""
+    rank, m = mech.noise_rank, mech.dim
+    if rank >= m:
+        return ""
+    return (
+        f"noise covers {rank} of {m} directions: the other components are published exactly "
+        "and, on grid-valued statistics, can reveal the statistics (see verify_on_data); "
+        "pick it by name, or pass allow_partial_noise=True, if the statistics are continuous"
+    )
+
+
 def _verdict(g: Any, epsilon: float, delta: float) -> tuple[bool, str]:
     if g.holds is False:
         failed = ", ".join(a.name for a in g.failed)
@@ -183,6 +195,7 @@ def calibrate_candidates(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     mechanisms: Sequence[str] | None = None,
     progress: ProgressCallback | None = None,
+    allow_partial_noise: bool = False,
 ) -> tuple[Candidate, ...]:
     """Calibrate every applicable mechanism at (ε, δ) and say which verify.
 
@@ -202,6 +215,11 @@ def calibrate_candidates(
         Restrict the comparison (default: every registered mechanism).
     progress : callable(done, total), optional
         Called after each mechanism.
+    allow_partial_noise : bool, default False
+        Let mechanisms whose noise covers fewer than m directions (daum, dirm, a rank-one
+        optimal-g) be chosen. Off by default: the uncovered components are published exactly,
+        and on grid-valued statistics they can reveal F(Data) (on Adult the data-level check
+        certifies δ(1) ≥ 0.26 for daum); the Gaussian model cannot see this.
 
     Returns
     -------
@@ -243,6 +261,9 @@ def calibrate_candidates(
             cov = np.diag(mech.noise_covariance)
             mse = float(cov.sum() if w is None else (w * cov).sum())
             ok, why = _verdict(mech.guarantee, eps, dlt)
+            partial = "" if allow_partial_noise else _partial_noise(mech)
+            if ok and partial:
+                ok, why = False, partial
             g = mech.guarantee
             out.append(Candidate(name, mse, ok, float(g.epsilon), float(g.delta), why, mech))
         if progress is not None:
@@ -259,6 +280,7 @@ def choose_mechanism(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     mechanisms: Sequence[str] | None = None,
     progress: ProgressCallback | None = None,
+    allow_partial_noise: bool = False,
 ) -> AutoChoice:
     """Choose the least-error mechanism whose guarantee verifies at (ε, δ).
 
@@ -269,7 +291,7 @@ def choose_mechanism(
 
     Parameters
     ----------
-    model, epsilon, delta, weights, options, mechanisms, progress
+    model, epsilon, delta, weights, options, mechanisms, progress, allow_partial_noise
         As in :func:`calibrate_candidates`.
 
     Returns
@@ -291,6 +313,7 @@ def choose_mechanism(
         options=options,
         mechanisms=mechanisms,
         progress=progress,
+        allow_partial_noise=allow_partial_noise,
     )
     ok = [c for c in cands if c.verified]
     if not ok:
@@ -301,7 +324,6 @@ def choose_mechanism(
         )
     best = min(ok, key=lambda c: c.mse)  # min keeps the first of equal errors
     w = _check_weights(weights, model.dim)
-    assert best.calibrated is not None  # verified candidates are calibrated
     return AutoChoice(
         mechanism=best.calibrated,
         candidates=cands,
@@ -330,7 +352,8 @@ def choose_for_table(
         The configuration's request.
     options : mapping, optional
         The ``[mechanism]`` table's other keys: ``weights`` (one positive number per
-        statistic) and ``calibration`` (for the Gaussian mechanisms); nothing else.
+        statistic), ``calibration`` (for the Gaussian mechanisms) and
+        ``allow_partial_noise`` (see :func:`calibrate_candidates`); nothing else.
     facts : TableFacts, optional
         Facts about the modelling table for the registry's default options (the group-DP
         baselines' group size and sensitivities), as for a named mechanism.
@@ -365,4 +388,11 @@ def choose_for_table(
         weights=opts.get("weights"),
         options=per,
         progress=progress,
+        allow_partial_noise=_flag(opts.get("allow_partial_noise", False)),
     )
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"[mechanism] allow_partial_noise must be true or false, got {value!r}")
+    return value

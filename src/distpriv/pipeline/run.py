@@ -27,6 +27,7 @@ from ..errors import (
     ConfigError,
     MechanismNotApplicableError,
     ParameterError,
+    PrivacyLeakWarning,
 )
 from ..guarantees import to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
@@ -122,6 +123,26 @@ def _warn_dropped(rows: int, n: int) -> None:
             AssumptionWarning,
             stacklevel=3,
         )
+
+
+def _warn_partial_noise(mech: CalibratedMechanism, verified: bool) -> None:
+    """Warn when the noise leaves statistics' directions uncovered (published exactly)."""
+    rank, m = mech.noise_rank, mech.dim
+    if rank >= m:
+        return
+    tail = (
+        "the data-level check (--verify) runs below"
+        if verified
+        else "run with --verify, or choose a mechanism with full-rank noise"
+    )
+    warnings.warn(
+        f"{mech.name}: the noise covers {rank} of {m} directions; the statistics' other "
+        "components are published exactly, and on grid-valued statistics (counts, means of "
+        "integer columns) they can reveal the statistics themselves, which the Gaussian "
+        f"model does not see; {tail}",
+        PrivacyLeakWarning,
+        stacklevel=2,
+    )
 
 
 def _released_frame(
@@ -335,6 +356,7 @@ def run_release(
         secret, query, n = _secret(cfg), Query(cfg.query), _subset_size(cfg)
         model_frame, released, source, overlap = _tables(cfg, data, n)
         model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
+        _warn_partial_noise(mech, verify)
         evaluation = query.evaluation(released, missing=cfg.missing)
         value = evaluation.value
         _warn_dropped(evaluation.n_rows, n)
