@@ -68,17 +68,7 @@ class DuckDBEngine:
         )
 
     def _attach_file(self, path: Path) -> None:
-        if not path.is_file():
-            raise ParameterError(f"data file not found: {str(path)!r}")
-        suffix = "".join(path.suffixes[-2:]).lower()
-        if suffix.endswith((".csv", ".csv.gz", ".tsv")):
-            reader = "read_csv_auto"
-        elif suffix.endswith(".parquet"):
-            reader = "read_parquet"
-        else:
-            raise ParameterError(
-                f"data file {str(path)!r} must end in .csv, .csv.gz, .tsv or .parquet"
-            )
+        reader = file_reader(path)
         resolved = str(path.resolve())
         literal = sqlglot.exp.Literal.string(resolved).sql(dialect="duckdb")
         try:
@@ -102,6 +92,28 @@ class DuckDBEngine:
             return self.conn.sql(sql).df()
         except duckdb.Error as exc:
             raise ParameterError(f"{what}: {_one_line(exc)}") from exc
+
+
+def file_reader(path: Path, what: str | None = None) -> str:
+    """The DuckDB table function that reads ``path`` (CSV/TSV, gzipped CSV, or Parquet).
+
+    Raises
+    ------
+    ParameterError
+        The file does not exist or has another extension; the message starts with ``what``
+        when given.
+    """
+    lead = "" if what is None else f"{what}: "
+    if not path.is_file():
+        raise ParameterError(f"{lead}data file not found: {str(path)!r}")
+    suffix = "".join(path.suffixes[-2:]).lower()
+    if suffix.endswith((".csv", ".csv.gz", ".tsv")):
+        return "read_csv_auto"
+    if suffix.endswith(".parquet"):
+        return "read_parquet"
+    raise ParameterError(
+        f"{lead}data file {str(path)!r} must end in .csv, .csv.gz, .tsv or .parquet"
+    )
 
 
 def is_spark_dataframe(obj: Any) -> bool:

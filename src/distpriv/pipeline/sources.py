@@ -20,6 +20,7 @@ from ..central import TableFacts
 from ..datasets import PAPER_SPLIT, paper_split
 from ..errors import ParameterError, PrivacyLeakWarning
 from ..modeling import Query
+from ..modeling.engines import file_reader
 from ..modeling.tables import as_table
 from .config import BUILTIN_PREFIX
 
@@ -79,17 +80,7 @@ def load_frame(source: str, *, split_seed: int = 0, what: str = "data") -> pd.Da
     if source.startswith(BUILTIN_PREFIX):
         return _adult_split(source[len(BUILTIN_PREFIX) :], split_seed)
     path = Path(source)
-    if not path.is_file():
-        raise ParameterError(f"{what}: data file not found: {str(path)!r}")
-    suffix = "".join(path.suffixes[-2:]).lower()
-    if suffix.endswith((".csv", ".csv.gz", ".tsv")):
-        reader = "read_csv_auto"
-    elif suffix.endswith(".parquet"):
-        reader = "read_parquet"
-    else:
-        raise ParameterError(
-            f"{what}: data file {str(path)!r} must end in .csv, .csv.gz, .tsv or .parquet"
-        )
+    reader = file_reader(path, what)
     # A fixed statement with the path as a bound parameter: nothing from the config is
     # spliced into SQL here.
     conn = duckdb.connect()
