@@ -177,6 +177,7 @@ def _experiment(sub: Any, types: dict[str, Any]) -> Any:
     exp.add_argument("--seed", type=types["seed"], default=0)
     exp.add_argument("--json", action="store_true")
     exp.add_argument("--doc", help="also write the reproduction record (markdown) here")
+    exp.add_argument("--quiet", action="store_true", help="no progress bar")
     return exp
 
 
@@ -226,6 +227,7 @@ def _local(sub: Any, types: dict[str, Any], parser_class: type) -> Any:
     ev.add_argument(
         "--samples", type=types["count"], default=200_000, help="Monte Carlo tuples per side"
     )
+    ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.add_argument("--seed", type=types["seed"], default=0, help="scenario and Monte Carlo seed")
     _json_out(ev)
     return ev

@@ -208,15 +208,20 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         Path(args.doc).parent.mkdir(parents=True, exist_ok=True)
         check_output(args.doc, "--doc")
     results = []
+    total = len(EXPERIMENTS) if "all" in args.names else len(set(args.names))
+    with _progress(args) as bars:
+        tick = bars.step("running experiments", total)
+        tick(0, total)
 
-    def show(res: Any) -> None:
-        results.append(res)
-        if not args.json:
-            sys.stdout.write(render_experiment(res))
+        def show(res: Any) -> None:
+            results.append(res)
+            tick(len(results), total)
+            if not args.json:
+                bars.print(render_experiment(res))
 
-    run_experiments(
-        list(args.names), quick=args.quick, seed=args.seed, out_dir=Path(args.out), on_done=show
-    )
+        run_experiments(
+            list(args.names), quick=args.quick, seed=args.seed, out_dir=Path(args.out), on_done=show
+        )
     if args.doc is not None:
         cmd = "distpriv experiment run " + " ".join(args.names) + (" --quick" if args.quick else "")
         write_atomic(args.doc, reproduction_markdown(results, cmd), "--doc")
@@ -236,18 +241,19 @@ def _cmd_local(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output(args.out, "--out")
     scenario = load_scenario(args.scenario, seed=args.seed)
-    report = evaluate(
-        scenario,
-        args.mechanism,
-        pair=args.pair,
-        delta=args.delta,
-        epsilon=args.epsilon,
-        sigma=args.sigma,
-        radius=args.radius,
-        k=args.k,
-        n_samples=args.samples,
-        rng=args.seed,
-    )
+    with _progress(args) as bars, bars.phase("evaluating the local mechanism"):
+        report = evaluate(
+            scenario,
+            args.mechanism,
+            pair=args.pair,
+            delta=args.delta,
+            epsilon=args.epsilon,
+            sigma=args.sigma,
+            radius=args.radius,
+            k=args.k,
+            n_samples=args.samples,
+            rng=args.seed,
+        )
     out = report.to_dict()
     return _finish(args, out, lambda: render_local(scenario.title, out))
 

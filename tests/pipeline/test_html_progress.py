@@ -143,3 +143,15 @@ def test_progress_enabled_rules():
     assert not progress_enabled(stream=Pipe())
     assert not progress_enabled(quiet=True, stream=Tty())
     assert not progress_enabled(json=True, stream=Tty())
+
+
+def test_experiment_run_shows_progress_and_quiet_hides_it(tmp_path):
+    run = ["experiment", "run", "zhang2022-apmqm", "--quick", "--out", str(tmp_path)]
+    status, terminal, _ = run_cli(run)
+    assert status == 0, terminal
+    # The result tables use the bar glyph too: the bar's label tells it apart.
+    assert "running experiments" in terminal and "1/1" in terminal
+    assert "Example 1" in terminal  # the result table is printed above the bar
+    status, terminal, _ = run_cli([*run, "--quiet"])
+    assert status == 0, terminal
+    assert "running experiments" not in terminal and "Example 1" in terminal

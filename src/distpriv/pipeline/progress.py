@@ -101,6 +101,16 @@ class ProgressDisplay:
 
         return tick
 
+    def print(self, text: str) -> None:
+        """Write ``text`` to stdout, above the bars when they are drawn (no torn lines)."""
+        if self._bar is None:
+            sys.stdout.write(text)
+            return
+        self._bar.stop()
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        self._bar.start()
+
     @contextmanager
     def phase(self, description: str) -> Iterator[None]:
         """An indeterminate (pulsing) bar for a step that cannot count its progress."""
