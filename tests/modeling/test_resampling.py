@@ -252,3 +252,36 @@ def test_pool_holding_whole_strata_is_exact_and_uniform_rows(modeling):
 def test_pool_bad_input(modeling, kwargs, match):
     with pytest.raises(DistPrivError, match=match):
         model_query(modeling, PAPER_QUERY, INCOME, subset_size=100, n_samples=10, **kwargs)
+
+
+def test_pool_from_a_table_larger_than_memory_is_drawn_in_the_engine(
+    modeling, tmp_path, monkeypatch
+):
+    # With the in-memory row limit below the table's size, any load of the whole table
+    # raises; the pool must come from reservoir samples drawn in the engine.
+    from distpriv.modeling import tables
+
+    path = tmp_path / "big.parquet"
+    modeling.iloc[:400].assign(rid=np.arange(400)).to_parquet(path)
+    monkeypatch.setattr(tables, "MAX_IN_MEMORY_ROWS", 100)
+    with pytest.raises(DistPrivError, match="holds at most 100"):
+        as_table(str(path)).frame  # noqa: B018
+    model = model_query(
+        str(path), PAPER_QUERY, INCOME, subset_size=20, n_samples=50, rng=0, pool_size=60
+    )
+    assert model.sampling.method == "pool" and model.sampling.pool_strata_sizes == (60, 60)
+    assert sum(model.stratum_sizes) == 400
+    # Inclusion frequencies of the engine's reservoir samples are uniform per stratum.
+    table = as_table(str(path))
+    mask = (modeling.iloc[:400]["income"] == ">50K").to_numpy()
+    freq = np.zeros(400)
+    rng = np.random.default_rng(2)
+    for _ in range(40):
+        pool, sizes, pooled = draw_pool(table, INCOME, pool_size=60, rng=rng)
+        assert pooled == (60, 60) and sizes == (int(mask.sum()), int((~mask).sum()))
+        rid = pool.frame["rid"].to_numpy()
+        assert np.all(mask[rid[:60]]) and not np.any(mask[rid[60:]])
+        assert len(set(rid)) == 120  # without replacement
+        freq[rid] += 1
+    for stratum in (mask, ~mask):
+        assert stats.chisquare(freq[stratum]).pvalue > 1e-4

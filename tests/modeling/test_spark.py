@@ -90,3 +90,20 @@ def test_spark_refuses_the_same_hostile_sql(spark, tmp_path):
             Query({"a": text}).evaluate(sdf)
     with pytest.raises(DistPrivError, match="unknown column 'y'"):
         Query({"a": "avg(y)"}).evaluate(sdf)
+
+
+def test_row_pool_is_drawn_in_spark(spark, adult, monkeypatch):
+    # A Spark table larger than the in-memory limit: the Monte Carlo pool comes from
+    # uniform samples drawn in Spark, per stratum, without replacement.
+    from distpriv.modeling import tables
+    from distpriv.modeling.resampling import draw_pool
+
+    frame, _ = adult
+    small = frame.iloc[:300].assign(rid=np.arange(300))
+    monkeypatch.setattr(tables, "MAX_IN_MEMORY_ROWS", 100)
+    table = as_table(spark.createDataFrame(small))
+    pool, sizes, pooled = draw_pool(table, INCOME, pool_size=40, rng=np.random.default_rng(0))
+    mask = (small["income"] == ">50K").to_numpy()
+    assert sizes == (int(mask.sum()), int((~mask).sum())) and pooled == (40, 40)
+    rid = pool.frame["rid"].to_numpy()
+    assert np.all(mask[rid[:40]]) and not np.any(mask[rid[40:]]) and len(set(rid)) == 80

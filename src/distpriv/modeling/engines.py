@@ -93,6 +93,26 @@ class DuckDBEngine:
         except duckdb.Error as exc:
             raise ParameterError(f"{what}: {_one_line(exc)}") from exc
 
+    def sample_frame(self, where: str, k: int, seed: int, what: str) -> pd.DataFrame:
+        """``k`` rows drawn uniformly without replacement from the rows satisfying ``where``.
+
+        Reservoir sampling in the engine (Vitter's algorithm R: every k-subset equally
+        likely), so the table is read once and never held in memory. ``seed`` makes it
+        repeatable only single-threaded; the draw is uniform either way.
+        """
+        sql = (
+            f"SELECT * FROM (SELECT * FROM {self.relation} WHERE {where}) "
+            f"USING SAMPLE reservoir({int(k)} ROWS) REPEATABLE ({int(seed)})"
+        )
+        return self.fetch_sql(sql, what)
+
+    def fetch_sql(self, sql: str, what: str) -> pd.DataFrame:
+        """Generated DuckDB SQL as a DataFrame; errors name ``what``."""
+        try:
+            return self.conn.sql(sql).df()
+        except duckdb.Error as exc:
+            raise ParameterError(f"{what}: {_one_line(exc)}") from exc
+
 
 def file_reader(path: Path, what: str | None = None) -> str:
     """The DuckDB table function that reads ``path`` (CSV/TSV, gzipped CSV, or Parquet).
@@ -168,6 +188,23 @@ class SparkEngine:
     def fetch_frame(self, select: str, where: str | None, what: str) -> pd.DataFrame:
         """The selected columns as a pandas DataFrame (only for small tables)."""
         sql = f"SELECT {select} FROM {self.relation}" + (f" WHERE {where}" if where else "")
+        try:
+            return self.spark.sql(self.translate(sql)).toPandas()
+        except Exception as exc:
+            if type(exc).__module__.startswith(("pyspark", "py4j")):
+                raise ParameterError(f"{what}: {_one_line(exc)}") from exc
+            raise
+
+    def sample_frame(self, where: str, k: int, seed: int, what: str) -> pd.DataFrame:
+        """``k`` rows drawn uniformly without replacement from the rows satisfying ``where``.
+
+        Ordering by an independent uniform key and keeping the first ``k`` is a uniform
+        k-subset; Spark sorts distributed, so the table never reaches the driver whole.
+        """
+        sql = (
+            f"SELECT * FROM {self.relation} WHERE {where} "
+            f"ORDER BY random({int(seed)}) LIMIT {int(k)}"
+        )
         try:
             return self.spark.sql(self.translate(sql)).toPandas()
         except Exception as exc:

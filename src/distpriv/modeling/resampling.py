@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .._validation import check_positive_int, check_rng
 from ..errors import ParameterError, ParameterTypeError
+from . import tables
 from .queries import Query
 from .sampling import sample_subsets
 from .secrets import ProportionSecret
@@ -170,7 +172,15 @@ def draw_pool(
     (Table, (N_A, N_B), (P_A, P_B))
         The pool, the strata sizes in ``table`` and in the pool; P = min(pool_size, N).
     """
-    mask = table.predicate(secret.predicate, f"secret predicate ({secret.predicate})")
+    what = f"secret predicate ({secret.predicate})"
+    if table.n_rows > tables.MAX_IN_MEMORY_ROWS:
+        # Larger than memory: each stratum's pool is a reservoir sample drawn in the engine.
+        with_p, n_with = table.sample_where(secret.predicate, pool_size, rng, what)
+        without, n_without = table.sample_where(secret.predicate, pool_size, rng, what, negate=True)
+        frame = pd.concat([with_p, without], ignore_index=True)
+        pool = Table(frame, f"pool of {table.source}")
+        return pool, (n_with, n_without), (len(with_p), len(without))
+    mask = table.predicate(secret.predicate, what)
     picked = []
     for rows in (np.flatnonzero(mask), np.flatnonzero(~mask)):
         take = min(pool_size, rows.size)

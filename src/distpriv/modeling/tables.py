@@ -159,6 +159,25 @@ class Table:
             sql += f" GROUP BY {group_by}"
         return self.engine.query(sql, what)
 
+    def sample_where(
+        self, predicate: str, k: int, rng: np.random.Generator, what: str, *, negate: bool = False
+    ) -> tuple[pd.DataFrame, int]:
+        """Up to ``k`` rows drawn uniformly without replacement, in the engine, among the rows
+        satisfying ``predicate`` (NULL counts as false, as in :meth:`predicate`; with
+        ``negate`` the other rows); and how many rows there are to draw from.
+
+        For tables too large for memory (Monte Carlo row pools): only the sample leaves the
+        engine.
+        """
+        cond = f"coalesce(CAST(({self.safe_sql(predicate, what, 'scalar')}) AS BOOLEAN), false)"
+        cond = f"NOT {cond}" if negate else cond
+        where = cond if self.where is None else f"({self.where}) AND {cond}"
+        size = int(self.run([f"count(*) FILTER (WHERE {cond})"], what=what)[0][0])
+        if size == 0:
+            return self.engine.fetch_frame("*", "false", what), 0
+        seed = int(rng.integers(2**31 - 1))
+        return self.engine.sample_frame(where, min(k, size), seed, what), size
+
     def missing_counts(self, columns: Iterable[str]) -> dict[str, int]:
         """NULL (and NaN, for float columns) values per column, in one query."""
         cols = sorted({self.column_name(c) for c in columns})
