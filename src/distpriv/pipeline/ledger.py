@@ -832,6 +832,7 @@ def release_with_ledger(
     n_samples: int = 1000,
     options: Any = None,
     rng: Any = None,
+    missing: str = "error",
 ) -> LedgeredRelease:
     """:func:`distpriv.pipeline.release` judged together with the ledger's earlier releases.
 
@@ -844,7 +845,7 @@ def release_with_ledger(
     Parameters
     ----------
     data, query, secret, model_data, mechanism, epsilon, delta, subset_size, method,
-    n_samples, options, rng
+    n_samples, options, rng, missing
         As for :func:`distpriv.pipeline.release`: ``rng=None`` draws the noise from the
         secure sampler; a seed gives a reproducible simulation that is NOT private.
     ledger : Ledger or path
@@ -861,38 +862,34 @@ def release_with_ledger(
     CompositionError
         The earlier releases cannot be composed exactly with this one.
     """
-    from .._validation import check_positive_int, check_rng
-    from ..modeling import Query
     from ..modeling.tables import as_table
-    from .release import ReleaseReport, build_model, calibrate_for, method_for
+    from .release import ReleaseReport, method_for, prepare_release
     from .sources import fingerprint
 
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     if budget is not None and not isinstance(budget, Budget):
         raise ParameterTypeError(f"budget must be a Budget, got {budget!r}")
     fp = data_fingerprint(data_name=data_name)
-    table = as_table(data)
-    n = table.n_rows if subset_size is None else check_positive_int(subset_size, "subset_size")
-    if n != table.n_rows:
-        raise ParameterError(
-            f"data has {table.n_rows} rows but subset_size={n}: only a dataset of "
-            f"{n} rows can be released under the query model"
-        )
-    q = query if isinstance(query, Query) else Query(query)
-    gen = None if rng is None else check_rng(rng)
-    meth = method_for(mechanism, method)
-    model = build_model(
-        model_data,
-        q,
+    prep = prepare_release(
+        data,
+        query,
         secret,
+        model_data=model_data,
         mechanism=mechanism,
-        subset_size=n,
-        method=meth,
+        epsilon=epsilon,
+        delta=delta,
+        subset_size=subset_size,
+        method=method,
         n_samples=n_samples,
-        rng=gen,
+        options=options,
+        rng=rng,
+        missing=missing,
     )
-    mech = calibrate_for(mechanism, model, epsilon=epsilon, delta=delta, options=options)
-    value = q.evaluate(table)
+    table, mech, value, q, gen, n = (
+        prep.table, prep.mechanism, prep.value, prep.query, prep.rng, prep.table.n_rows
+    )  # fmt: skip
+    meth = method_for(mechanism, method)
+    model = prep.model
     model_frame = as_table(model_data).frame
     entry, rel, composed, effective = ledgered_draw(
         led,

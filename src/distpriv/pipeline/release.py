@@ -24,7 +24,7 @@ from ..central import (
 from ..errors import ParameterError
 from ..guarantees import Release, to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
-from ..modeling.tables import as_table
+from ..modeling.tables import Table, as_table
 
 __all__ = [
     "ReleaseReport",
@@ -224,6 +224,66 @@ def release(
     -------
     ReleaseReport
     """
+    prep = prepare_release(
+        data,
+        query,
+        secret,
+        model_data=model_data,
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        subset_size=subset_size,
+        method=method,
+        n_samples=n_samples,
+        options=options,
+        rng=rng,
+        missing=missing,
+    )
+    rel = prep.mechanism.release(prep.value, rng=prep.rng)
+    return ReleaseReport(
+        release=rel,
+        mechanism=prep.mechanism,
+        model=prep.model,
+        true_value=prep.value,
+        n_rows=prep.table.n_rows,
+    )
+
+
+@dataclass(frozen=True)
+class PreparedRelease:
+    """Everything of a release but the noise: the table, query, model, calibrated mechanism,
+    true value F(data) (private) and the generator (``None``: secure sampler)."""
+
+    table: Table
+    query: Query
+    model: DataQueryModel
+    mechanism: CalibratedMechanism
+    value: np.ndarray
+    rng: np.random.Generator | None
+
+
+def prepare_release(
+    data: Any,
+    query: Query | Mapping[str, str],
+    secret: ProportionSecret,
+    *,
+    model_data: Any,
+    mechanism: str,
+    epsilon: float,
+    delta: float = 0.0,
+    subset_size: int | None = None,
+    method: str = "analytic",
+    n_samples: int = 1000,
+    options: Mapping[str, Any] | None = None,
+    rng: np.random.Generator | int | None = None,
+    missing: str = "error",
+) -> PreparedRelease:
+    """Model, calibrate and evaluate F(data), drawing no noise (parameters as :func:`release`).
+
+    The one home of these steps for :func:`release` and the ledger's
+    :func:`~distpriv.pipeline.ledger.release_with_ledger`, which draws the noise inside its
+    budget transaction.
+    """
     table = as_table(data)
     n = table.n_rows if subset_size is None else check_positive_int(subset_size, "subset_size")
     if n != table.n_rows:
@@ -247,7 +307,4 @@ def release(
     )
     mech = calibrate_for(mechanism, model, epsilon=epsilon, delta=delta, options=options)
     value = q.evaluate(table, missing=missing)
-    rel = mech.release(value, rng=gen)
-    return ReleaseReport(
-        release=rel, mechanism=mech, model=model, true_value=value, n_rows=table.n_rows
-    )
+    return PreparedRelease(table, q, model, mech, value, gen)
