@@ -40,6 +40,7 @@ from .errors import (
     ParameterTypeError,
     PrivacyLeakWarning,
     SamplerError,
+    UtilityWarning,
 )
 from .guarantees import Assumption, PrivacyGuarantee, Release
 from .modeling import DataQueryModel, ProportionSecret, Query, model_query
@@ -88,6 +89,7 @@ __all__ = [
     "ReleaseReport",
     "SampledQueryModel",
     "SamplerError",
+    "UtilityWarning",
     "__version__",
     "calibrate",
     "closeness",

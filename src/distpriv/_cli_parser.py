@@ -133,6 +133,19 @@ def _release(sub: Any, types: dict[str, Any]) -> Any:
     return rel
 
 
+def _verify(sub: Any) -> Any:
+    ver = sub.add_parser(
+        "verify",
+        help="dry run of a release: model, calibrate and check it on resampled data; no noise "
+        "is drawn and nothing is written but the check's report",
+    )
+    ver.add_argument("config", help="TOML release configuration (docs/user-guide.md)")
+    ver.add_argument("--out", help="write the check's JSON report here (never overwritten)")
+    ver.add_argument("--json", action="store_true", help="print the report as JSON")
+    ver.add_argument("--quiet", action="store_true", help="print nothing; the exit status tells")
+    return ver
+
+
 def _ledger(sub: Any, parser_class: type) -> Any:
     led = sub.add_parser("ledger", help="inspect a privacy ledger")
     led_sub = led.add_subparsers(dest="action", required=True, parser_class=parser_class)
@@ -245,6 +258,7 @@ def add_commands(
     parsers = {
         "calibrate": _calibrate(sub, types, mechanisms, calibrations),
         "release": _release(sub, types),
+        "verify": _verify(sub),
         "audit": _audit(sub, types),
         "experiment": _experiment(sub, types),
         "demo": _demo(sub, types),

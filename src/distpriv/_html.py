@@ -24,7 +24,10 @@ __all__ = [
     "repr_audit",
     "repr_guarantee",
     "repr_mechanism",
+    "repr_model",
+    "repr_private",
     "repr_release",
+    "repr_report",
 ]
 
 # The page may show inline styles and data: images, and nothing else: no script, no font,
@@ -147,3 +150,32 @@ def repr_release(release: dict[str, Any]) -> str:
 def repr_audit(audit: dict[str, Any]) -> str:
     """Compact HTML of an ``AuditReport.to_dict()`` (for notebooks)."""
     return render_template("repr.html.j2", kind="audit", audit=audit, guarantee=None)
+
+
+def repr_model(model: dict[str, Any]) -> str:
+    """Compact HTML of a query model's ``to_dict()`` (labels, statistics, means)."""
+    return render_template("repr.html.j2", kind="model", model=model, guarantee=None)
+
+
+def repr_report(report: dict[str, Any], *, private_hidden: bool = False) -> str:
+    """Compact HTML of a public report (release, audit, calibration, demo) for notebooks.
+
+    Only the public dict is rendered; ``private_hidden`` adds a line saying that the
+    curator's diagnostics exist and are not shown.
+    """
+    g = report.get("guarantee") if isinstance(report, dict) else None
+    return render_template(
+        "repr.html.j2",
+        kind="report",
+        report=report,
+        guarantee=g if isinstance(g, dict) and "epsilon" in g else None,
+        private_hidden=private_hidden,
+    )
+
+
+def repr_private(private: dict[str, Any]) -> str:
+    """The curator's private diagnostics, in a red PRIVATE frame (shown only on request)."""
+    import json
+
+    text = json.dumps(private, indent=1, default=str, allow_nan=True)
+    return render_template("repr.html.j2", kind="private", text=text, guarantee=None)

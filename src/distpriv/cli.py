@@ -128,6 +128,18 @@ def _cmd_release(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from .pipeline import run_verify
+    from .rendering import render_verification
+
+    if args.out is not None:
+        check_output(args.out, "--out", overwrite=False)
+    public = run_verify(args.config).public
+    status = _finish(args, public, lambda: render_verification(public))
+    # Exit status 1 on a certified violation, so a script can gate a release on it.
+    return 1 if public["verification"].get("verdict") == "violation" else status
+
+
 def _cmd_ledger(args: argparse.Namespace) -> int:
     from .pipeline.ledger import ledger_report
     from .rendering import render_ledger
@@ -290,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     handlers = {
         "calibrate": _cmd_calibrate,
         "release": _cmd_release,
+        "verify": _cmd_verify,
         "audit": _cmd_audit,
         "experiment": _cmd_experiment,
         "demo": _cmd_demo,

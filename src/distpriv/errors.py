@@ -19,6 +19,7 @@ __all__ = [
     "ParameterTypeError",
     "PrivacyLeakWarning",
     "SamplerError",
+    "UtilityWarning",
 ]
 
 
@@ -91,3 +92,8 @@ class PrivacyLeakWarning(UserWarning):
     model, hence the noise scale, then depends on the private data), or when the model rests
     on so few rows per stratum that it describes the table rather than the population.
     """
+
+
+class UtilityWarning(UserWarning):
+    """The release is private but may be useless: e.g. a statistic's noise standard
+    deviation exceeds the width of its declared valid range."""

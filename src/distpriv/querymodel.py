@@ -89,6 +89,12 @@ class _PairsMixin:
     labels: tuple[Hashable, ...]
     pairs: tuple[tuple[int, int], ...]
 
+    def _repr_html_(self) -> str:
+        """Compact HTML summary for Jupyter: labels, statistics and means per hypothesis."""
+        from ._html import repr_model
+
+        return repr_model(self.to_dict())
+
     @property
     def n_thetas(self) -> int:
         """Number of hypotheses θ."""

@@ -125,21 +125,29 @@ def render_release(public: dict[str, Any], private: dict[str, Any]) -> str:
         f"[bold]{_e(public['title'])}[/bold] — mechanism [bold]{public['mechanism']['name']}"
         f"[/bold], sampler: {_e(prov['sampler'])}"
     )
-    if not public.get("private", False):
+    if not public.get("secure_noise", False):
         console.print(f"[bold red]{_e(public['not_private'])}[/bold red]")
     truth = private.get("true_values")
+    spread = private.get("noise_to_spread")
     table = Table()
     for col in ("statistic", "released", "noise std", "95% interval"):
         table.add_column(col, justify="left" if col == "statistic" else "right")
+    if spread is not None:
+        table.add_column("noise/spread (PRIVATE)", justify="right")
     if truth is not None:
         table.add_column("true (PRIVATE)", justify="right")
     for k, s in enumerate(public["statistics"]):
         lo, hi = s["interval95"]
-        row = [_e(s["name"]), f"{s['value']:.4f}", f"{s['noise_sd']:.4f}", f"[{lo:.4f}, {hi:.4f}]"]
+        value = f"{s['value']:.4f}" + (" (clamped)" if s.get("clamped") else "")
+        row = [_e(s["name"]), value, f"{s['noise_sd']:.4f}", f"[{lo:.4f}, {hi:.4f}]"]
+        if spread is not None:
+            row.append(f"{spread[k]:.3g}")
         if truth is not None:
             row.append(f"{truth[k]:.4f}")
         table.add_row(*row)
     console.print(table)
+    if public.get("ranges_note"):
+        console.print(_e(public["ranges_note"]))
     console.print(f"expected L2 error: {public['mechanism']['expected_l2_error']:.4g}")
     _guarantee_lines(console, public["guarantee"])
     check = public.get("verification")
@@ -416,4 +424,30 @@ def render_ledger(report: dict[str, Any]) -> str:
         console.print(table)
     if not report["groups"]:
         console.print("no releases recorded")
+    return buf.text()
+
+
+def render_verification(public: dict[str, Any]) -> str:
+    """``distpriv verify``: the mechanism, its guarantee and the data-level check (no noise)."""
+    buf = _Buffer()
+    console = buf.console
+    mech = public["mechanism"]
+    console.print(
+        f"[bold]{_e(public['title'])}[/bold] — dry run of mechanism [bold]{_e(mech['name'])}"
+        f"[/bold] on {len(public['statistics'])} statistics: no noise drawn, nothing released"
+    )
+    console.print(
+        f"expected L2 error: {mech['expected_l2_error']:.4g}, noise rank "
+        f"{mech['noise_rank']} of {len(public['statistics'])}"
+    )
+    _guarantee_lines(console, public["guarantee"])
+    check = public["verification"]
+    verdict = check.get("verdict") or ("no evidence" if check.get("consistent") else "violation")
+    console.print(
+        f"data-level check: delta({check['epsilon']:g}) estimated {check['delta_estimate']:.3g} "
+        f"(certified >= {check['delta_lower']:.3g}) against the target "
+        f"{check['target_delta']:g}: [bold]{_e(verdict).upper()}[/bold]"
+    )
+    for note in check.get("notes", [])[:3]:
+        console.print(f"  {_e(note)}")
     return buf.text()

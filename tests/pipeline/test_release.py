@@ -123,7 +123,7 @@ def test_insecure_seed_is_reproducible_and_not_private(tmp_path, capsys):
     status, out, _ = run(argv, capsys)
     b = json.loads(out)
     assert [s["value"] for s in a["statistics"]] == [s["value"] for s in b["statistics"]]
-    assert a["private"] is False and a["provenance"]["seed"] == 9
+    assert a["secure_noise"] is False and a["provenance"]["seed"] == 9
     assert "NOT PRIVATE" in a["not_private"]
     status, out, _ = run([*argv[:-3], "--insecure-seed", "9"], capsys)
     assert status == 0 and "NOT PRIVATE" in out

@@ -223,7 +223,8 @@ def calibrate_exact(
             if check.worst > delta:
                 raise MechanismNotApplicableError(
                     f"noiseless release is not ({epsilon:g}, {delta:g})-private under the "
-                    f"exact profile of the model: {check.describe()}; use 'daum' or 'optimal-g'"
+                    f"exact profile of the model: {check.describe()}; use 'expm-g' or 'eigm' "
+                    "(full-rank noise), or mechanism='auto'"
                 )
             paper = None
             cov, scale, method = np.zeros((gm.dim, gm.dim)), 0.0, "no noise"

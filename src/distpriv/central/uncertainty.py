@@ -200,7 +200,8 @@ def calibrate_daum(
         bad = gm.pair_labels[int(np.argmax(~np.isfinite(per_pair)))]
         raise MechanismNotApplicableError(
             f"daum: noise along direction {np.round(v, 6).tolist()} cannot hide pair "
-            f"{bad}: its mean difference points too far away from it; use 'dirm-g' or 'eigm'"
+            f"{bad}: its mean difference points too far away from it; use 'eigm' or 'expm-g' "
+            "(full-rank noise), or mechanism='auto'"
         )
     sig2 = float(per_pair.max())
     noise = Noise.along("gaussian", v.reshape(-1, 1), np.array([np.sqrt(sig2)]))
@@ -261,7 +262,8 @@ def calibrate_noiseless(
         a, b = gm.pair_labels[worst]
         raise MechanismNotApplicableError(
             f"noiseless release is not ({epsilon:g}, {delta:g})-private: pair ({a}, {b}) has "
-            f"Mahalanobis distance {dist[worst]:.4g} > D* = {d_star:.4g}; use 'daum' or 'eigm'"
+            f"Mahalanobis distance {dist[worst]:.4g} > D* = {d_star:.4g}; use 'eigm' or "
+            "'expm-g' (full-rank noise), or mechanism='auto'"
         )
     assumptions = [
         gauss,

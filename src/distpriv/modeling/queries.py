@@ -124,6 +124,11 @@ class Query:
         receives a pandas DataFrame (one dataset) and returns m numbers.
     names : sequence of str, optional
         Names of the statistics; required for a callable, defaults to the SQL text.
+    ranges : mapping of name → (low, high), optional
+        The valid range of a statistic (e.g. ``(1, 5)`` for a mean rating, ``(0, inf)`` for a
+        count). A release clamps its noisy value to the range and intersects its interval
+        with it — post-processing, which costs no privacy — and says so in the report
+        (:meth:`clamp`).
 
     Examples
     --------
@@ -137,6 +142,7 @@ class Query:
         statistics: Mapping[str, str] | Sequence[str] | Callable[[Any], Any],
         *,
         names: Sequence[str] | None = None,
+        ranges: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         self.function: Callable[[Any], Any] | None = None
         if callable(statistics) and not isinstance(statistics, Mapping):
@@ -173,6 +179,31 @@ class Query:
         seen = [s.name for s in self.statistics]
         if len(set(seen)) != len(seen):
             raise ParameterError(f"statistic names must be distinct, got {seen}")
+        self.ranges: dict[str, tuple[float, float]] = _check_ranges(ranges, seen)
+
+    def range_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds per statistic, shape (m,) each (±inf where undeclared)."""
+        lo = np.array([self.ranges.get(n, (-np.inf, np.inf))[0] for n in self.names])
+        hi = np.array([self.ranges.get(n, (-np.inf, np.inf))[1] for n in self.names])
+        return lo, hi
+
+    def clamp(self, value: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Clamp released values to the declared ranges (post-processing: no privacy cost).
+
+        Parameters
+        ----------
+        value : array_like, shape (m,) or (batch, m)
+
+        Returns
+        -------
+        clamped : ndarray, same shape
+        changed : ndarray of bool, same shape
+            Where a value lay outside its range and was moved to the nearest bound.
+        """
+        v = np.asarray(value, dtype=np.float64)
+        lo, hi = self.range_bounds()
+        out = np.clip(v, lo, hi)
+        return out, out != v
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -194,7 +225,7 @@ class Query:
         return f"Query({body})"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe description."""
+        """JSON-safe description (name → expression; declared ranges are in ``ranges``)."""
         return {s.name: s.expression for s in self.statistics}
 
     # -- evaluation -------------------------------------------------------------------
@@ -289,3 +320,32 @@ class Query:
         if not np.all(np.isfinite(out)):
             raise ParameterError("the query callable returned NaN or infinite values")
         return out
+
+
+def _check_ranges(ranges: Any, names: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """Validate ``ranges``: known statistic names, two numbers each, low < high, no NaN."""
+    if ranges is None:
+        return {}
+    if not isinstance(ranges, Mapping):
+        raise ParameterTypeError(
+            f"ranges must map statistic names to [low, high], got {type(ranges).__name__}"
+        )
+    out: dict[str, tuple[float, float]] = {}
+    for name, bounds in ranges.items():
+        if name not in names:
+            raise ParameterError(
+                f"ranges: {name!r} is not a statistic of the query (statistics: "
+                f"{', '.join(map(repr, names))})"
+            )
+        try:
+            lo, hi = (float(b) for b in bounds)
+        except (TypeError, ValueError):
+            raise ParameterError(
+                f"ranges: {name!r} must be [low, high] (two numbers), got {bounds!r}"
+            ) from None
+        if isinstance(bounds, str) or np.isnan(lo) or np.isnan(hi) or not lo < hi:
+            raise ParameterError(
+                f"ranges: {name!r} must be [low, high] with low < high, got {bounds!r}"
+            )
+        out[str(name)] = (lo, hi)
+    return out

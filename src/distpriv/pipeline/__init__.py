@@ -16,9 +16,9 @@ from .config import (
 from .demo import ADULT_STATISTICS, INCOME_SECRET, DemoReport, DemoRow
 from .html import render_html
 from .ledger import Budget, Ledger, LedgerEntry, parse_budget, release_with_ledger
-from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
+from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome, VerifyOutcome
 from .release import ReleaseReport, build_model, calibrate_for, release
-from .run import run_audit, run_calibrate, run_demo, run_release
+from .run import run_audit, run_calibrate, run_demo, run_release, run_verify
 from .sources import fingerprint, load_frame, resolve_source, table_facts
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "ReleaseOutcome",
     "ReleaseReport",
     "ReleaseSpec",
+    "VerifyOutcome",
     "build_model",
     "calibrate_for",
     "choose_mechanism",
@@ -56,5 +57,6 @@ __all__ = [
     "run_calibrate",
     "run_demo",
     "run_release",
+    "run_verify",
     "table_facts",
 ]

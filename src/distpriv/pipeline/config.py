@@ -137,6 +137,7 @@ _RELEASE_TOP = {
     "output",
     "audit",
     "ledger",
+    "ranges",
 }
 _RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test", "missing"}
 _RELEASE_SECRET = {"predicate", "values", "pairs", "within"}
@@ -175,6 +176,7 @@ class ReleaseConfig:
     audit: dict[str, Any]
     path: str
     ledger: dict[str, Any] = field(default_factory=dict)
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def _table(
@@ -269,6 +271,8 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         epsilon = 1.0
         delta = 1e-3
         calibration = "analytic"          # any other key is a mechanism option
+        [ranges]                          # optional: valid range of a statistic; released
+        avg_age = [17, 90]                # values are clamped to it (post-processing)
         [output]
         include_true = false              # true values in the private diagnostics
         [audit]                           # defaults of distpriv audit
@@ -342,7 +346,32 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         audit=dict(aud),
         path=where,
         ledger=_ledger_table(led, base, where),
+        ranges=_ranges(data, where),
     )
+
+
+def _ranges(data: dict[str, Any], where: str) -> dict[str, tuple[float, float]]:
+    """``[ranges]``: statistic name = [low, high], the valid range of a released value."""
+    tab = data.get("ranges", {})
+    if not isinstance(tab, dict):
+        raise ConfigError(f"{where}: [ranges] must map statistic names to [low, high]")
+    query = data.get("query") or {}
+    out = {}
+    for name, bounds in tab.items():
+        if name not in query:
+            raise ConfigError(f"{where}: [ranges] {name} is not a statistic of [query]")
+        ok = (
+            isinstance(bounds, list)
+            and len(bounds) == 2
+            and all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
+            and bounds[0] < bounds[1]  # NaN fails this too
+        )
+        if not ok:
+            raise ConfigError(
+                f"{where}: [ranges] {name} must be [low, high] with low < high, got {bounds!r}"
+            )
+        out[name] = (float(bounds[0]), float(bounds[1]))
+    return out
 
 
 def _ledger_table(led: dict[str, Any], base: Path, where: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The curator's report: one self-contained HTML page for a release, an audit or the demo.
 
-:func:`render_html` turns a public report dict (the JSON schema of CONTRACTS.md, as
+:func:`render_html` turns a public report dict (the JSON described in docs/user-guide.md §5, as
 written by ``distpriv release/audit/demo --out``) into a page built from the package's
 Jinja2 templates (:mod:`distpriv._html`, shared with the notebook ``_repr_html_``). The
 page loads nothing: styles are inline, the privacy–utility figure is inline SVG drawn by
@@ -249,7 +249,7 @@ def render_html(report: Mapping[str, Any]) -> str:
     ----------
     report : mapping
         A public report (``kind`` ``"release"``, ``"audit"`` or ``"demo"``) as written by
-        the CLI's ``--out`` (the schema in CONTRACTS.md). An optional ``utility`` entry
+        the CLI's ``--out`` (described in docs/user-guide.md §5). An optional ``utility`` entry
         (from :func:`utility_curve`) adds the privacy–utility figure; an optional
         ``choice`` the comparison of ``mechanism = "auto"``.
 

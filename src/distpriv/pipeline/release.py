@@ -6,8 +6,9 @@ add configuration, provenance, checks and the two reports on top of it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from ..errors import ParameterError
 from ..guarantees import Release, to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
 from ..modeling.tables import Table, as_table
+from .auto import AUTO, choose_for_table
 
 __all__ = [
     "ReleaseReport",
@@ -56,9 +58,26 @@ class ReleaseReport:
 
     release: Release
     mechanism: CalibratedMechanism
-    model: DataQueryModel
-    true_value: np.ndarray
+    model: DataQueryModel = field(repr=False)
+    true_value: np.ndarray = field(repr=False)  # never in a display that may be shared
     n_rows: int
+    choice: Any = field(default=None, repr=False)
+
+    def _repr_html_(self) -> str:
+        """The publishable part as compact HTML (for notebooks); never the true values."""
+        from .._html import repr_report
+
+        public = {"kind": "release", **self.to_dict()}
+        public["statistics"] = [
+            {"name": name, "value": float(v), "noise_sd": float(np.sqrt(max(c, 0.0)))}
+            for name, v, c in zip(
+                self.release.statistics,
+                np.asarray(self.release.value, dtype=float).reshape(-1),
+                np.diag(self.mechanism.noise_covariance),
+                strict=False,
+            )
+        ]
+        return repr_report(public, private_hidden=True)
 
     def to_dict(self) -> dict[str, Any]:
         """The publishable part: statistics, noisy values, noise, guarantee."""
@@ -200,9 +219,13 @@ def release(
         Public or auxiliary data describing how datasets like ``data`` are distributed
         (not the released rows).
     mechanism : str
-        A name in :data:`distpriv.MECHANISMS`. The registry says which view of the model
-        it needs: the Wasserstein mechanisms are calibrated on Monte Carlo samples
-        (whatever ``method`` says), the others on the Gaussian model.
+        A name in :data:`distpriv.MECHANISMS`, or ``"auto"``: the least-error mechanism whose
+        guarantee verifies (:func:`distpriv.pipeline.auto.choose_mechanism`, as ``mechanism =
+        "auto"`` in a config; its options are ``weights``, ``calibration`` and
+        ``allow_partial_noise``; the comparison is in ``ReleaseReport.choice``). The
+        registry says which view of the model a mechanism needs: the Wasserstein mechanisms
+        are calibrated on Monte Carlo samples (whatever ``method`` says), the others on the
+        Gaussian model.
     epsilon, delta : float
         Privacy parameters.
     subset_size : int, optional
@@ -240,12 +263,15 @@ def release(
         missing=missing,
     )
     rel = prep.mechanism.release(prep.value, rng=prep.rng)
+    if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
+        rel = dataclasses.replace(rel, value=prep.query.clamp(rel.value)[0])
     return ReleaseReport(
         release=rel,
         mechanism=prep.mechanism,
         model=prep.model,
         true_value=prep.value,
         n_rows=prep.table.n_rows,
+        choice=prep.choice,
     )
 
 
@@ -260,6 +286,7 @@ class PreparedRelease:
     mechanism: CalibratedMechanism
     value: np.ndarray
     rng: np.random.Generator | None
+    choice: Any = None  # mechanism="auto": the AutoChoice (comparison table)
 
 
 def prepare_release(
@@ -292,19 +319,27 @@ def prepare_release(
             f"datasets of {n} rows, so only such a dataset can be released under it"
         )
     q = query if isinstance(query, Query) else Query(query)
-    mechanism_info(mechanism)  # fail fast on an unknown name, before modelling
+    auto = mechanism == AUTO
+    if not auto:
+        mechanism_info(mechanism)  # fail fast on an unknown name, before modelling
     gen = None if rng is None else check_rng(rng)
     model = build_model(
         model_data,
         q,
         secret,
-        mechanism=mechanism,
+        # auto: the Gaussian model of the requested method (any Gaussian-view name will do)
+        mechanism="eigm" if auto else mechanism,
         subset_size=n,
         method=method,
         n_samples=n_samples,
         rng=gen,
         missing=missing,
     )
-    mech = calibrate_for(mechanism, model, epsilon=epsilon, delta=delta, options=options)
+    choice = None
+    if auto:
+        choice = choose_for_table(model, epsilon=epsilon, delta=delta, options=options)
+        mech = checked_noise(choice.mechanism)
+    else:
+        mech = calibrate_for(mechanism, model, epsilon=epsilon, delta=delta, options=options)
     value = q.evaluate(table, missing=missing)
-    return PreparedRelease(table, q, model, mech, value, gen)
+    return PreparedRelease(table, q, model, mech, value, gen, choice)

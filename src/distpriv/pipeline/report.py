@@ -10,6 +10,7 @@ covers; they go to the private diagnostics, marked as such.
 from __future__ import annotations
 
 import math
+import warnings
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from .._version import __version__
 from ..central import CalibratedMechanism, mechanism_info
+from ..errors import UtilityWarning
 from ..guarantees import Release, to_jsonable
 from ..modeling import ProportionSecret, Query
 
@@ -24,6 +26,7 @@ __all__ = [
     "PRIVATE_BANNER",
     "SECURE_SAMPLER_FALLBACK",
     "intervals95",
+    "noise_to_spread",
     "provenance",
     "public_release",
     "secret_dict",
@@ -112,27 +115,52 @@ def public_release(
     prov: dict[str, Any],
     verification: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The public release report (schema in CONTRACTS.md; rendered to HTML by ``report``)."""
+    """The public release report (keys described in docs/user-guide.md §5;
+    rendered to HTML by ``report``)."""
     half, how = intervals95(mech)
     sd = np.sqrt(np.clip(np.diag(mech.noise_covariance), 0.0, None))
-    value = np.asarray(rel.value, dtype=float)
-    stats = [
-        {
+    raw = np.asarray(rel.value, dtype=float)
+    # Declared ranges: clamp the value and intersect the interval (post-processing of the
+    # noisy release: no privacy cost, Dwork & Roth 2014 Prop. 2.1), and say so.
+    value, clamped = query.clamp(raw)
+    lo, hi = query.range_bounds()
+    stats = []
+    for k, s in enumerate(query.statistics):
+        entry = {
             "name": s.name,
             "expression": s.expression,
             "value": float(value[k]),
             "noise_sd": float(sd[k]),
-            "interval95": [float(value[k] - half[k]), float(value[k] + half[k])],
+            # The interval projected on the range (a single bound when they do not meet).
+            "interval95": [
+                float(np.clip(raw[k] - half[k], lo[k], hi[k])),
+                float(np.clip(raw[k] + half[k], lo[k], hi[k])),
+            ],
             "interval95_method": how[k],
         }
-        for k, s in enumerate(query.statistics)
-    ]
+        if s.name in query.ranges:
+            width = float(hi[k] - lo[k])
+            entry["range"] = [float(lo[k]), float(hi[k])]
+            entry["clamped"] = bool(clamped[k])
+            entry["noise_sd_over_range"] = float(sd[k] / width) if np.isfinite(width) else 0.0
+            if sd[k] > width:
+                warnings.warn(
+                    f"statistic {s.name!r}: the noise standard deviation {sd[k]:.4g} exceeds "
+                    f"its declared range [{lo[k]:g}, {hi[k]:g}]: the released value carries "
+                    "little information about it (consider weights, fewer statistics or a "
+                    "larger epsilon)",
+                    UtilityWarning,
+                    stacklevel=2,
+                )
+        stats.append(entry)
     spec = mechanism_info(mech.name)
-    private = bool(prov.get("secure"))
+    # "secure_noise": the noise came from the secure sampler (a private release); not a flag
+    # that the report itself is private.
+    secure_noise = bool(prov.get("secure"))
     out = {
         "kind": "release",
         "title": title,
-        "private": private,
+        "secure_noise": secure_noise,
         "secret": secret_dict(secret),
         "statistics": stats,
         "mechanism": {
@@ -149,7 +177,13 @@ def public_release(
         "choice": None,
         "provenance": prov,
     }
-    if not private:
+    if query.ranges:
+        out["ranges_note"] = (
+            "statistics with a declared range are clamped to it and their 95 % intervals "
+            "intersected with it, after the noise is added (post-processing: no privacy "
+            "cost); clamped: " + (", ".join(s["name"] for s in stats if s.get("clamped")) or "none")
+        )
+    if not secure_noise:
         out["not_private"] = (
             "NOT PRIVATE: the noise was drawn with a seed (insecure_seed), anyone who knows it "
             "can subtract it"
@@ -162,3 +196,21 @@ def public_release(
 def _public_options(mech: CalibratedMechanism) -> dict[str, Any]:
     g = mech.guarantee
     return {"calibration": g.calibration} if g.calibration else {}
+
+
+def noise_to_spread(mech: CalibratedMechanism, model: Any) -> list[float]:
+    """Each statistic's noise sd over its spread under the model (curator-private).
+
+    The spread is the statistic's standard deviation across datasets, pooled over the
+    hypotheses θ (root of the mean of the model's variances): a ratio of 1 means the noise
+    is as large as the natural variation of the statistic from one dataset to another.
+    Statistics that never vary under the model have ratio ``inf`` (or 0 without noise).
+    """
+    sd = np.sqrt(np.clip(np.diag(mech.noise_covariance), 0.0, None))
+    cov = np.asarray(model.covariances, dtype=float)
+    spread = np.sqrt(np.mean(np.diagonal(cov, axis1=-2, axis2=-1).reshape(-1, sd.size), axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(
+            spread > 0, sd / np.where(spread > 0, spread, 1.0), np.where(sd > 0, np.inf, 0.0)
+        )
+    return [float(x) for x in ratio]

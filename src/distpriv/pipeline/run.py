@@ -35,9 +35,15 @@ from .auto import AUTO, AutoChoice, choose_for_table
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
 from .demo import demo_report
 from .ledger import Budget, Ledger, open_ledger
-from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
+from .outcomes import (
+    AuditOutcome,
+    CalibrateOutcome,
+    DemoOutcome,
+    ReleaseOutcome,
+    VerifyOutcome,
+)
 from .release import ReleaseReport, build_model, calibrate_for, checked_noise, method_for
-from .report import PRIVATE_BANNER, provenance, public_release, secret_dict
+from .report import PRIVATE_BANNER, noise_to_spread, provenance, public_release, secret_dict
 from .sources import (
     check_memory,
     check_model_support,
@@ -48,7 +54,7 @@ from .sources import (
     warn_overlap,
 )
 
-__all__ = ["run_audit", "run_calibrate", "run_demo", "run_release"]
+__all__ = ["run_audit", "run_calibrate", "run_demo", "run_release", "run_verify"]
 
 
 class _Caught:
@@ -241,6 +247,25 @@ def _verify(
     mech: CalibratedMechanism,
 ) -> dict[str, Any]:
     """The data-level check of f_θ + Z (attacks.verify_on_data); refuses a failing release."""
+    check = _verify_check(cfg, model_frame, query, secret, n, mech)
+    if not check.consistent:
+        raise MechanismNotApplicableError(
+            f"release refused by --verify: on resampled data, {mech.name!r} reaches "
+            f"delta >= {check.delta_lower:.3g} at epsilon={check.epsilon:g} (certified lower "
+            f"bound), above its target {check.target_delta:g}; " + " ".join(check.notes[:1])
+        )
+    return check.to_dict()
+
+
+def _verify_check(
+    cfg: ReleaseConfig,
+    model_frame: pd.DataFrame,
+    query: Query,
+    secret: ProportionSecret,
+    n: int,
+    mech: CalibratedMechanism,
+) -> Any:
+    """verify_on_data on datasets resampled from the modelling table (no noise is drawn)."""
     from ..attacks import verify_on_data
 
     need = len(secret.values) * VERIFY_SAMPLES * (n + len(cfg.query)) * 8.0 * 2
@@ -254,14 +279,7 @@ def _verify(
         n_samples=VERIFY_SAMPLES,
         missing=cfg.missing,
     ).to_sampled()
-    check = verify_on_data(samples, mech)
-    if not check.consistent:
-        raise MechanismNotApplicableError(
-            f"release refused by --verify: on resampled data, {mech.name!r} reaches "
-            f"delta >= {check.delta_lower:.3g} at epsilon={check.epsilon:g} (certified lower "
-            f"bound), above its target {check.target_delta:g}; " + " ".join(check.notes[:1])
-        )
-    return check.to_dict()
+    return verify_on_data(samples, mech)
 
 
 def _draw(
@@ -353,7 +371,7 @@ def run_release(
     check_rng(seed, "insecure_seed")
     session = open_ledger(cfg.ledger, ledger=ledger, budget=budget)  # fail before modelling
     with _collect_warnings() as caught:
-        secret, query, n = _secret(cfg), Query(cfg.query), _subset_size(cfg)
+        secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         model_frame, released, source, overlap = _tables(cfg, data, n)
         model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
         _warn_partial_noise(mech, verify)
@@ -392,12 +410,67 @@ def run_release(
             "data_sha256_salt": salt.hex(),
             "rows_also_in_modelling_table": overlap,
             "missing": evaluation.missing.to_dict(),
+            "noise_to_spread": noise_to_spread(mech, model),
             **report.diagnostics(
                 include_true=cfg.include_true if include_true is None else include_true
             ),
         }
     private["warnings"] = list(caught.lines)
     return ReleaseOutcome(public, to_jsonable(private), caught.lines, report)
+
+
+def run_verify(
+    config: str | Path | ReleaseConfig,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> VerifyOutcome:
+    """Model, calibrate and check a configured release on data, drawing no noise.
+
+    The dry run of :func:`run_release` with ``verify=True``: the same model and mechanism
+    (auto's choice included), then the data-level check of the actual outputs f_θ + Z on
+    datasets resampled from the modelling table (:func:`distpriv.attacks.verify_on_data`).
+    Nothing is released, no noise is drawn, no ledger is opened or written; the released
+    table is not read.
+
+    Returns
+    -------
+    VerifyOutcome
+        ``public``: ``kind = "verification"``, the mechanism, its guarantee and the check
+        (with its verdict); ``private``: the model.
+    """
+    cfg = _config(config)
+    with _collect_warnings() as caught:
+        secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
+        model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+        model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
+        check = _verify_check(cfg, model_frame, query, secret, n, mech)
+        spec = mechanism_info(mech.name)
+        public = {
+            "kind": "verification",
+            "title": cfg.title,
+            "secret": secret_dict(secret),
+            "statistics": list(query.names),
+            "mechanism": {
+                "name": mech.name,
+                "summary": spec.summary,
+                "theorem": spec.theorem,
+                "noise_covariance": mech.noise_covariance,
+                "expected_l2_error": mech.expected_l2_error(),
+                "noise_rank": mech.noise_rank,
+            },
+            "guarantee": mech.guarantee.to_dict(),
+            "verification": check.to_dict(),
+            "choice": None if choice is None else choice.rows(),
+            "noise_drawn": False,
+            "provenance": {"version": __version__},
+        }
+    private = {
+        "kind": "verification-diagnostics",
+        "private": PRIVATE_BANNER,
+        "model": model.to_dict(),
+        "warnings": list(caught.lines),
+    }
+    return VerifyOutcome(to_jsonable(public), to_jsonable(private), caught.lines, report=check)
 
 
 def _audit_sources(cfg: ReleaseConfig) -> tuple[str, str]:
@@ -433,18 +506,18 @@ def _audit_mechanisms(
     base = cfg.model.get("method", "analytic")
     models: dict[str, DataQueryModel] = {}
     facts = None
-    if any(mechanism_info(nm).defaults for nm in names):
+    if any(nm != AUTO and mechanism_info(nm).defaults for nm in names):
         facts = table_facts(model_frame, query, n)  # once per table
     mechs, notes = [], []
     for name in [*names, None]:
-        method = method_for(name, base) if name is not None else base
+        method = method_for(name, base) if name not in (None, AUTO) else base
         if method not in models:
             n_samples = _check_model_memory(cfg, secret, n, method)
             models[method] = build_model(
                 model_frame,
                 query,
                 secret,
-                mechanism=name or cfg.mechanism,
+                mechanism="eigm" if (name or cfg.mechanism) == AUTO else (name or cfg.mechanism),
                 subset_size=n,
                 method=method,
                 n_samples=n_samples,
@@ -453,6 +526,21 @@ def _audit_mechanisms(
             )
         if name is None:
             break
+        if name == AUTO:
+            # Audit what is released: auto's choice on the same model as the release's.
+            choice = choose_for_table(
+                models[method],
+                epsilon=cfg.epsilon,
+                delta=cfg.delta,
+                options=cfg.options if cfg.mechanism == AUTO else {},
+                facts=table_facts(model_frame, query, n),
+            )
+            mechs.append(choice.mechanism)
+            notes.append(
+                f"auto: audited {choice.name!r}, the mechanism 'distpriv release' chooses "
+                "for this configuration (least error among those whose guarantee verifies)"
+            )
+            continue
         try:
             opts = _audit_options(cfg, name)
             mechs.append(
@@ -498,15 +586,16 @@ def run_audit(
     cfg = _config(config)
     aud = cfg.audit
     names = list(mechanisms or aud.get("mechanisms") or [cfg.mechanism])
-    if names in (["all"], [AUTO]):  # "auto" chooses among all of them at release time
+    if names == ["all"]:
         names = list(MECHANISMS)
     for name in names:
-        mechanism_info(name)
+        if name != AUTO:  # "auto": the mechanism the release would choose, audited below
+            mechanism_info(name)
     seed = aud.get("seed") if seed is None else seed
     gen = check_rng(seed, "seed")
     aux_src, test_src = _audit_sources(cfg)
     with _collect_warnings() as caught:
-        secret, query, n = _secret(cfg), Query(cfg.query), _subset_size(cfg)
+        secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         reps = check_positive_int(
             aud.get("repetitions", 10) if repetitions is None else repetitions, "repetitions"
         )

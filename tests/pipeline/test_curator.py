@@ -1,0 +1,195 @@
+"""A curator's day (issue #20 items 3–6): ranges, the dry run, API parity, the audited choice.
+
+- a declared range clamps a released value and the report says so;
+- ``distpriv verify`` draws no noise and writes nothing but its report;
+- ``dp.release(..., mechanism="auto")`` works as in a config;
+- displaying an outcome (repr, notebook HTML) never shows its private part;
+- the audit of ``mechanism = "auto"`` audits the mechanism the release chooses;
+- refusals suggest only mechanisms that the same model accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import distpriv as dp
+from distpriv import cli
+from distpriv.central import CalibratedMechanism
+from distpriv.errors import MechanismNotApplicableError, UtilityWarning
+from distpriv.pipeline import run_audit, run_release, run_verify
+from distpriv.pipeline.config import load_release_config
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSPITAL = ROOT / "examples" / "hospital"
+
+
+@pytest.fixture
+def hospital(tmp_path: Path) -> Path:
+    """The hospital example copied to a fresh folder (nothing is written into examples/)."""
+    for f in HOSPITAL.iterdir():
+        if f.suffix in (".csv", ".toml"):
+            shutil.copy(f, tmp_path / f.name)
+    return tmp_path / "hospital.toml"
+
+
+def _with(config: Path, text: str) -> Path:
+    config.write_text(config.read_text() + "\n" + text)
+    return config
+
+
+def _quiet(fn, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+# -- ranges ----------------------------------------------------------------------------
+
+
+def test_declared_range_clamps_the_released_value_and_says_so(hospital):
+    # The average height of 50 patients is far above 1, so a range [0, 1] must clamp it.
+    cfg = _with(hospital, "[ranges]\navg_height = [0.0, 1.0]\navg_weight = [0, 1000]\n")
+    with pytest.warns(UtilityWarning, match="avg_height"):  # noise sd > range width 1
+        out = run_release(cfg, insecure_seed=3, ledger=None)
+    stats = {s["name"]: s for s in out.public["statistics"]}
+    h = stats["avg_height"]
+    assert h["value"] == 1.0 and h["clamped"] is True and h["range"] == [0.0, 1.0]
+    lo, hi = h["interval95"]
+    assert 0.0 <= lo <= hi <= 1.0
+    w = stats["avg_weight"]
+    assert w["clamped"] is False and 0 < w["value"] < 1000
+    assert "range" not in stats["avg_blood_pressure"]
+    assert "avg_height" in out.public["ranges_note"]
+    assert "post-processing" in out.public["ranges_note"]
+    # The curator sees each statistic's noise relative to its spread.
+    ratio = out.private["noise_to_spread"]
+    assert len(ratio) == 3 and all(r > 0 for r in ratio)
+
+
+def test_range_config_errors_name_the_key(hospital):
+    bad = _with(hospital, "[ranges]\navg_height = [5, 1]\n")
+    with pytest.raises(dp.ConfigError, match=r"\[ranges\] avg_height"):
+        load_release_config(bad)
+    with pytest.raises(dp.ParameterError, match="ranges: 'nope'"):
+        dp.Query({"a": "avg(x)"}, ranges={"nope": (0, 1)})
+    with pytest.raises(dp.ParameterError, match="low < high"):
+        dp.Query({"a": "avg(x)"}, ranges={"a": (1, float("nan"))})
+
+
+def test_query_clamp_is_the_projection_on_the_box():
+    q = dp.Query({"a": "avg(x)", "b": "count(*)"}, ranges={"b": (0, float("inf"))})
+    v, changed = q.clamp(np.array([[-3.0, -2.0], [4.0, 7.0]]))
+    assert v.tolist() == [[-3.0, 0.0], [4.0, 7.0]]
+    assert changed.tolist() == [[False, True], [False, False]]
+
+
+# -- verify: a dry run ---------------------------------------------------------------
+
+
+def test_verify_draws_no_noise_and_writes_only_its_report(hospital, monkeypatch, capsys):
+    def no_noise(*args, **kwargs):
+        raise AssertionError("verify drew noise")
+
+    monkeypatch.setattr(CalibratedMechanism, "release", no_noise)
+    monkeypatch.setattr(dp.noise, "secure_sample", no_noise)
+    before = sorted(p.name for p in hospital.parent.iterdir())
+    out = hospital.parent / "check.json"
+    status = cli.main(["verify", str(hospital), "--out", str(out), "--quiet"])
+    assert status in (0, 1)
+    after = sorted(p.name for p in hospital.parent.iterdir())
+    assert after == sorted([*before, "check.json"])  # no ledger, no other file
+    report = json.loads(out.read_text())
+    assert report["kind"] == "verification" and report["noise_drawn"] is False
+    assert report["verification"]["target_delta"] == pytest.approx(1e-3)
+    assert "released" not in json.dumps(report["statistics"])
+
+
+def test_run_verify_uses_the_release_mechanism(hospital):
+    out = _quiet(run_verify, hospital)
+    assert out.public["mechanism"]["name"] == "expm-g"
+    assert out.public["guarantee"]["epsilon"] == pytest.approx(1.0)
+
+
+# -- the Python API ------------------------------------------------------------------
+
+
+def test_library_release_accepts_auto():
+    model = pd.read_csv(HOSPITAL / "model.csv")
+    data = pd.read_csv(HOSPITAL / "release.csv")
+    secret = dp.ProportionSecret("gender = 'female'", [0.5, 0.6])
+    rep = _quiet(
+        dp.release,
+        data,
+        {"avg_height": "avg(height)", "avg_weight": "avg(weight)"},
+        secret,
+        model_data=model,
+        mechanism="auto",
+        epsilon=1.0,
+        delta=1e-3,
+        rng=5,
+    )
+    assert rep.choice is not None and rep.mechanism.name == rep.choice.name
+    ok = [c for c in rep.choice.candidates if c.verified]
+    assert np.trace(rep.mechanism.noise_covariance) == pytest.approx(
+        min(c.mse for c in ok), rel=1e-9
+    )
+    assert rep.mechanism.noise_rank == 2  # full rank unless allow_partial_noise
+
+
+def test_outcome_display_never_shows_the_private_part(hospital):
+    out = _quiet(run_release, hospital, insecure_seed=1, include_true=True, ledger=None)
+    assert out.private  # there is something to hide
+    private_markers = ["PRIVATE curator diagnostics", "true_values", "stratum_sizes"]
+    salt = [str(v) for k, v in out.private.items() if "salt" in k]
+    for shown in (repr(out), out._repr_html_()):
+        for marker in [*private_markers, *salt]:
+            assert marker not in shown
+    assert "avg_height" in out._repr_html_()
+    view = out.private_view()
+    assert "PRIVATE" in repr(view) and "true_values" in view._repr_html_()
+    # The in-memory report's repr and HTML leave out the true values and the model.
+    report = out.report
+    truth = f"{report.true_value[0]:.6g}"
+    assert truth not in repr(report) and "true_value" not in repr(report)
+    assert "<table" in report._repr_html_() and truth not in report._repr_html_()
+    # Models and audit outcomes display as HTML too.
+    assert "hypothesis" in report.model._repr_html_()
+
+
+def test_audit_outcome_displays_as_html(hospital):
+    out = _quiet(run_audit, hospital, repetitions=1, seed=0)
+    html = out._repr_html_()
+    assert html.startswith("<div") and "audit" in html
+
+
+# -- audit and refusals --------------------------------------------------------------
+
+
+def test_audit_of_auto_audits_the_released_choice(hospital):
+    cfg = hospital.read_text().replace('name = "expm-g"', 'name = "auto"')
+    hospital.write_text(cfg)
+    chosen = _quiet(run_release, hospital, insecure_seed=2, ledger=None).public["mechanism"]
+    audited = _quiet(run_audit, hospital, repetitions=1, seed=0).public
+    names = [m["mechanism"] for m in audited["mechanisms"] if m["mechanism"] != "none"]
+    assert names == [chosen["name"]]
+    assert any("auto: audited" in n for n in audited["notes"])
+
+
+def test_noiseless_refusal_suggests_only_accepted_mechanisms():
+    model = dp.GaussianQueryModel(
+        means=[[0.0, 0.0], [3.0, 0.5]], covariances=[[1.0, 0.2], [0.2, 1.0]]
+    )
+    with pytest.raises(MechanismNotApplicableError) as err:
+        dp.calibrate("noiseless", model, epsilon=1.0, delta=1e-3)
+    suggested = [s for s in dp.MECHANISMS if f"'{s}'" in str(err.value)]
+    assert suggested and "daum" not in suggested
+    for name in suggested:
+        mech = dp.calibrate(name, model, epsilon=1.0, delta=1e-3)
+        assert mech.noise_rank == model.dim  # what auto accepts by default
