@@ -104,6 +104,8 @@ def _cmd_release(args: argparse.Namespace) -> int:
     paths = [(check_output(p, f, overwrite=False), f) for p, f in outs if p is not None]
     if len({p.resolve() for p, _ in paths}) < len(paths):
         raise OutputError("--out, --private-out and --html must be different files")
+    if args.no_ledger and args.ledger is not None:
+        raise ParameterError("--no-ledger and --ledger contradict each other; give one")
     with _progress(args) as bars:
         with bars.phase("modelling, calibrating and releasing"):
             outcome = run_release(
@@ -112,7 +114,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
                 insecure_seed=args.insecure_seed,
                 include_true=True if args.include_true else None,
                 verify=args.verify,
-                ledger=args.ledger,
+                ledger=False if args.no_ledger else args.ledger,
                 budget=args.budget,
                 progress=bars.step("mechanism = auto: calibrating every mechanism"),
             )
