@@ -323,7 +323,13 @@ def create_ledger_file(path: Path) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise LedgerError(f"cannot create ledger {str(path)!r}: no directory {str(parent)!r}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise LedgerError(
+            f"cannot create ledger {str(path)!r}: {exc.strerror}; give --ledger FILE (or "
+            "[ledger] path) in a writable directory, or --no-ledger"
+        ) from exc
     os.close(fd)
     key = secrets.token_bytes(KEY_BYTES)
     try:

@@ -110,6 +110,8 @@ class Ledger:
             raise LedgerError(f"cannot open ledger {str(self.path)!r}: {exc}") from exc
         con.row_factory = sqlite3.Row
         try:
+            # freed space is zeroed, so unused bytes of a page stay zero (checked at open)
+            con.execute("PRAGMA secure_delete = ON")
             yield con
         except sqlite3.DatabaseError as exc:
             raise LedgerError(f"ledger {str(self.path)!r} is corrupt ({exc})") from exc
