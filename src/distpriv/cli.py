@@ -104,8 +104,6 @@ def _cmd_release(args: argparse.Namespace) -> int:
     paths = [(check_output(p, f, overwrite=False), f) for p, f in outs if p is not None]
     if len({p.resolve() for p, _ in paths}) < len(paths):
         raise OutputError("--out, --private-out and --html must be different files")
-    if args.no_ledger and args.ledger is not None:
-        raise ParameterError("--no-ledger and --ledger contradict each other; give one")
     with _progress(args) as bars:
         with bars.phase("modelling, calibrating and releasing"):
             outcome = run_release(
