@@ -337,3 +337,39 @@ def test_schema_1_ledger_is_refused_then_migrated(tmp_path):
     assert b"0" * 64 not in new.read_bytes()  # the unkeyed fingerprint is not carried over
     with pytest.raises(LedgerError, match="exists"):
         migrate_ledger(old, new)
+
+
+# -- lightness ---------------------------------------------------------------------------
+
+
+def test_ledger_modules_of_ledger_show_import_neither_pandas_nor_scipy(tmp_path):
+    """The modules behind ``ledger show`` import pandas/scipy lazily, if at all.
+
+    The package ``__init__`` files are bypassed (empty stand-ins with the real ``__path__``),
+    so this checks the ledger modules themselves, whatever the package roots import.
+    """
+    import subprocess
+    import sys
+
+    Ledger(tmp_path / "l.db").set_budget("hmac-sha256:" + "0" * 64, "p", Budget(1.0, 1e-3))
+    src = Path(__file__).resolve().parents[2] / "src" / "distpriv"
+    script = f"""
+import sys, types
+for name, path in (("distpriv", {str(src)!r}), ("distpriv.pipeline", {str(src / "pipeline")!r})):
+    mod = types.ModuleType(name)
+    mod.__path__ = [path]
+    sys.modules[name] = mod
+from distpriv.pipeline.ledger import ledger_report
+report = ledger_report(sys.argv[1])
+assert report["groups"][0]["budget"] == {{"epsilon": 1.0, "delta": 0.001}}, report
+heavy = sorted(m for m in ("pandas", "scipy", "sklearn", "duckdb") if m in sys.modules)
+print(",".join(heavy))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "l.db")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", done.stdout
