@@ -114,7 +114,10 @@ class Ledger:
             con.execute("PRAGMA secure_delete = ON")
             yield con
         except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"ledger {str(self.path)!r} is corrupt ({exc})") from exc
+            raise LedgerError(
+                f"ledger {str(self.path)!r} cannot be used ({exc}): corrupt, or not writable "
+                "by this process"
+            ) from exc
         finally:
             con.close()
 
