@@ -34,7 +34,7 @@ from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
 from .auto import AUTO, AutoChoice, choose_for_table
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
 from .demo import demo_report
-from .ledger import Budget, Ledger, not_recorded, open_ledger
+from .ledger import Budget, Ledger, open_ledger
 from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
 from .release import ReleaseReport, build_model, calibrate_for, checked_noise, method_for
 from .report import PRIVATE_BANNER, provenance, public_release, secret_dict
@@ -384,6 +384,8 @@ def run_release(
             verification=verification,
         )
         if ledger_block is None:  # the curator opted out: the report says so
+            from .ledger import not_recorded
+
             why = "--no-ledger" if ledger is False else "[ledger] enabled = false"
             ledger_block = not_recorded(why)
         public["ledger"] = to_jsonable(ledger_block)
