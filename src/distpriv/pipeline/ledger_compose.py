@@ -321,7 +321,7 @@ class LedgerSession:
         value: Any,
         query: Any,
         secret: Any,
-        released_frame: Any,
+        released_frame: Any = None,
         model_frame: Any,
         subset_size: int,
         method: str,
@@ -335,7 +335,8 @@ class LedgerSession:
 
         ``data_fingerprint``/``model_fingerprint``: the keyed multiset fingerprints of the
         released and modelling tables under ``self.ledger.identity_key`` when the caller
-        computed them in the engine; otherwise computed here from the frames.
+        computed them in the engine (then ``released_frame`` is not needed); otherwise
+        computed here from the frames (:func:`~.ledger_identity.table_fingerprint`).
 
         Returns
         -------
