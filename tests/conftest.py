@@ -15,6 +15,13 @@ settings.register_profile("dev", deadline=None, suppress_health_check=[HealthChe
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
+@pytest.fixture(autouse=True)
+def _default_ledger_outside_the_repository(monkeypatch, tmp_path_factory):
+    """Every release records itself in the default ledger next to its config: keep the
+    ledgers of runs of examples/*.toml out of the repository (one fresh directory per test)."""
+    monkeypatch.setenv("DISTPRIV_LEDGER_DIR", str(tmp_path_factory.mktemp("default-ledger")))
+
+
 @pytest.fixture
 def paper_model():
     """Chen & Ohrimenko 2023, example after Thm 4.5."""

@@ -119,11 +119,19 @@ def _release(sub: Any, types: dict[str, Any]) -> Any:
         action="store_true",
         help="also put the true (unprotected) values into the private diagnostics",
     )
-    rel.add_argument(
+    where = rel.add_mutually_exclusive_group()  # --ledger FILE or --no-ledger
+    where.add_argument(
         "--ledger",
         metavar="FILE",
         help="SQLite privacy ledger: compose exactly with the earlier releases of the same "
-        "data and secret, record this one (created if missing; docs/composition.md)",
+        "data and secret, record this one (created if missing; default: [ledger] path or "
+        "distpriv-ledger.sqlite next to the config; docs/composition.md)",
+    )
+    where.add_argument(
+        "--no-ledger",
+        action="store_true",
+        help="record this release in no ledger (the report says so): it is then not "
+        "composed with other releases of the same data",
     )
     rel.add_argument(
         "--budget",

@@ -112,7 +112,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
                 insecure_seed=args.insecure_seed,
                 include_true=True if args.include_true else None,
                 verify=args.verify,
-                ledger=args.ledger,
+                ledger=False if args.no_ledger else args.ledger,
                 budget=args.budget,
                 progress=bars.step("mechanism = auto: calibrating every mechanism"),
             )

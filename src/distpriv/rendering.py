@@ -380,6 +380,9 @@ def render_local(title: str, out: dict[str, Any]) -> str:
 
 
 def _ledger_line(console: Console, led: dict[str, Any]) -> None:
+    if led.get("recorded") is False:  # opted out: say so, the guarantee is this release's only
+        console.print(f"ledger: {_e(led['note'])} ({_e(led.get('opted_out_by', 'opted out'))})")
+        return
     c, b = led["composed"], led.get("budget")
     text = (
         f"ledger: release {led['n_releases']} of this data and secret; composed exactly "
@@ -400,11 +403,18 @@ def render_ledger(report: dict[str, Any]) -> str:
         f"schema {report['schema_version']}"
     )
     for g in report["groups"]:
-        b = g["budget"]
+        b, c = g["budget"], g.get("composed")
         budget = "no budget" if b is None else f"budget ({_fmt(b['epsilon'], 'g')}, {b['delta']:g})"
+        # the composed guarantee of all releases of this data and secret comes first
+        lead = (
+            "no releases yet"
+            if c is None
+            else f"composed ({_fmt(c['epsilon'])}, {_fmt(c['delta'], 'g')}) over "
+            f"{c['n_releases']} release(s)"
+        )
         console.print(
-            f"\ndata [bold]{_e(g['data_fingerprint'][:23])}[/bold]… secret "
-            f"[bold]{_e(g['secret'])}[/bold] — {budget}"
+            f"\n[bold]{lead}[/bold] — {budget}\n  secret [bold]{_e(g['secret'])}[/bold], "
+            f"data account {_e(g['account'])}"
         )
         table = Table()
         for col in ("#", "time (UTC)", "mechanism", "statistics", "claimed", "alone", "composed"):

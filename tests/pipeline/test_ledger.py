@@ -20,6 +20,7 @@ from distpriv.pipeline.ledger import (
     release_with_ledger,
     secret_key,
 )
+from distpriv.pipeline.ledger_identity import data_account
 
 STATS = {
     "avg_age": "avg(age)",
@@ -191,7 +192,8 @@ def test_release_records_everything(tmp_path):
     out = _release(path, seed=3)
     (entry,) = Ledger(path).releases()
     assert entry == out.entry
-    assert entry.data_fingerprint.startswith("sha256:") and len(entry.data_fingerprint) == 71
+    # the data are named by a keyed account (HMAC-SHA256 under the ledger's key), never a hash
+    assert entry.data_account.startswith("hmac-sha256:") and len(entry.data_account) == 76
     assert entry.secret_key == "income = '>50K'"
     assert entry.secret["values"] == [0.45, 0.55] and entry.secret["pairs"] == [[0.45, 0.55]]
     assert dict(entry.statistics) == STATS
@@ -209,8 +211,11 @@ def test_release_records_everything(tmp_path):
 
 
 def test_data_name_replaces_fingerprint(tmp_path):
-    out = _release(tmp_path / "l.db", data_name="adult-test-sample-7")
-    assert out.entry.data_fingerprint == "name:adult-test-sample-7"
+    path = tmp_path / "l.db"
+    out = _release(path, data_name="adult-test-sample-7")
+    key = Ledger(path).identity_key
+    assert out.entry.data_account == data_account(key=key, data_name="adult-test-sample-7")
+    assert out.entry.data_account != data_account(key=key, fingerprint="adult-test-sample-7")
 
 
 def test_budget_refuses_before_drawing(tmp_path):
@@ -239,7 +244,7 @@ def test_budget_refuses_before_drawing(tmp_path):
     with pytest.raises(BudgetExceededError):
         led.guarded_release(
             NewRelease(
-                e.data_fingerprint,
+                e.data_account,
                 e.secret,
                 e.statistics,
                 e.model,
@@ -300,5 +305,5 @@ def test_transaction_killed_midway_is_rolled_back(tmp_path):
     led = Ledger(path)
     assert led.budget("name:x", "p") == Budget(1.0, 1e-3)
     con = sqlite3.connect(path)
-    assert con.execute("SELECT COUNT(*) FROM meta").fetchone()[0] == 2
+    assert con.execute("SELECT COUNT(*) FROM meta").fetchone()[0] == 4  # the 4 made with it
     con.close()

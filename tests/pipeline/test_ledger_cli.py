@@ -189,8 +189,10 @@ def test_bad_ledger_file_is_refused_untouched(setting, capsys, kind):
 
 def test_flag_errors(setting, capsys):
     cfg = str(setting / "release.toml")
-    status, out, err = run(["release", cfg, "--budget", "1,1e-3"], capsys)
+    status, out, err = run(["release", cfg, "--no-ledger", "--budget", "1,1e-3"], capsys)
     assert status != 0 and out == "" and "--budget needs a ledger" in err
+    status, out, err = run(["release", cfg, "--no-ledger", "--ledger", "x.db"], capsys)
+    assert status == 2 and out == "" and "not allowed with argument" in err
     status, out, err = run(
         ["release", cfg, "--ledger", str(setting / "x.db"), "--budget", "1"], capsys
     )

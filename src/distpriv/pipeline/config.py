@@ -143,7 +143,7 @@ _RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test", "missing
 _RELEASE_SECRET = {"predicate", "values", "pairs", "within"}
 _RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed"}
 _RELEASE_OUTPUT = {"include_true"}
-_LEDGER = {"path", "budget", "data_name"}
+_LEDGER = {"path", "budget", "data_name", "enabled"}
 _AUDIT = {"mechanisms", "repetitions", "classifiers", "confidence", "n_shadow", "n_test", "seed"}
 MISSING_POLICIES = ("error", "drop")
 
@@ -279,7 +279,8 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         repetitions = 10
         seed = 0
         [ledger]                          # optional: judge releases together (docs/composition.md)
-        path = "curator.ledger"           # SQLite ledger (relative to this file)
+        path = "curator.ledger"           # default: distpriv-ledger.sqlite next to this file
+        enabled = true                    # false: record nothing (the report says so)
         budget = [2.0, 1e-3]              # (epsilon, delta) for this data and secret
         data_name = "adult-2024"          # optional: key the data by name, not by SHA-256
 
@@ -375,7 +376,7 @@ def _ranges(data: dict[str, Any], where: str) -> dict[str, tuple[float, float]]:
 
 
 def _ledger_table(led: dict[str, Any], base: Path, where: str) -> dict[str, Any]:
-    """Check ``[ledger]``: a path (resolved like the data), budget [eps, delta], data_name."""
+    """Check ``[ledger]``: path (resolved like the data), budget, data_name, enabled."""
     out = dict(led)
     if "path" in out:
         if not isinstance(out["path"], str) or not out["path"]:
@@ -392,4 +393,6 @@ def _ledger_table(led: dict[str, Any], base: Path, where: str) -> dict[str, Any]
             raise ConfigError(f"{where}: [ledger] budget must be [epsilon, delta], got {bud!r}")
     if "data_name" in out and (not isinstance(out["data_name"], str) or not out["data_name"]):
         raise ConfigError(f"{where}: [ledger] data_name must be a non-empty string")
+    if not isinstance(out.get("enabled", True), bool):
+        raise ConfigError(f"{where}: [ledger] enabled must be true or false")
     return out

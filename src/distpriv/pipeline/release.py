@@ -246,6 +246,14 @@ def release(
     Returns
     -------
     ReleaseReport
+
+    Notes
+    -----
+    Records nothing in any ledger: the library path has no config beside which a default
+    ledger could live, so repeated calls are *not* composed with each other. To record and
+    compose (docs/composition.md), call :func:`distpriv.release_with_ledger` with the same
+    arguments and ``ledger=PATH``, or :func:`distpriv.pipeline.run_release` with a config
+    (its default ledger is ``distpriv-ledger.sqlite`` next to the config).
     """
     prep = prepare_release(
         data,

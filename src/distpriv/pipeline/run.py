@@ -318,7 +318,7 @@ def run_release(
     insecure_seed: int | None = None,
     include_true: bool | None = None,
     verify: bool = False,
-    ledger: str | Path | Ledger | None = None,
+    ledger: str | Path | Ledger | bool | None = None,
     budget: Budget | str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ReleaseOutcome:
@@ -347,12 +347,16 @@ def run_release(
         Before releasing, estimate δ(ε) of the actual outputs f_θ + Z on resampled data
         (:func:`distpriv.attacks.verify_on_data`); the check goes into the public report,
         and a release whose certified lower bound exceeds the target δ is refused.
-    ledger : path or Ledger, optional
+    ledger : path, Ledger or False, optional
         Judge the release together with the earlier ones of the same data and secret
         (overrides ``[ledger] path``; docs/composition.md): one ledger transaction holds
-        the exact composition, the budget check, the noise draw and the record.
+        the exact composition, the budget check, the noise draw and the record. By default
+        the ledger is ``[ledger] path`` or ``distpriv-ledger.sqlite`` next to the config;
+        ``False`` (``--no-ledger``) or ``[ledger] enabled = false`` opts out, and the
+        report then says the release is not recorded in any ledger.
     budget : Budget or "EPS,DELTA", optional
-        (ε, δ) budget for this data and secret (with ``[ledger] budget``, the tighter).
+        (ε, δ) budget for this data and secret (``[ledger] budget`` must agree); recorded
+        with the first release, and a later budget that differs is an error naming both.
         A release that would exceed it raises :class:`~distpriv.errors.BudgetExceededError`
         before any noise is drawn.
     progress : callable(done, total), optional
@@ -369,7 +373,8 @@ def run_release(
         cfg = dataclasses.replace(cfg, insecure_seed=insecure_seed)
     seed = cfg.insecure_seed
     check_rng(seed, "insecure_seed")
-    session = open_ledger(cfg.ledger, ledger=ledger, budget=budget)  # fail before modelling
+    # always on unless opted out; fail on a bad ledger or budget before modelling
+    session = open_ledger(cfg.ledger, ledger=ledger, budget=budget, config_path=cfg.path)
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         model_frame, released, source, overlap = _tables(cfg, data, n)
@@ -396,6 +401,11 @@ def run_release(
             prov=prov,
             verification=verification,
         )
+        if ledger_block is None:  # the curator opted out: the report says so
+            from .ledger import not_recorded
+
+            why = "--no-ledger" if ledger is False else "[ledger] enabled = false"
+            ledger_block = not_recorded(why)
         public["ledger"] = to_jsonable(ledger_block)
         if choice is not None:  # mechanism = "auto": the comparison behind the choice
             public["choice"] = choice.rows()

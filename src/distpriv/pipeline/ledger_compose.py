@@ -1,0 +1,433 @@
+"""A release judged together with the ledger's earlier releases of the same data and secret.
+
+The glue between a release and the ledger: which ledger a release goes into (always one,
+unless the curator opts out: :func:`open_ledger`, :func:`default_ledger_path`), the data's
+keyed account (:mod:`.ledger_identity`), and the locked step that composes exactly
+(:func:`distpriv.pipeline.compose.compose`), checks the budget, draws the noise and
+records (:func:`ledgered_draw`).
+
+Distribution privacy does not compose sequentially (Kifer & Machanavajjhala 2014, the
+Pufferfish framework; Chen & Ohrimenko 2023, §2): two releases of statistics of the same
+data are correlated through the data, so the ledger is what lets the next release be judged
+together with the earlier ones (docs/composition.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ParameterError, ParameterTypeError
+from .ledger_identity import data_account, public_account, table_fingerprint
+from .ledger_records import Budget, LedgerEntry, NewRelease, parse_budget
+from .ledger_store import Ledger
+
+__all__ = [
+    "DEFAULT_LEDGER_NAME",
+    "LEDGER_DIR_ENV",
+    "NOT_RECORDED",
+    "LedgerSession",
+    "LedgeredRelease",
+    "default_ledger_path",
+    "ledgered_draw",
+    "not_recorded",
+    "open_ledger",
+    "release_with_ledger",
+]
+
+# The default ledger: one file per directory of configs, so that every config releasing
+# the same data from that directory composes in the same ledger.
+DEFAULT_LEDGER_NAME = "distpriv-ledger.sqlite"
+# Puts the default ledger into another directory (e.g. when configs live in a read-only
+# checkout); the tests use it so that no run writes a ledger into the repository.
+LEDGER_DIR_ENV = "DISTPRIV_LEDGER_DIR"
+NOT_RECORDED = "not recorded in any ledger; releases of this data are not composed"
+
+
+def default_ledger_path(config_path: str | os.PathLike[str]) -> Path:
+    """The ledger a config's releases go into by default: ``distpriv-ledger.sqlite`` next to it.
+
+    In the directory ``$DISTPRIV_LEDGER_DIR`` instead when that variable is set.
+    """
+    folder = os.environ.get(LEDGER_DIR_ENV)
+    base = Path(folder).expanduser() if folder else Path(config_path).resolve().parent
+    return base / DEFAULT_LEDGER_NAME
+
+
+def not_recorded(reason: str) -> dict[str, Any]:
+    """The public ``"ledger"`` block of a release the curator kept out of every ledger."""
+    return {"recorded": False, "note": NOT_RECORDED, "opted_out_by": reason}
+
+
+@dataclass(frozen=True)
+class LedgeredRelease:
+    """A release made through a ledger: the report, its row, and the composed guarantee.
+
+    Attributes
+    ----------
+    report : distpriv.modeling.release.ReleaseReport
+    entry : LedgerEntry
+        The row recorded for it.
+    composed : distpriv.pipeline.compose.ComposedGuarantee
+    budget : Budget or None
+        The budget that was checked (the recorded one, or the one given with the first
+        release of this data and secret).
+    """
+
+    report: Any
+    entry: LedgerEntry
+    composed: Any
+    budget: Budget | None
+
+    def ledger_summary(self) -> dict[str, Any]:
+        """The ``"ledger"`` block of the public release report.
+
+        The data are named only by the short form of their keyed account
+        (:func:`~distpriv.pipeline.ledger_identity.public_account`): no one without the
+        ledger's key can confirm a guessed table from it.
+        """
+        return {
+            "recorded": True,
+            "composed": {"epsilon": self.composed.epsilon, "delta": self.composed.delta},
+            "alone": dict(self.composed.alone),
+            "budget": None if self.budget is None else self.budget.to_dict(),
+            "n_releases": self.composed.n_releases,
+            "family": self.composed.family,
+            "theorem": self.composed.theorem,
+            "account": public_account(self.entry.data_account),
+            "secret_key": self.entry.secret_key,
+            "entry_id": self.entry.id,
+        }
+
+
+def ledgered_draw(
+    ledger: Ledger,
+    *,
+    mechanism: Any,
+    value: Any,
+    query: Any,
+    secret: Any,
+    data_account: str,
+    model_data: Any,
+    model_account: str,
+    subset_size: int,
+    method: str,
+    n_samples: int,
+    budget: Budget | None = None,
+    noise_rng: Any = None,
+    model_rng: Any = 0,
+) -> tuple[LedgerEntry, Any, Any, Budget | None]:
+    """Compose with the earlier releases, check the budget, draw the noise and record.
+
+    The step of a release that must hold the ledger's lock
+    (:meth:`Ledger.guarded_release`): a mechanism already calibrated on the new release's
+    own model, and F(data) already computed. The joint model of all the releases of the
+    same data and secret is built inside the transaction
+    (:func:`distpriv.pipeline.compose.compose`).
+
+    Parameters
+    ----------
+    ledger : Ledger
+    mechanism : CalibratedMechanism
+    value : ndarray, shape (m,)
+        F(data), not yet noised.
+    query : Query
+    secret : ProportionSecret
+    data_account, model_account : str
+        Keyed accounts (:func:`~distpriv.pipeline.ledger_identity.data_account`) of the
+        released and the modelling data.
+    model_data : table
+        The modelling data (the joint model is built from it).
+    subset_size, method, n_samples
+        How the query model is built.
+    budget : Budget, optional
+    noise_rng : int, Generator or None
+        ``None``: the secure sampler (:meth:`CalibratedMechanism.release`).
+    model_rng : int or Generator
+        Randomness of the joint modelling (Monte Carlo datasets), never of the noise.
+
+    Returns
+    -------
+    (LedgerEntry, Release, ComposedGuarantee, effective budget or None)
+    """
+    from .compose import ReleaseSpec, compose, noise_to_dict
+
+    stats = tuple((s.name, s.expression) for s in query.statistics)
+    new = NewRelease(
+        data_account=data_account,
+        secret=secret.to_dict(),
+        statistics=stats,
+        model={
+            "subset_size": subset_size,
+            "method": method,
+            "n_samples": n_samples,
+            "model_data_account": model_account,
+        },
+        mechanism=mechanism.name,
+        noise=noise_to_dict(mechanism.noise),
+        guarantee=mechanism.guarantee.to_dict(),
+    )
+    spec = ReleaseSpec(stats, mechanism.noise, mechanism.name, float(mechanism.guarantee.delta))
+
+    def _compose(earlier: Sequence[LedgerEntry], effective: Budget | None) -> Any:
+        specs = [ReleaseSpec.from_record(e) for e in earlier] + [spec]
+        return compose(
+            specs,
+            model_data=model_data,
+            secret=secret,
+            subset_size=subset_size,
+            method=method,
+            n_samples=n_samples,
+            budget=effective,
+            rng=model_rng,
+        )
+
+    return ledger.guarded_release(
+        new,
+        compose=_compose,
+        draw=lambda: mechanism.release(value, rng=noise_rng),
+        budget=budget,
+    )
+
+
+def _account(
+    led: Ledger, source: Any, *, data_name: str | None = None, fingerprint: str | None = None
+) -> str:
+    """The keyed account of ``source``: of its name, given fingerprint, or multiset fingerprint."""
+    key = led.identity_key
+    if data_name is not None:
+        return data_account(key=key, data_name=data_name)
+    if fingerprint is None:
+        fingerprint = table_fingerprint(source, key=key)
+    return data_account(key=key, fingerprint=fingerprint)
+
+
+def release_with_ledger(
+    data: Any,
+    query: Any,
+    secret: Any,
+    *,
+    model_data: Any,
+    mechanism: str,
+    epsilon: float,
+    delta: float = 0.0,
+    ledger: Ledger | str | os.PathLike[str],
+    budget: Budget | None = None,
+    data_name: str | None = None,
+    data_fingerprint: str | None = None,
+    subset_size: int | None = None,
+    method: str = "analytic",
+    n_samples: int = 1000,
+    options: Any = None,
+    rng: Any = None,
+    missing: str = "error",
+) -> LedgeredRelease:
+    """:func:`distpriv.pipeline.release` judged together with the ledger's earlier releases.
+
+    The modelling and calibration of the new release happen first (outside the lock);
+    then, in one ledger transaction (:func:`ledgered_draw`), the earlier releases of the
+    same data and secret are composed exactly with this one
+    (:func:`distpriv.pipeline.compose.compose`), the release is refused if the composed
+    guarantee exceeds the budget, and only then is the noise drawn and the row recorded.
+
+    Parameters
+    ----------
+    data, query, secret, model_data, mechanism, epsilon, delta, subset_size, method,
+    n_samples, options, rng, missing
+        As for :func:`distpriv.pipeline.release`: ``rng=None`` draws the noise from the
+        secure sampler; a seed gives a reproducible simulation that is NOT private.
+    ledger : Ledger or path
+    budget : Budget, optional
+        (ε, δ) for all releases of this data and secret; recorded with the first release,
+        and must equal the recorded budget afterwards.
+    data_name : str, optional
+        A name identifying the released data in the ledger instead of its rows (use it
+        when the same data is released with rows that differ, e.g. re-encoded).
+    data_fingerprint : str, optional
+        The keyed multiset fingerprint of the released rows under ``ledger.identity_key``,
+        when the caller computed it (e.g. in the engine); by default it is computed here.
+
+    Raises
+    ------
+    BudgetExceededError
+        Nothing drawn, released or recorded.
+    ParameterError
+        ``budget`` differs from the recorded one (both named).
+    CompositionError
+        The earlier releases cannot be composed exactly with this one.
+    """
+    from ..modeling.tables import as_table
+    from .release import ReleaseReport, method_for, prepare_release
+
+    led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    if budget is not None and not isinstance(budget, Budget):
+        raise ParameterTypeError(f"budget must be a Budget, got {budget!r}")
+    prep = prepare_release(
+        data,
+        query,
+        secret,
+        model_data=model_data,
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        subset_size=subset_size,
+        method=method,
+        n_samples=n_samples,
+        options=options,
+        rng=rng,
+        missing=missing,
+    )
+    table, gen = prep.table, prep.rng
+    model_frame = as_table(model_data).frame
+    entry, rel, composed, effective = ledgered_draw(
+        led,
+        mechanism=prep.mechanism,
+        value=prep.value,
+        query=prep.query,
+        secret=secret,
+        data_account=_account(led, table.frame, data_name=data_name, fingerprint=data_fingerprint),
+        model_data=model_frame,
+        model_account=_account(led, model_frame),
+        subset_size=table.n_rows,
+        method=method_for(mechanism, method),
+        n_samples=n_samples,
+        budget=budget,
+        noise_rng=gen,
+        model_rng=None if gen is None else int(gen.integers(2**63)),
+    )
+    report = ReleaseReport(rel, prep.mechanism, prep.model, prep.value, table.n_rows)
+    return LedgeredRelease(report=report, entry=entry, composed=composed, budget=effective)
+
+
+@dataclass(frozen=True)
+class LedgerSession:
+    """A validated ledger with the budget and data name of one ``run_release``.
+
+    Built by :func:`open_ledger` before any modelling, so that a bad ledger file or budget
+    fails at once; :meth:`draw` is the locked step of the release.
+    """
+
+    ledger: Ledger
+    budget: Budget | None
+    data_name: str | None
+
+    def draw(
+        self,
+        *,
+        mechanism: Any,
+        value: Any,
+        query: Any,
+        secret: Any,
+        released_frame: Any = None,
+        model_frame: Any,
+        subset_size: int,
+        method: str,
+        n_samples: int,
+        noise_rng: Any = None,
+        model_rng: Any = 0,
+        data_fingerprint: str | None = None,
+        model_fingerprint: str | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
+        """Compose, check, draw and record (:func:`ledgered_draw`).
+
+        ``data_fingerprint``/``model_fingerprint``: the keyed multiset fingerprints of the
+        released and modelling tables under ``self.ledger.identity_key`` when the caller
+        computed them in the engine (then ``released_frame`` is not needed); otherwise
+        computed here from the frames (:func:`~.ledger_identity.table_fingerprint`).
+
+        Returns
+        -------
+        (Release, dict)
+            The release and the ``"ledger"`` block of the public report.
+        """
+        led = self.ledger
+        entry, rel, composed, effective = ledgered_draw(
+            led,
+            mechanism=mechanism,
+            value=value,
+            query=query,
+            secret=secret,
+            data_account=_account(
+                led, released_frame, data_name=self.data_name, fingerprint=data_fingerprint
+            ),
+            model_data=model_frame,
+            model_account=_account(led, model_frame, fingerprint=model_fingerprint),
+            subset_size=subset_size,
+            method=method,
+            n_samples=n_samples,
+            budget=self.budget,
+            noise_rng=noise_rng,
+            model_rng=model_rng,
+        )
+        return rel, LedgeredRelease(None, entry, composed, effective).ledger_summary()
+
+
+def _given_budget(cfg: dict[str, Any], budget: Budget | str | None) -> Budget | None:
+    """The budget of ``--budget`` and ``[ledger] budget``: they must agree when both given."""
+    given = parse_budget(budget) if isinstance(budget, str) else budget
+    if given is not None and not isinstance(given, Budget):
+        raise ParameterTypeError(f"budget must be a Budget or 'EPS,DELTA', got {budget!r}")
+    if "budget" not in cfg:
+        return given
+    eps, dlt = cfg["budget"]
+    try:
+        configured = Budget(eps, dlt)
+    except (ParameterError, ParameterTypeError) as exc:
+        raise ParameterError(f"[ledger] budget {cfg['budget']!r}: {exc}") from exc
+    if given is not None and given != configured:
+        raise ParameterError(
+            f"--budget ({given.epsilon:g}, {given.delta:g}) differs from the config's "
+            f"[ledger] budget ({configured.epsilon:g}, {configured.delta:g}); give one budget"
+        )
+    return configured
+
+
+def open_ledger(
+    config: dict[str, Any] | None = None,
+    *,
+    ledger: str | os.PathLike[str] | Ledger | bool | None = None,
+    budget: Budget | str | None = None,
+    config_path: str | os.PathLike[str] | None = None,
+) -> LedgerSession | None:
+    """The ledger of a release from the config's ``[ledger]`` table and the CLI flags.
+
+    Always on: ``ledger`` (``--ledger FILE``) overrides ``[ledger] path``, which overrides
+    the default ledger :func:`default_ledger_path` next to the config (``config_path``).
+    ``None`` only when the curator opts out explicitly: ``ledger=False`` (``--no-ledger``)
+    or ``[ledger] enabled = false`` (an explicit ``--ledger FILE`` still records).
+
+    Raises
+    ------
+    ParameterError
+        A budget together with an opt-out (naming ``--budget``), an invalid budget, or
+        ``--budget`` and ``[ledger] budget`` that differ.
+    LedgerError
+        An invalid ledger file (left untouched).
+    """
+    cfg = dict(config or {})
+    given = _given_budget(cfg, budget)
+    if ledger is True:
+        ledger = None
+    off = ledger is False or (ledger is None and cfg.get("enabled", True) is False)
+    if off:
+        if given is not None:
+            raise ParameterError(
+                "--budget needs a ledger, but the ledger is off (--no-ledger or [ledger] "
+                "enabled = false): a budget is kept across releases in the ledger"
+            )
+        return None
+    path = ledger if ledger is not None else cfg.get("path")
+    if path is None and config_path is not None:
+        path = default_ledger_path(config_path)
+    if path is None:
+        if given is not None:
+            raise ParameterError(
+                "--budget needs a ledger (--ledger FILE or [ledger] path): a budget is "
+                "kept across releases in the ledger"
+            )
+        return None
+    led = path if isinstance(path, Ledger) else Ledger(path)
+    return LedgerSession(led, given, cfg.get("data_name"))

@@ -1,0 +1,143 @@
+"""Who an account of the ledger belongs to: the keyed identity of the data and the secret.
+
+The ledger groups releases by (data, secret) and composes every release of a group
+(docs/composition.md). The *data* part of that key must
+
+* recognise the same rows in any order (an order-blind multiset fingerprint), or the same
+  150 rows in reverse order open a fresh account and escape composition;
+* be keyed with a secret the curator keeps (the ledger's 32-byte identity key), or anyone
+  who can guess the released table can hash it and confirm the guess from the account
+  name shown in a public report (DESIGN.md §4).
+
+The fingerprint itself is computed by the engine,
+``distpriv.modeling.identity.multiset_fingerprint(source, *, key)`` (one pass, in DuckDB or
+Spark); this module turns it, or a user's ``data_name``, into the account name stored in
+the ledger — an HMAC under the ledger key with a domain tag — and into the short form
+shown in public outputs. No unkeyed hash of a table ever reaches the ledger or a report.
+
+Imports nothing heavy at module level: ``distpriv ledger show`` stays light.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any
+
+from ..errors import ParameterError, ParameterTypeError
+
+__all__ = [
+    "ACCOUNT_PREFIX",
+    "data_account",
+    "public_account",
+    "secret_key",
+    "table_fingerprint",
+]
+
+ACCOUNT_PREFIX = "hmac-sha256:"
+# Hex digits of an account shown in public outputs: 64 bits name an account among a
+# curator's tables without publishing the whole MAC.
+PUBLIC_HEX = 16
+
+
+def secret_key(predicate: str) -> str:
+    """The key under which releases about one secret are grouped: its predicate.
+
+    Whitespace is normalised. The values and pairs are *not* part of the key: every earlier
+    release of the same data about the same property is composed with a new one, under the
+    new release's pairs, so changing Ψ cannot reset the account.
+    """
+    if not isinstance(predicate, str) or not predicate.strip():
+        raise ParameterTypeError(f"predicate must be a non-empty string, got {predicate!r}")
+    return " ".join(predicate.split())
+
+
+def _mac(key: bytes, tag: str, text: str) -> str:
+    if not isinstance(key, bytes) or len(key) < 16:
+        raise ParameterTypeError("the ledger identity key must be at least 16 bytes")
+    msg = f"distpriv-ledger-account\x00{tag}\x00{text}".encode()
+    return ACCOUNT_PREFIX + hmac.new(key, msg, hashlib.sha256).hexdigest()
+
+
+def data_account(
+    *, key: bytes, fingerprint: str | None = None, data_name: str | None = None
+) -> str:
+    """The ledger account of the released data: ``"hmac-sha256:<64 hex>"`` under ``key``.
+
+    Parameters
+    ----------
+    key : bytes
+        The ledger's identity key (:attr:`Ledger.identity_key`).
+    fingerprint : str, optional
+        The keyed, order-blind multiset fingerprint of the released rows
+        (``multiset_fingerprint(source, key=key)``), as a string.
+    data_name : str, optional
+        A name the curator gives the data (``[ledger] data_name``): used instead of the
+        fingerprint when the same data arrive with different rows (e.g. re-encoded).
+
+    Returns
+    -------
+    str
+        The account. The fingerprint and the name live in separate domains (a name can
+        never collide with a fingerprint).
+
+    Raises
+    ------
+    ParameterError
+        Neither, or an empty name or fingerprint.
+    """
+    if data_name is not None:
+        if not isinstance(data_name, str) or not data_name.strip():
+            raise ParameterError(f"data_name must be a non-empty string, got {data_name!r}")
+        return _mac(key, "name", data_name.strip())
+    if not isinstance(fingerprint, str) or not fingerprint:
+        raise ParameterError(
+            f"a data account needs a data_name or a data fingerprint, got {fingerprint!r}"
+        )
+    return _mac(key, "rows", fingerprint)
+
+
+def public_account(account: str) -> str:
+    """The short form of an account shown in public outputs (``hmac-sha256:`` + 16 hex)."""
+    if not account.startswith(ACCOUNT_PREFIX):
+        raise ParameterError(f"not a keyed ledger account: {account[:24]!r}")
+    return account[: len(ACCOUNT_PREFIX) + PUBLIC_HEX]
+
+
+def table_fingerprint(source: Any, *, key: bytes) -> str:
+    """The keyed, order-blind multiset fingerprint of a table's rows (a string).
+
+    Delegates to the engine's ``distpriv.modeling.identity.multiset_fingerprint`` when it
+    exists. Until then, an interim pandas computation with the same properties: each row
+    is hashed with a keyed SipHash (``pandas.util.hash_pandas_object`` with a key derived
+    from ``key``), the 64-bit row hashes are *sorted* (so the order of the rows does not
+    matter, and repeated rows count), and the sorted array, the column names and dtypes
+    are HMAC-SHA256'd under ``key``.
+
+    Parameters
+    ----------
+    source : DataFrame or table
+        The released rows.
+    key : bytes
+        The ledger's identity key.
+    """
+    try:
+        from ..modeling.identity import multiset_fingerprint  # type: ignore[import-not-found]
+    except ImportError:
+        multiset_fingerprint = None
+    if multiset_fingerprint is not None:
+        return str(multiset_fingerprint(source, key=key))
+    import numpy as np
+    import pandas as pd
+
+    frame = source if isinstance(source, pd.DataFrame) else getattr(source, "frame", source)
+    if not isinstance(frame, pd.DataFrame):
+        raise ParameterTypeError(f"cannot fingerprint a {type(source).__name__}")
+    # hash_pandas_object's SipHash takes a 16-character key: derive it from the ledger key.
+    sip = hmac.new(key, b"row-hash-key", hashlib.sha256).hexdigest()[:16]
+    rows = pd.util.hash_pandas_object(frame, index=False, hash_key=sip).to_numpy()
+    mac = hmac.new(key, b"distpriv-multiset-v0\x00", hashlib.sha256)
+    for name, dtype in zip(frame.columns, frame.dtypes, strict=True):
+        mac.update(f"{name}\x00{dtype}\x00".encode())
+    mac.update(np.sort(rows.astype(np.uint64)).tobytes())
+    return "multiset-v0:" + mac.hexdigest()

@@ -1,0 +1,175 @@
+"""The records of the ledger: budgets, recorded releases and releases about to be recorded.
+
+Plain frozen values, built from and written to the file by :mod:`.ledger_store`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from .._validation import check_privacy
+from ..errors import LedgerError, ParameterError, ParameterTypeError
+from .ledger_identity import secret_key
+
+__all__ = ["Budget", "LedgerEntry", "NewRelease", "parse_budget"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """An (ε, δ) budget for all releases of one data and secret."""
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        eps, dlt = check_privacy(self.epsilon, self.delta)
+        object.__setattr__(self, "epsilon", float(eps))
+        object.__setattr__(self, "delta", float(dlt))
+
+    def tighter(self, other: Budget | None) -> Budget:
+        """The budget meeting both (componentwise minimum)."""
+        if other is None:
+            return self
+        return Budget(min(self.epsilon, other.epsilon), min(self.delta, other.delta))
+
+    def to_dict(self) -> dict[str, float]:
+        """JSON-safe dict."""
+        return {"epsilon": self.epsilon, "delta": self.delta}
+
+
+def parse_budget(text: str, *, what: str = "--budget") -> Budget:
+    """Parse ``"EPS,DELTA"`` (e.g. ``"2,1e-3"``) into a :class:`Budget`.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``what`` and the text when it is not two numbers or they are not a valid
+        (ε, δ) (ε finite > 0, δ in [0, 1)).
+    """
+    parts = str(text).split(",")
+    if len(parts) != 2:
+        raise ParameterError(f"{what} must be EPS,DELTA (e.g. 2,1e-3), got {text!r}")
+    try:
+        eps, dlt = float(parts[0]), float(parts[1])
+    except ValueError as exc:
+        raise ParameterError(f"{what} must be two numbers EPS,DELTA, got {text!r}") from exc
+    try:
+        return Budget(eps, dlt)
+    except (ParameterError, ParameterTypeError) as exc:
+        raise ParameterError(f"{what} {text!r}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One recorded release (a row of the ledger).
+
+    Attributes
+    ----------
+    id : int
+        Position in the ledger (increasing with time).
+    time_utc, version : str
+        When (ISO 8601, UTC) and by which distpriv version it was released.
+    data_account : str
+        ``"hmac-sha256:<hex>"``: the released data's keyed identity under the ledger's key
+        (:func:`~distpriv.pipeline.ledger_identity.data_account`), never an unkeyed hash.
+    secret_key : str
+        The secret's predicate (see :func:`secret_key`).
+    secret : dict
+        ``predicate``, ``values``, ``pairs`` of the release.
+    statistics : tuple of (name, expression)
+    model : dict
+        How the query model was built (``subset_size``, ``method``, ``n_samples``,
+        ``model_data``).
+    mechanism : str
+    noise : dict
+        ``covariance`` (m × m) and ``components`` (kind, basis, scales): the noise law.
+    guarantee : dict
+        :meth:`PrivacyGuarantee.to_dict` of the release alone.
+    alone : dict
+        ``epsilon``, ``delta`` of the release alone under the exact joint computation.
+    composed : dict
+        The composed guarantee of this and every earlier release of the same group.
+    released : list of float
+        The published values.
+    """
+
+    id: int
+    time_utc: str
+    version: str
+    data_account: str
+    secret_key: str
+    secret: dict[str, Any]
+    statistics: tuple[tuple[str, str], ...]
+    model: dict[str, Any]
+    mechanism: str
+    noise: dict[str, Any]
+    guarantee: dict[str, Any]
+    alone: dict[str, Any]
+    composed: dict[str, Any]
+    released: list[float]
+
+    @classmethod
+    def _from_row(cls, row: sqlite3.Row) -> LedgerEntry:
+        try:
+            return cls(
+                id=int(row["id"]),
+                time_utc=row["time_utc"],
+                version=row["version"],
+                data_account=row["data_account"],
+                secret_key=row["secret_key"],
+                secret=json.loads(row["secret_json"]),
+                statistics=tuple((str(n), str(e)) for n, e in json.loads(row["statistics_json"])),
+                model=json.loads(row["model_json"]),
+                mechanism=row["mechanism"],
+                noise=json.loads(row["noise_json"]),
+                guarantee=json.loads(row["guarantee_json"]),
+                alone={"epsilon": row["alone_epsilon"], "delta": row["alone_delta"]},
+                composed=json.loads(row["composed_json"]),
+                released=json.loads(row["released_json"]),
+            )
+        except (ValueError, TypeError, KeyError) as exc:
+            raise LedgerError(f"ledger row {row['id']} cannot be read: {exc}") from exc
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict."""
+        return {
+            "id": self.id,
+            "time_utc": self.time_utc,
+            "version": self.version,
+            "data_account": self.data_account,
+            "secret_key": self.secret_key,
+            "secret": self.secret,
+            "statistics": [list(s) for s in self.statistics],
+            "model": self.model,
+            "mechanism": self.mechanism,
+            "noise": self.noise,
+            "guarantee": self.guarantee,
+            "alone": self.alone,
+            "composed": self.composed,
+            "released": self.released,
+        }
+
+
+@dataclass(frozen=True)
+class NewRelease:
+    """What the ledger records of a release, except the values and composed guarantee.
+
+    Built by the pipeline before the transaction; :meth:`Ledger.guarded_release` adds the
+    composed guarantee and the released values inside it.
+    """
+
+    data_account: str
+    secret: dict[str, Any]
+    statistics: tuple[tuple[str, str], ...]
+    model: dict[str, Any]
+    mechanism: str
+    noise: dict[str, Any]
+    guarantee: dict[str, Any]
+
+    @property
+    def secret_key(self) -> str:
+        """The group key of the secret (its predicate)."""
+        return secret_key(self.secret["predicate"])

@@ -1,0 +1,86 @@
+"""What ``distpriv ledger show`` prints: per data and secret, the composed guarantee first.
+
+Imports nothing heavy (no pandas, no scipy, not the composition): showing a ledger reads
+the recorded rows, it never recomputes them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..guarantees import to_jsonable
+from .ledger_identity import public_account
+from .ledger_schema import SCHEMA_VERSION
+from .ledger_store import Ledger
+
+__all__ = ["ledger_report"]
+
+
+def _row(e: Any) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "time_utc": e.time_utc,
+        "version": e.version,
+        "mechanism": e.mechanism,
+        "statistics": [{"name": n, "expression": x} for n, x in e.statistics],
+        "pairs": e.secret.get("pairs"),
+        "claimed": {
+            "epsilon": e.guarantee.get("epsilon"),
+            "delta": e.guarantee.get("delta"),
+            "theorem": e.guarantee.get("theorem"),
+        },
+        "alone": e.alone,
+        "composed": {
+            "epsilon": e.composed.get("epsilon"),
+            "delta": e.composed.get("delta"),
+            "n_releases": e.composed.get("n_releases"),
+            "family": e.composed.get("family"),
+        },
+        "released": e.released,
+    }
+
+
+def ledger_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Every release of a ledger, alone and composed, per (data, secret).
+
+    Parameters
+    ----------
+    path : str or Path
+        An existing ledger (never created here); validated first (integrity check and row
+        checksums), so a damaged file is refused and left untouched.
+
+    Returns
+    -------
+    dict
+        JSON-safe: ``kind`` ("ledger"), ``path``, ``schema_version``, ``n_releases`` and
+        ``groups``, one per (data account, secret). Each group leads with ``composed``:
+        the guarantee of all its releases together (after the newest one; ``None`` for a
+        budget without releases), then ``budget``, ``account`` (the short keyed account,
+        as in public reports) and ``releases`` (id, time, version, mechanism, statistics,
+        the guarantee claimed alone, ``alone`` and ``composed`` from the exact
+        computation, released values).
+    """
+    led = Ledger(path, create=False)
+    groups = []
+    for account, key in led.groups():
+        budget = led.budget(account, key)
+        rows = [_row(e) for e in led.releases(account, key)]
+        groups.append(
+            {
+                "composed": rows[-1]["composed"] if rows else None,
+                "secret": key,
+                "budget": None if budget is None else budget.to_dict(),
+                "account": public_account(account),
+                "releases": rows,
+            }
+        )
+    return to_jsonable(
+        {
+            "kind": "ledger",
+            "path": str(led.path),
+            "schema_version": SCHEMA_VERSION,
+            "n_releases": sum(len(g["releases"]) for g in groups),
+            "groups": groups,
+        }
+    )

@@ -1,0 +1,363 @@
+"""The ledger file: schema, creation, and the checks an existing file passes before use.
+
+Storage only: what a distpriv ledger file is, how a new one is built, and how an existing
+one is validated. The records stored in it are :mod:`.ledger_records`; the class that
+reads and writes them is :mod:`.ledger_store`.
+
+File safety
+-----------
+* The schema is versioned (``PRAGMA user_version``) and marked with an ``application_id``,
+  so a foreign SQLite file, or one written by another distpriv schema, is recognised.
+* An existing file is validated through a *read-only* connection (header, page count
+  against the file size, application id, version, SQLite's full ``integrity_check``,
+  tables, the identity key, and a keyed checksum of every row) before it is ever opened
+  for writing; a corrupt, truncated or foreign file raises
+  :class:`~distpriv.errors.LedgerError` and is left byte-for-byte untouched.
+* Every row carries ``row_mac``, an HMAC-SHA256 of its content under the ledger's identity
+  key. SQLite's integrity check sees the b-tree structure, not the bytes of a record's
+  payload; the row checksum sees those. It detects accidental damage (a disk, a careless
+  editor), not tampering: whoever can write the file can read the key in it (SECURITY.md).
+* A new ledger is built in a temporary file and linked into place atomically, so no other
+  file is ever created over, and two processes creating the same ledger cannot race. Its
+  32-byte identity key comes from :mod:`secrets` (OS entropy) and is stored in ``meta``.
+* Append-only: triggers abort any ``UPDATE`` or ``DELETE`` issued by other SQLite clients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import sqlite3
+import struct
+import tempfile
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..errors import LedgerError
+from ..guarantees import to_jsonable
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "create_ledger_file", "validate_ledger_file"]
+
+# "dprv" as a big-endian int: marks the file as a distpriv ledger (PRAGMA application_id).
+APPLICATION_ID = 0x64707276
+# 1: unkeyed data fingerprints (sha256 of the table's CSV). 2: keyed, order-blind data
+# accounts, an identity key in meta, a keyed checksum on every row.
+SCHEMA_VERSION = 2
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+TABLES = ("meta", "budgets", "releases")
+KEY_BYTES = 32
+_KEY_CHECK = b"distpriv ledger identity key check"
+
+# Column order of each table as the row checksum sees it (everything but row_mac).
+BUDGET_COLUMNS = ("id", "time_utc", "data_account", "secret_key", "epsilon", "delta")
+RELEASE_COLUMNS = (
+    "id", "time_utc", "version", "data_account", "secret_key", "secret_json",
+    "statistics_json", "model_json", "mechanism", "noise_json", "guarantee_json",
+    "alone_epsilon", "alone_delta", "composed_json", "composed_epsilon", "composed_delta",
+    "released_json",
+)  # fmt: skip
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE budgets (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time_utc TEXT NOT NULL,
+    data_account TEXT NOT NULL,
+    secret_key TEXT NOT NULL,
+    epsilon REAL NOT NULL CHECK (epsilon > 0),
+    delta REAL NOT NULL CHECK (delta >= 0 AND delta < 1),
+    row_mac TEXT NOT NULL
+);
+CREATE TABLE releases (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time_utc TEXT NOT NULL,
+    version TEXT NOT NULL,
+    data_account TEXT NOT NULL,
+    secret_key TEXT NOT NULL,
+    secret_json TEXT NOT NULL,
+    statistics_json TEXT NOT NULL,
+    model_json TEXT NOT NULL,
+    mechanism TEXT NOT NULL,
+    noise_json TEXT NOT NULL,
+    guarantee_json TEXT NOT NULL,
+    alone_epsilon REAL NOT NULL,
+    alone_delta REAL NOT NULL,
+    composed_json TEXT NOT NULL,
+    composed_epsilon REAL NOT NULL,
+    composed_delta REAL NOT NULL,
+    released_json TEXT NOT NULL,
+    row_mac TEXT NOT NULL
+);
+CREATE INDEX releases_group ON releases (data_account, secret_key, id);
+CREATE INDEX budgets_group ON budgets (data_account, secret_key, id);
+"""
+
+
+def append_only_triggers() -> str:
+    """SQL of the triggers that abort UPDATE and DELETE on every table."""
+    out = []
+    for table in TABLES:
+        for op in ("UPDATE", "DELETE"):
+            out.append(
+                f"CREATE TRIGGER {table}_no_{op.lower()} BEFORE {op} ON {table} "
+                f"BEGIN SELECT RAISE(ABORT, 'the distpriv ledger is append-only: "
+                f"{op} on {table} refused'); END;"
+            )
+    return "\n".join(out)
+
+
+def now_utc() -> str:
+    """The current time, ISO 8601 in UTC with microseconds."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def dumps(obj: Any) -> str:
+    """Canonical JSON (sorted keys, no NaN) of a JSON-able object."""
+    return json.dumps(to_jsonable(obj), sort_keys=True, allow_nan=False)
+
+
+def row_mac(key: bytes, table: str, values: Sequence[Any]) -> str:
+    """HMAC-SHA256 (hex) of one row's values, in the column order of its table.
+
+    The id is part of the values, so rows cannot be swapped or renumbered unnoticed.
+    """
+    msg = json.dumps([table, *values], separators=(",", ":"))  # inf allowed: ε may be ∞
+    return hmac.new(key, msg.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _key_check(key: bytes) -> str:
+    return hmac.new(key, _KEY_CHECK, hashlib.sha256).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------
+# Validation of an existing file (read-only)
+# ---------------------------------------------------------------------------------------
+
+
+def _read_header(path: Path) -> bytes:
+    """The 100-byte SQLite header; rejects empty and non-SQLite files."""
+    size = path.stat().st_size
+    if size == 0:
+        raise LedgerError(
+            f"ledger {str(path)!r} is an empty file, not a distpriv ledger; remove it or "
+            "give a new path (a new ledger is created when the path does not exist)"
+        )
+    with path.open("rb") as fh:
+        header = fh.read(100)
+    if not header.startswith(_SQLITE_MAGIC):
+        raise LedgerError(
+            f"ledger {str(path)!r} is not a distpriv ledger (not an SQLite database); the "
+            "file was not modified"
+        )
+    if len(header) < 100:
+        raise LedgerError(f"ledger {str(path)!r} is truncated ({size} bytes); not modified")
+    # application_id (offset 68) is written with the schema: a foreign database is
+    # recognised from its header, before SQLite touches it.
+    (app,) = struct.unpack(">I", header[68:72])
+    if app != APPLICATION_ID:
+        raise LedgerError(
+            f"{str(path)!r} is an SQLite database but not a distpriv ledger "
+            f"(application_id {app:#x}, expected {APPLICATION_ID:#x}); not modified"
+        )
+    return header
+
+
+def _check_size(path: Path, header: bytes) -> None:
+    """Reject a truncated file: its size against the page count of the header."""
+    size = path.stat().st_size
+    (page_size,) = struct.unpack(">H", header[16:18])
+    page_size = 65536 if page_size == 1 else page_size
+    (change,) = struct.unpack(">I", header[24:28])
+    (pages,) = struct.unpack(">I", header[28:32])
+    (valid_for,) = struct.unpack(">I", header[92:96])
+    if page_size < 512 or page_size & (page_size - 1):
+        raise LedgerError(f"ledger {str(path)!r} has a corrupt header (page size {page_size})")
+    # The in-header page count is trustworthy when "version-valid-for" matches the change
+    # counter (SQLite file format §1.3.7).
+    expected = pages * page_size if (pages and change == valid_for) else page_size
+    if size < expected or size % page_size:
+        raise LedgerError(
+            f"ledger {str(path)!r} is truncated or corrupt: {size} bytes where the header "
+            f"announces {expected}; the file was not modified"
+        )
+
+
+def _recover_hot_journal(path: Path) -> None:
+    """Roll back a transaction interrupted by a crash (SQLite's own recovery).
+
+    A process killed inside a transaction leaves a "hot" rollback journal; a read-only
+    connection cannot roll it back. The file is already known to be a ledger (header),
+    so a read-write connection, whose first read restores the pre-transaction state,
+    is safe here.
+    """
+    journal = Path(f"{path}-journal")
+    if not (journal.exists() and journal.stat().st_size > 0):
+        return
+    try:
+        con = sqlite3.connect(path, timeout=60.0)
+        try:
+            con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise LedgerError(
+            f"ledger {str(path)!r} has an interrupted transaction that SQLite could not roll "
+            f"back ({exc})"
+        ) from exc
+
+
+def _check_version(path: Path, version: int) -> None:
+    if version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise LedgerError(
+            f"ledger {str(path)!r} has schema version {version} (written by a newer "
+            f"distpriv); this distpriv reads version {SCHEMA_VERSION}; not modified"
+        )
+    raise LedgerError(
+        f"ledger {str(path)!r} has schema version {version}, whose unkeyed data fingerprints "
+        f"this distpriv (schema {SCHEMA_VERSION}) no longer uses; copy its history into a new "
+        "ledger with distpriv.pipeline.ledger.migrate_ledger(OLD, NEW) (docs/composition.md); "
+        "not modified"
+    )
+
+
+def read_identity_key(con: sqlite3.Connection, path: Path) -> bytes:
+    """The ledger's 32-byte identity key from ``meta``, checked against its stored check."""
+    rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
+    try:
+        key = bytes.fromhex(rows["identity_key"])
+        good = len(key) == KEY_BYTES and hmac.compare_digest(
+            _key_check(key), rows["identity_key_check"]
+        )
+    except (KeyError, ValueError, TypeError):
+        good = False
+    if not good:
+        raise LedgerError(
+            f"ledger {str(path)!r} is corrupt: its identity key is missing or damaged; not modified"
+        )
+    return key
+
+
+def check_content(con: sqlite3.Connection, path: Path) -> bytes:
+    """SQLite's integrity check, the tables, the key and every row's checksum.
+
+    Runs on any connection (read-only at open, inside the write transaction before a
+    write). Returns the identity key.
+
+    Raises
+    ------
+    LedgerError
+        Naming the first problem found.
+    """
+    check = con.execute("PRAGMA integrity_check").fetchall()
+    if [tuple(r) for r in check] != [("ok",)]:
+        first = check[0][0] if check else "no result"
+        raise LedgerError(f"ledger {str(path)!r} is corrupt: {first}; not modified")
+    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = [t for t in TABLES if t not in names]
+    if missing:
+        raise LedgerError(f"ledger {str(path)!r} lacks the table(s) {missing}; corrupt")
+    key = read_identity_key(con, path)
+    for table, cols in (("budgets", BUDGET_COLUMNS), ("releases", RELEASE_COLUMNS)):
+        for row in con.execute(f"SELECT {', '.join(cols)}, row_mac FROM {table} ORDER BY id"):
+            try:
+                good = hmac.compare_digest(row_mac(key, table, row[:-1]), str(row[-1]))
+            except (ValueError, TypeError):
+                good = False
+            if not good:
+                raise LedgerError(
+                    f"ledger {str(path)!r} is corrupt: {table} row {row[0]} fails its "
+                    "checksum; not modified"
+                )
+    return key
+
+
+def validate_ledger_file(path: Path) -> bytes:
+    """Validate an existing ledger through a read-only connection; return its identity key.
+
+    Raises
+    ------
+    LedgerError
+        Empty, foreign, truncated or corrupt file, or another schema version. The file is
+        not modified (except that SQLite rolls back a crashed transaction's hot journal).
+    """
+    _read_header(path)
+    _recover_hot_journal(path)
+    _check_size(path, _read_header(path))
+    uri = path.resolve().as_uri() + "?mode=ro"
+    try:
+        con = sqlite3.connect(uri, uri=True, timeout=60.0)
+    except sqlite3.Error as exc:
+        raise LedgerError(f"cannot open ledger {str(path)!r} read-only: {exc}") from exc
+    try:
+        app = con.execute("PRAGMA application_id").fetchone()[0]
+        if app != APPLICATION_ID:
+            raise LedgerError(
+                f"{str(path)!r} is an SQLite database but not a distpriv ledger "
+                f"(application_id {app:#x}, expected {APPLICATION_ID:#x}); not modified"
+            )
+        _check_version(path, con.execute("PRAGMA user_version").fetchone()[0])
+        return check_content(con, path)
+    except sqlite3.DatabaseError as exc:
+        raise LedgerError(
+            f"ledger {str(path)!r} is corrupt or not a ledger ({exc}); the file was not modified"
+        ) from exc
+    finally:
+        con.close()
+
+
+def create_ledger_file(path: Path) -> None:
+    """Build the schema and a fresh identity key in a temporary file, link it into place.
+
+    Never overwrites: if anything appears at ``path`` meanwhile (another process), that
+    file is kept and validated by the caller instead.
+    """
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise LedgerError(f"cannot create ledger {str(path)!r}: no directory {str(parent)!r}")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise LedgerError(
+            f"cannot create ledger {str(path)!r}: {exc.strerror}; give --ledger FILE (or "
+            "[ledger] path) in a writable directory, or --no-ledger"
+        ) from exc
+    os.close(fd)
+    key = secrets.token_bytes(KEY_BYTES)
+    try:
+        con = sqlite3.connect(tmp)
+        try:
+            con.executescript(
+                f"PRAGMA application_id = {APPLICATION_ID};"
+                f"PRAGMA user_version = {SCHEMA_VERSION};"
+                f"BEGIN; {SCHEMA} {append_only_triggers()} COMMIT;"
+            )
+            con.executemany(
+                "INSERT INTO meta VALUES (?, ?)",
+                [
+                    ("created_utc", now_utc()),
+                    ("created_by", f"distpriv {__version__}"),
+                    ("identity_key", key.hex()),
+                    ("identity_key_check", _key_check(key)),
+                ],
+            )
+            con.commit()
+        finally:
+            con.close()
+        try:
+            os.link(tmp, path)  # atomic, and fails if anything exists at path
+        except FileExistsError:
+            pass  # another process created it first: validate theirs
+        except OSError as exc:
+            raise LedgerError(f"cannot create ledger {str(path)!r}: {exc.strerror}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

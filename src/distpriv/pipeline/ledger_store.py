@@ -1,0 +1,330 @@
+"""The ledger: an append-only SQLite record of every release a curator makes.
+
+:class:`Ledger` reads and appends the rows of a ledger file (:mod:`.ledger_schema` owns the
+file itself: schema, creation and validation). Every read or write is preceded by the
+file's checks (SQLite ``integrity_check`` and a keyed checksum of every row): at open
+through a read-only connection, and again inside each write transaction, so a file damaged
+between the two is still refused before anything is appended.
+:meth:`Ledger.guarded_release` holds the budget check, the noise draw and the insert in
+one ``BEGIN IMMEDIATE`` transaction: two processes cannot both pass the check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..errors import BudgetExceededError, LedgerError, ParameterError, ParameterTypeError
+from ..guarantees import to_jsonable
+from .ledger_identity import secret_key
+from .ledger_records import Budget, LedgerEntry, NewRelease
+from .ledger_schema import (
+    BUDGET_COLUMNS,
+    RELEASE_COLUMNS,
+    check_content,
+    create_ledger_file,
+    dumps,
+    now_utc,
+    row_mac,
+    validate_ledger_file,
+)
+
+__all__ = ["Ledger"]
+
+
+def _insert(con: sqlite3.Connection, key: bytes, table: str, cols: Sequence[str], row: dict):
+    """Append one row with the next id and its keyed checksum; returns the id.
+
+    The id is chosen inside the caller's write transaction (the lock is held), so the
+    checksum can cover it.
+    """
+    new_id = int(con.execute(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table}").fetchone()[0])
+    values = [new_id, *(row[c] for c in cols[1:])]
+    con.execute(
+        f"INSERT INTO {table} ({', '.join(cols)}, row_mac) VALUES "
+        f"({', '.join('?' * (len(cols) + 1))})",
+        (*values, row_mac(key, table, values)),
+    )
+    return new_id
+
+
+class Ledger:
+    """An append-only SQLite ledger of releases (one file per curator).
+
+    Parameters
+    ----------
+    path : str or Path
+        The ledger file. Created (with the schema and a fresh identity key) when it does not
+        exist and ``create`` is true; an existing file must be a valid ledger.
+    create : bool
+        Whether a missing file may be created (``distpriv ledger show`` passes False).
+    timeout : float
+        Seconds to wait for another process's transaction (SQLite busy timeout).
+
+    Attributes
+    ----------
+    path : Path
+    identity_key : bytes
+        The ledger's secret 32-byte key (from :mod:`secrets`, made with the ledger, stored
+        in it). Data identities are keyed with it
+        (:func:`~distpriv.pipeline.ledger_identity.data_account`); it is only as secret
+        as the file (SECURITY.md).
+
+    Raises
+    ------
+    LedgerError
+        Missing (with ``create=False``), empty, truncated, corrupt or foreign file, or
+        another schema version. The file is not modified.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, create: bool = True, timeout: float = 600.0
+    ):
+        if not isinstance(path, str | os.PathLike):
+            raise ParameterTypeError(f"ledger path must be a string or path, got {path!r}")
+        self.path = Path(path)
+        self.timeout = float(timeout)
+        if self.path.exists():
+            if not self.path.is_file():
+                raise LedgerError(f"ledger {str(self.path)!r} is not a regular file")
+        elif create:
+            create_ledger_file(self.path)
+        else:
+            raise LedgerError(f"ledger {str(self.path)!r} does not exist")
+        self.identity_key: bytes = validate_ledger_file(self.path)
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot open ledger {str(self.path)!r}: {exc}") from exc
+        con.row_factory = sqlite3.Row
+        try:
+            # freed space is zeroed, so unused bytes of a page stay zero (checked at open)
+            con.execute("PRAGMA secure_delete = ON")
+            yield con
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(
+                f"ledger {str(self.path)!r} cannot be used ({exc}): corrupt, or not writable "
+                "by this process"
+            ) from exc
+        finally:
+            con.close()
+
+    @contextlib.contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
+        """A checked write transaction taken at once (BEGIN IMMEDIATE); rolled back on error.
+
+        The file is checked again under the lock: it may have been damaged since it was
+        opened, and nothing is appended to a damaged file.
+        """
+        with self._connect() as con:
+            try:
+                con.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise LedgerError(
+                    f"ledger {str(self.path)!r} is busy ({exc}) after {self.timeout:g} s"
+                ) from exc
+            try:
+                if check_content(con, self.path) != self.identity_key:
+                    raise LedgerError(
+                        f"ledger {str(self.path)!r} changed its identity key since it was "
+                        "opened (replaced by another file?); nothing recorded"
+                    )
+                yield con
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):  # keep the original error
+                    con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    # -- reading ----------------------------------------------------------------------
+
+    @staticmethod
+    def _select(
+        con: sqlite3.Connection, account: str | None, secret: str | None
+    ) -> tuple[LedgerEntry, ...]:
+        sql, args = "SELECT * FROM releases", []
+        where = []
+        if account is not None:
+            where.append("data_account = ?")
+            args.append(account)
+        if secret is not None:
+            where.append("secret_key = ?")
+            args.append(secret_key(secret))
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = con.execute(sql + " ORDER BY id", args).fetchall()
+        return tuple(LedgerEntry._from_row(r) for r in rows)
+
+    @staticmethod
+    def _budget(con: sqlite3.Connection, account: str, secret: str) -> Budget | None:
+        rows = con.execute(
+            "SELECT epsilon, delta FROM budgets WHERE data_account = ? AND secret_key = ?",
+            (account, secret_key(secret)),
+        ).fetchall()
+        out: Budget | None = None
+        for eps, dlt in rows:
+            out = Budget(eps, dlt).tighter(out)
+        return out
+
+    def releases(
+        self, data_account: str | None = None, secret: str | None = None
+    ) -> tuple[LedgerEntry, ...]:
+        """The recorded releases, oldest first, optionally of one data and/or secret.
+
+        Parameters
+        ----------
+        data_account : str, optional
+            The data's account (:func:`~distpriv.pipeline.ledger_identity.data_account`).
+        secret : str, optional
+            The secret's predicate (or its key, :func:`secret_key`).
+        """
+        with self._connect() as con:
+            return self._select(con, data_account, secret)
+
+    def budget(self, data_account: str, secret: str) -> Budget | None:
+        """The budget of one data and secret (the tightest one recorded), or ``None``."""
+        with self._connect() as con:
+            return self._budget(con, data_account, secret)
+
+    def groups(self) -> tuple[tuple[str, str], ...]:
+        """Every (data account, secret key) with a release or a budget, in first-use order."""
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT data_account, secret_key, MIN(id) AS first FROM ("
+                " SELECT data_account, secret_key, id FROM releases"
+                " UNION ALL SELECT data_account, secret_key, id + 1e12 FROM budgets)"
+                " GROUP BY data_account, secret_key ORDER BY first"
+            ).fetchall()
+        return tuple((r[0], r[1]) for r in rows)
+
+    def __len__(self) -> int:
+        with self._connect() as con:
+            return int(con.execute("SELECT COUNT(*) FROM releases").fetchone()[0])
+
+    # -- writing ----------------------------------------------------------------------
+
+    def set_budget(self, data_account: str, secret: str, budget: Budget) -> None:
+        """Record a budget for one data and secret (appended; the tightest recorded applies).
+
+        The explicit way to tighten a recorded budget; a release that names a budget
+        different from the recorded one is refused instead (:meth:`guarded_release`).
+        """
+        if not isinstance(budget, Budget):
+            raise ParameterTypeError(f"budget must be a Budget, got {budget!r}")
+        with self._immediate() as con:
+            self._insert_budget(con, data_account, secret_key(secret), budget)
+
+    def _insert_budget(
+        self, con: sqlite3.Connection, data_account: str, key: str, budget: Budget
+    ) -> None:
+        row = {
+            "time_utc": now_utc(),
+            "data_account": str(data_account),
+            "secret_key": key,
+            "epsilon": float(budget.epsilon),
+            "delta": float(budget.delta),
+        }
+        _insert(con, self.identity_key, "budgets", BUDGET_COLUMNS, row)
+
+    def guarded_release(
+        self,
+        new: NewRelease,
+        *,
+        compose: Callable[[Sequence[LedgerEntry], Budget | None], Any],
+        draw: Callable[[], Any],
+        budget: Budget | None = None,
+    ) -> tuple[LedgerEntry, Any, Any, Budget | None]:
+        """Check the composed guarantee against the budget, draw the noise, record: atomically.
+
+        One ``BEGIN IMMEDIATE`` transaction holds the file check, the read of the earlier
+        releases, the composition, the budget check, the noise draw and the insert, so two
+        processes cannot both pass the check on the same ledger. If anything fails (budget
+        exceeded, composition refused, sampler error), the transaction is rolled back and
+        nothing is recorded; when the budget is exceeded ``draw`` is never called.
+
+        Parameters
+        ----------
+        new : NewRelease
+        compose : callable (earlier entries, effective budget) -> ComposedGuarantee
+            Returns an object with ``alone``/``epsilon``/``delta``/``within(budget)``/
+            ``to_dict()`` (:class:`distpriv.pipeline.compose.ComposedGuarantee`).
+        draw : callable () -> Release-like
+            Draws the noise and returns the release (an object with ``value``).
+        budget : Budget, optional
+            A budget given for this release (config or ``--budget``). Recorded with the
+            first release of its data and secret; later it must equal the recorded one.
+
+        Returns
+        -------
+        (LedgerEntry, release, composed guarantee, effective budget or None)
+
+        Raises
+        ------
+        BudgetExceededError
+            The composed guarantee would exceed the budget (nothing drawn or recorded).
+        ParameterError
+            ``budget`` differs from the one recorded for this data and secret (naming both;
+            a later, looser budget would otherwise silently reopen the account).
+        """
+        key = new.secret_key
+        with self._immediate() as con:
+            earlier = self._select(con, new.data_account, key)
+            stored = self._budget(con, new.data_account, key)
+            if budget is not None and stored is not None and budget != stored:
+                raise ParameterError(
+                    f"the budget given ({budget.epsilon:g}, {budget.delta:g}) differs from the "
+                    f"budget recorded in the ledger for this data and secret "
+                    f"({stored.epsilon:g}, {stored.delta:g}); give the recorded budget or none "
+                    "(a recorded budget is kept; Ledger.set_budget can only tighten it); "
+                    "nothing was released or recorded"
+                )
+            effective = stored if stored is not None else budget
+            composed = compose(earlier, effective)
+            if effective is not None and not composed.within(effective):
+                raise BudgetExceededError(
+                    f"release refused: with the {len(earlier)} earlier release(s) of this data "
+                    f"and secret the composed guarantee would be {composed.describe()}, beyond "
+                    f"the budget ({effective.epsilon:g}, {effective.delta:g}); nothing was "
+                    "released or recorded"
+                )
+            rel = draw()
+            if budget is not None and stored is None:
+                self._insert_budget(con, new.data_account, key, budget)
+            values = [float(v) for v in to_jsonable(rel.value)]
+            if not all(math.isfinite(v) for v in values):
+                raise LedgerError("the released values are not finite; nothing recorded")
+            row = {
+                "time_utc": now_utc(),
+                "version": __version__,
+                "data_account": str(new.data_account),
+                "secret_key": key,
+                "secret_json": dumps(new.secret),
+                "statistics_json": dumps([list(s) for s in new.statistics]),
+                "model_json": dumps(new.model),
+                "mechanism": str(new.mechanism),
+                "noise_json": dumps(new.noise),
+                "guarantee_json": dumps(new.guarantee),
+                "alone_epsilon": float(composed.alone["epsilon"]),
+                "alone_delta": float(composed.alone["delta"]),
+                "composed_json": dumps(composed.to_dict()),
+                "composed_epsilon": float(composed.epsilon),
+                "composed_delta": float(composed.delta),
+                "released_json": dumps(values),
+            }
+            new_id = _insert(con, self.identity_key, "releases", RELEASE_COLUMNS, row)
+            entry = LedgerEntry._from_row(
+                con.execute("SELECT * FROM releases WHERE id = ?", (new_id,)).fetchone()
+            )
+        return entry, rel, composed, effective
