@@ -93,12 +93,15 @@ def test_adult_meets_target_exactly(adult_model, name, epsilon):
         return
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the exact calibration has nothing to warn about
-        mech = calibrate(name, adult_model, epsilon=epsilon, delta=DELTA)
+        # beta=None: this test is about layer 1, exactness on the fitted model (the
+        # population layer is tests/central/test_robust.py).
+        mech = calibrate(name, adult_model, epsilon=epsilon, delta=DELTA, beta=None)
     g = mech.guarantee
     assert (g.epsilon, g.delta) == (epsilon, DELTA)
     assert (g.requested_epsilon, g.requested_delta) == (None, None) and g.meets_target
     assert g.holds is True and g.calibration == "exact" and g.fallback is None
-    assert [p.name for p in g.premises] == ["gaussian"]
+    assert [p.name for p in g.premises] == ["gaussian", "population"]
+    assert "no stated confidence" in g.premises[1].detail
     assert "skewness" in g.premises[0].detail  # the model's normality diagnostics
     assert g.to_dict()["requested_epsilon"] == epsilon
     with warnings.catch_warnings():
