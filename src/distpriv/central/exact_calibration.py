@@ -187,6 +187,7 @@ def _calibrate_on(
     build: Callable[..., CalibratedMechanism],
     epsilon: float,
     delta: float,
+    start_scale: float | None = None,
 ) -> tuple[np.ndarray, float, PairCheck, str]:
     """The least noise of the mechanism's shape meeting the target on every pair of ``gm``."""
     if paper is None:  # noiseless
@@ -201,6 +202,8 @@ def _calibrate_on(
         weights = np.asarray(paper.diagnostics["weights"])
         return _optimal(gm, paper, build, epsilon, delta, weights)
     family, start = _family(name, paper)
+    if start_scale is not None and start_scale > 0:
+        start = start_scale  # a previous round's answer: the bracket is found at once
     cov, scale, check = _search(name, gm, family, start, epsilon, delta)
     return cov, scale, check, "noise shape of the mechanism, least scale"
 
@@ -230,9 +233,12 @@ def _calibrate_robust(
     guess = np.zeros((gm.dim, gm.dim)) if paper is None else paper.noise_covariance
     every = population_model(gm, beta=beta, noise_cov=guess)
     active = _worst_pairs(every, pair_deltas(every, guess, epsilon=epsilon), delta, 1)
+    scale = None
     for rounds in range(1, _ROBUST_ROUNDS + 1):
         target = _pairs_model(gm, active)
-        cov, scale, _, method = _calibrate_on(name, target, paper, build, epsilon, delta)
+        cov, scale, _, method = _calibrate_on(
+            name, target, paper, build, epsilon, delta, start_scale=scale
+        )
         every = population_model(gm, beta=beta, noise_cov=cov)
         full = pair_deltas(every, cov, epsilon=epsilon)
         if full.worst <= delta:

@@ -27,8 +27,7 @@ estimated from N_s rows):
 The calibration then meets the target on an *augmented* model whose pairs are, for every
 pair of Ψ and every corner, the corner's covariances with the mean gap moved to the point
 of its ellipsoid farthest (in the Mahalanobis norm of the outputs N(μ, Σ_θ + Σ_Z)) from
-the other hypothesis, for the noise being calibrated (re-checked for the final noise), and
-the fitted pair itself. Adding noise is post-processing, so the least scale that meets every
+the other hypothesis, for the noise being calibrated (re-checked for the final noise). Adding noise is post-processing, so the least scale that meets every
 one of these pairs is found by the same bracketed search as the plain exact calibration.
 
 What this is not: a theorem over the whole continuum of the set (the worst member of the
@@ -235,9 +234,9 @@ def population_model(
     Returns
     -------
     GaussianQueryModel
-        2 per candidate hypothesis pair: the fitted pair, and for every corner of the
-        strata covariances the pair with that corner's covariances and the farthest mean
-        gap. Labels say which member of the set each hypothesis is.
+        For every pair of Ψ and every corner of the strata covariances, the pair with that
+        corner's covariances and the mean gap at its upper confidence bound. Labels say
+        which member of the set each hypothesis is.
     """
     unc = model.uncertainty
     if unc is None:  # pragma: no cover - callers check
@@ -257,8 +256,6 @@ def population_model(
     noise_cov = (noise_cov + noise_cov.T) / 2
     for i, j in model.pairs:
         li, lj = str(model.labels[i]), str(model.labels[j])
-        fit_i = add(model.means[i], model.covariances[i], li)
-        pairs.append((fit_i, add(model.means[j], model.covariances[j], lj)))
         spread = _sqrt_psd(_gap_covariance(unc, i, j))
         gap = model.means[i] - model.means[j]
         for corner in _corners(n_strata):
