@@ -209,7 +209,7 @@ def _calibrate_on(
 
 
 # Re-calibrations for the worst members of the confidence set at the final noise.
-_ROBUST_ROUNDS = 6
+_ROBUST_ROUNDS = 8
 
 
 def _calibrate_robust(
@@ -234,7 +234,7 @@ def _calibrate_robust(
     every = population_model(gm, beta=beta, noise_cov=guess)
     active = _worst_pairs(every, pair_deltas(every, guess, epsilon=epsilon), delta, 1)
     scale = None
-    for rounds in range(1, _ROBUST_ROUNDS + 1):
+    for _ in range(_ROBUST_ROUNDS):
         target = _pairs_model(gm, active)
         cov, scale, _, method = _calibrate_on(
             name, target, paper, build, epsilon, delta, start_scale=scale
@@ -243,10 +243,10 @@ def _calibrate_robust(
         full = pair_deltas(every, cov, epsilon=epsilon)
         if full.worst <= delta:
             return cov, scale, full, method
-        # The candidates moved with the noise: search again on the current ones that
-        # bind (one more each round, so that the search cannot cycle), keeping the
-        # previous round's worst so the noise never shrinks below what it needed.
-        active = [*_worst_pairs(every, full, delta, rounds), *active[:1]]
+        # The candidates moved with the noise: search again on the ones that bind now,
+        # keeping the earlier ones (conservative, and the search cannot cycle between
+        # noise shapes whose worst candidates differ).
+        active = [*_worst_pairs(every, full, delta, 2), *active]
     raise MechanismNotApplicableError(  # pragma: no cover - the candidates did not settle
         f"{name}: the calibration for the population confidence set did not settle; "
         "use beta=None (fitted moments only) or a larger modelling table"

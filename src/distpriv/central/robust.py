@@ -14,9 +14,11 @@ estimated from N_s rows):
 
 * **mean gaps** (β/2): the gap of a pair, μᵢ − μⱼ = Σ_s (w_is − w_js) m_s, is off by
   e ≈ N(0, V_ij) with V_ij = Σ_s (w_is − w_js)² C_s / N_s (central limit theorem,
-  independent strata). With two strata every pair's error is a multiple of the same
-  vector m̂_A − m̂_B, so the ellipsoids eᵀ V_ij⁻¹ e ≤ χ²_{d, 1−β/2}, d = rank, hold for
-  every pair at once;
+  independent strata). What matters for δ is the gap's distance in the metric of the
+  outputs, ‖M(Δ̂ + e)‖ with M = ((Σᵢ + Σⱼ)/2 + Σ_Z)^(−1/2); its (1 − β/2) upper quantile
+  is bounded in closed form (:func:`gap_quantile`: a one-sided normal bound along the
+  fitted gap, the Laurent–Massart bound across it), and the candidate gap is moved along
+  the direction in which the distance grows fastest until it reaches that bound;
 * **covariances** (β/2, Bonferroni over strata and statistics): the variance of feature j
   in stratum s is known up to a factor exp(±z √((κ_sj − 1)/N_s)) with κ_sj its kurtosis
   (the delta method on log σ̂²: Var log σ̂² ≈ (κ − 1)/N), z = Φ⁻¹(1 − β/(4 S m)). A
@@ -25,16 +27,19 @@ estimated from N_s rows):
   the level of Σ_θ (less model noise) and the difference Σᵢ − Σⱼ (the covariance gap).
 
 The calibration then meets the target on an *augmented* model whose pairs are, for every
-pair of Ψ and every corner, the corner's covariances with the mean gap moved to the point
-of its ellipsoid farthest (in the Mahalanobis norm of the outputs N(μ, Σ_θ + Σ_Z)) from
-the other hypothesis, for the noise being calibrated (re-checked for the final noise). Adding noise is post-processing, so the least scale that meets every
-one of these pairs is found by the same bracketed search as the plain exact calibration.
+pair of Ψ and every corner, the corner's covariances with the mean gap at its upper
+bound, for the noise being calibrated. Adding noise is post-processing, so the least scale
+that meets these pairs is found by the bracketed search of the plain exact calibration;
+since the worst gaps depend on the noise, every candidate is re-checked for the final noise
+(:func:`distpriv.central.exact_calibration.calibrate_exact` keeps an active set of the
+candidates that bind until the final noise passes all of them).
 
-What this is not: a theorem over the whole continuum of the set (the worst member of the
-set is searched among 2^S + 1 candidates per pair, not proven worst), and the laws are
-asymptotic. The coverage is measured instead: tests/central/test_robust.py draws modelling
-tables of 300 and 1,000 rows from Adult and checks the calibrated noise against the model
-of all of Adult with the exact accountant.
+What this is not: a theorem over the whole continuum of the set (the worst member is
+searched among 2^S corners per pair, not proven worst), and the laws are asymptotic and
+assume the modelling table is a random sample of the population's strata. The coverage is
+measured instead: tests/central/test_robust.py draws modelling tables of 300 and 1,000
+rows from Adult and checks the calibrated noise against the model of all of Adult with
+the exact accountant (docs/guarantees.md, "Holds on the population").
 """
 
 from __future__ import annotations
