@@ -57,7 +57,7 @@ from .pipeline import (
     run_demo,
     run_release,
 )
-from .querymodel import GaussianQueryModel, SampledQueryModel
+from .querymodel import GaussianQueryModel, MomentUncertainty, SampledQueryModel
 
 __all__ = [
     "MECHANISMS",
@@ -77,6 +77,7 @@ __all__ = [
     "Ledger",
     "LedgerError",
     "MechanismNotApplicableError",
+    "MomentUncertainty",
     "Noise",
     "NoiseComponent",
     "ParameterError",

@@ -17,7 +17,7 @@ import numpy as np
 from ._validation import check_array, check_covariance, readonly
 from .errors import ParameterError, ParameterTypeError
 
-__all__ = ["GaussianQueryModel", "SampledQueryModel"]
+__all__ = ["GaussianQueryModel", "MomentUncertainty", "SampledQueryModel"]
 
 
 def _resolve_labels(labels: Sequence[Hashable] | None, k: int) -> tuple[Hashable, ...]:
@@ -112,6 +112,107 @@ class _PairsMixin:
 
 
 @dataclass(frozen=True, init=False)
+class MomentUncertainty:
+    """The sampling uncertainty of a data-built model's moments (issue #18, deliverable 2).
+
+    A model built from a modelling table that is a *sample* of the population estimates,
+    for each stratum s of the table (rows satisfying / not satisfying the secret predicate),
+    the mean and covariance of the per-row contribution to the statistics. Under θ a
+    dataset takes w_θs rows from stratum s, so
+
+        μ_θ = Σ_s w_θs m_s,    Σ_θ = Σ_s w_θs C_s,
+
+    with m_s, C_s the per-row mean and covariance in the units of the statistics (a mean
+    statistic's feature already divided by n). The estimates m̂_s, Ĉ_s come from N_s rows;
+    their asymptotic (central-limit) laws are m̂_s ≈ N(m_s, C_s / N_s), independent across
+    strata, and the relative error of Ĉ_s in a direction u has variance (κ_u − 1)/N_s with
+    κ_u the kurtosis of the row feature along u. This object stores what a robust
+    calibration needs to bound both (:mod:`distpriv.central.robust`).
+
+    Parameters
+    ----------
+    stratum_sizes : sequence of int, length S
+        N_s, rows of each stratum in the modelling table (≥ 2).
+    weights : array_like, shape (k, S)
+        w_θs, rows of a protected dataset taken from stratum s under θ.
+    row_covariances : array_like, shape (S, m, m)
+        Ĉ_s (unbiased, divisor N_s − 1).
+    kurtosis : array_like, shape (S, m)
+        Kurtosis E[(x − m)⁴]/Var² of each statistic's row feature per stratum (3 for a
+        Gaussian; 0 where the feature is constant).
+    method : str
+        How the uncertainty is expressed, for the guarantee's premise.
+    """
+
+    stratum_sizes: tuple[int, ...]
+    weights: np.ndarray
+    row_covariances: np.ndarray
+    kurtosis: np.ndarray
+    method: str
+
+    def __init__(
+        self,
+        stratum_sizes: Sequence[int],
+        weights: Any,
+        row_covariances: Any,
+        kurtosis: Any,
+        *,
+        method: str = "asymptotic (central limit) covariance of the stratum moments",
+    ) -> None:
+        sizes = tuple(int(n) for n in stratum_sizes)
+        if len(sizes) < 1 or any(n < 2 for n in sizes):
+            raise ParameterError(f"stratum_sizes must be integers >= 2, got {sizes!r}")
+        w = check_array(weights, "weights", ndim=2)
+        if w.shape[1] != len(sizes) or np.any(w < 0):
+            raise ParameterError(
+                f"weights must be non-negative with shape (k, {len(sizes)}), got {w.shape}"
+            )
+        cov = check_array(row_covariances, "row_covariances", ndim=3)
+        if cov.shape[0] != len(sizes) or cov.shape[1] != cov.shape[2]:
+            raise ParameterError(
+                f"row_covariances must have shape ({len(sizes)}, m, m), got {cov.shape}"
+            )
+        kurt = check_array(kurtosis, "kurtosis", ndim=2)
+        if kurt.shape != cov.shape[:2] or np.any(kurt < 0):
+            raise ParameterError(
+                f"kurtosis must be non-negative with shape {cov.shape[:2]}, got {kurt.shape}"
+            )
+        if not isinstance(method, str):
+            raise ParameterTypeError(f"method must be a string, got {method!r}")
+        object.__setattr__(self, "stratum_sizes", sizes)
+        object.__setattr__(self, "weights", readonly(w))
+        object.__setattr__(self, "row_covariances", readonly((cov + cov.transpose(0, 2, 1)) / 2))
+        object.__setattr__(self, "kurtosis", readonly(kurt))
+        object.__setattr__(self, "method", method)
+
+    @property
+    def dim(self) -> int:
+        """Number m of statistics."""
+        return int(self.row_covariances.shape[1])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict."""
+        return {
+            "method": self.method,
+            "stratum_sizes": list(self.stratum_sizes),
+            "weights": self.weights.tolist(),
+            "row_covariances": self.row_covariances.tolist(),
+            "kurtosis": self.kurtosis.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MomentUncertainty:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            data["stratum_sizes"],
+            data["weights"],
+            data["row_covariances"],
+            data["kurtosis"],
+            method=data["method"],
+        )
+
+
+@dataclass(frozen=True, init=False)
 class GaussianQueryModel(_PairsMixin):
     """f_θ = N(μ_θ, Σ_θ) for each θ, and the pairs Ψ to protect.
 
@@ -132,6 +233,11 @@ class GaussianQueryModel(_PairsMixin):
         How the Gaussian was fitted, when it approximates f_θ rather than being given
         (e.g. "sample mean and covariance of 1000 subsets"). Mechanisms then report the
         Gaussian assumption as unverified, with this text.
+    uncertainty : MomentUncertainty, optional
+        The sampling uncertainty of the moments when they are estimated from a modelling
+        table that is a sample of the population (set by :func:`distpriv.model_query`).
+        The default (exact) calibration then holds on the population with confidence
+        1 − β (:mod:`distpriv.central.robust`). ``None``: the moments are taken as exact.
 
     Examples
     --------
@@ -148,6 +254,7 @@ class GaussianQueryModel(_PairsMixin):
     labels: tuple[Hashable, ...]
     statistics: tuple[str, ...]
     fitted: str | None
+    uncertainty: MomentUncertainty | None
 
     def __init__(
         self,
@@ -158,6 +265,7 @@ class GaussianQueryModel(_PairsMixin):
         labels: Sequence[Hashable] | None = None,
         statistics: Sequence[str] | None = None,
         fitted: str | None = None,
+        uncertainty: MomentUncertainty | None = None,
     ) -> None:
         mu = check_array(means, "means", ndim=2)
         k, m = mu.shape
@@ -179,6 +287,18 @@ class GaussianQueryModel(_PairsMixin):
         if fitted is not None and not isinstance(fitted, str):
             raise ParameterTypeError(f"fitted must be a string or None, got {fitted!r}")
         object.__setattr__(self, "fitted", fitted)
+        if uncertainty is not None:
+            if not isinstance(uncertainty, MomentUncertainty):
+                raise ParameterTypeError(
+                    f"uncertainty must be a MomentUncertainty or None, got "
+                    f"{type(uncertainty).__name__}"
+                )
+            if uncertainty.weights.shape[0] != k or uncertainty.dim != m:
+                raise ParameterError(
+                    f"uncertainty describes {uncertainty.weights.shape[0]} thetas and "
+                    f"{uncertainty.dim} statistics; the model has {k} and {m}"
+                )
+        object.__setattr__(self, "uncertainty", uncertainty)
 
     @property
     def dim(self) -> int:
@@ -201,6 +321,7 @@ class GaussianQueryModel(_PairsMixin):
             "covariances": self.covariances.tolist(),
             "pairs": [list(p) for p in self.pair_labels],
             "fitted": self.fitted,
+            "uncertainty": None if self.uncertainty is None else self.uncertainty.to_dict(),
         }
 
 

@@ -92,7 +92,9 @@ def test_analytic_moments_exact_by_enumeration():
     secret = ProportionSecret("s", values=[0.25, 0.5, 0.75])
     # Statistics of 4-row datasets are far from Gaussian, and the model says so.
     with pytest.warns(AssumptionWarning, match="not Gaussian"):
-        model = model_query(df, TINY_QUERY, secret, subset_size=4, method="analytic", rng=0)
+        model = model_query(
+            df, TINY_QUERY, secret, subset_size=4, method="analytic", rng=0, population=True
+        )
     pos, neg = np.flatnonzero(df.s), np.flatnonzero(~df.s)
     for t, k in enumerate(model.counts):
         vals = []

@@ -90,7 +90,9 @@ def test_pushdown_equals_the_materialised_path_for_every_source(adult, tmp_path,
     calls = count_queries(monkeypatch)
     for source in sources:
         calls.clear()
-        model = model_query(source, QUERY, SECRET, subset_size=100, method="analytic")
+        model = model_query(
+            source, QUERY, SECRET, subset_size=100, method="analytic", population=True
+        )
         np.testing.assert_allclose(model.means, ref_means, rtol=1e-12)
         np.testing.assert_allclose(model.covariances, ref_covs, rtol=1e-9, atol=1e-12)
         # A constant number of engine round trips (row count, scale probe, ONE aggregate),
@@ -127,7 +129,7 @@ def test_numerically_stable_with_a_large_offset():
     secret = ProportionSecret("s", values=[0.4, 0.6])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = model_query(frame, q, secret, subset_size=50, method="analytic")
+        model = model_query(frame, q, secret, subset_size=50, method="analytic", population=True)
     feats = frame[["x", "z"]].to_numpy()
     mask = frame["s"].to_numpy()
     for t, k in enumerate(model.counts):
@@ -154,7 +156,7 @@ def test_exact_cumulants_match_enumeration():
     secret = ProportionSecret("s", values=[0.5, 0.75])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = model_query(df, q, secret, subset_size=4, method="analytic")
+        model = model_query(df, q, secret, subset_size=4, method="analytic", population=True)
     pos, neg = np.flatnonzero(df.s), np.flatnonzero(~df.s)
     for t, k in enumerate(model.counts):
         vals = np.array(

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise
+from ..querymodel import GaussianQueryModel
 from ._common import FALLBACK_NOTE, QueryModel
 from .apgm import apgm_accuracy
 from .base import CalibratedMechanism
@@ -32,6 +33,7 @@ from .exact import (
     pair_deltas,
     smallest_scale,
 )
+from .robust import confidence_set, population_model, population_premise
 
 __all__ = ["EXACT_MECHANISMS", "calibrate_exact"]
 
@@ -178,6 +180,106 @@ def _scale_at_cost(
     return lo
 
 
+def _calibrate_on(
+    name: str,
+    gm: Any,
+    paper: CalibratedMechanism | None,
+    build: Callable[..., CalibratedMechanism],
+    epsilon: float,
+    delta: float,
+    start_scale: float | None = None,
+) -> tuple[np.ndarray, float, PairCheck, str]:
+    """The least noise of the mechanism's shape meeting the target on every pair of ``gm``."""
+    if paper is None:  # noiseless
+        check = pair_deltas(gm, np.zeros((gm.dim, gm.dim)), epsilon=epsilon)
+        if check.worst > delta:
+            raise MechanismNotApplicableError(
+                f"noiseless release is not ({epsilon:g}, {delta:g})-private under the "
+                f"exact profile of the model: {check.describe()}; use 'expm-g' or 'eigm' "
+                "(full-rank noise), or mechanism='auto'"
+            )
+        return np.zeros((gm.dim, gm.dim)), 0.0, check, "no noise"
+    if name == "optimal-g":
+        weights = np.asarray(paper.diagnostics["weights"])
+        return _optimal(gm, paper, build, epsilon, delta, weights)
+    family, start = _family(name, paper)
+    if start_scale is not None and start_scale > 0:
+        start = start_scale  # a previous round's answer: the bracket is found at once
+    cov, scale, check = _search(name, gm, family, start, epsilon, delta)
+    return cov, scale, check, "noise shape of the mechanism, least scale"
+
+
+# Re-calibrations for the worst members of the confidence set at the final noise.
+_ROBUST_ROUNDS = 8
+
+
+def _calibrate_robust(
+    name: str,
+    gm: Any,
+    paper: CalibratedMechanism | None,
+    build: Callable[..., CalibratedMechanism],
+    epsilon: float,
+    delta: float,
+    beta: float,
+) -> tuple[np.ndarray, float, PairCheck, str]:
+    """Calibrate on the worst members of the population confidence set (active set).
+
+    The candidates (:func:`~distpriv.central.robust.population_model`) depend on the
+    noise, and checking all of them at every step of the scale search is 5× the work of
+    the plain calibration; so the search runs on the candidates that bind (starting from
+    the worst one at the papers' noise), and every candidate is re-checked at the final
+    noise. A violated one joins the active set and the search runs again; the result is
+    returned only when every candidate for its own noise passes.
+    """
+    guess = np.zeros((gm.dim, gm.dim)) if paper is None else paper.noise_covariance
+    every = population_model(gm, beta=beta, noise_cov=guess)
+    active = _worst_pairs(every, pair_deltas(every, guess, epsilon=epsilon), delta, 1)
+    scale = None
+    for _ in range(_ROBUST_ROUNDS):
+        target = _pairs_model(gm, active)
+        cov, scale, _, method = _calibrate_on(
+            name, target, paper, build, epsilon, delta, start_scale=scale
+        )
+        every = population_model(gm, beta=beta, noise_cov=cov)
+        full = pair_deltas(every, cov, epsilon=epsilon)
+        if full.worst <= delta:
+            return cov, scale, full, method
+        # The candidates moved with the noise: search again on the ones that bind now,
+        # keeping the earlier ones (conservative, and the search cannot cycle between
+        # noise shapes whose worst candidates differ).
+        active = [*_worst_pairs(every, full, delta, 2), *active]
+    raise MechanismNotApplicableError(  # pragma: no cover - the candidates did not settle
+        f"{name}: the calibration for the population confidence set did not settle; "
+        "use beta=None (fitted moments only) or a larger modelling table"
+    )
+
+
+def _worst_pairs(model: Any, check: PairCheck, delta: float, count: int) -> list[tuple]:
+    """The ``count`` candidate pairs of largest δ (those above δ first), as moments."""
+    worst = check.deltas.max(axis=1)
+    order = np.argsort(-worst)[:count]
+    out = []
+    for p in order:
+        if out and worst[p] <= delta:
+            break
+        i, j = model.pairs[p]
+        out.append((model.means[i], model.covariances[i], model.means[j], model.covariances[j]))
+    return out
+
+
+def _pairs_model(gm: Any, pairs: list[tuple]) -> GaussianQueryModel:
+    """A model made of the given pairs of hypotheses (means and covariances)."""
+    means = [x for mi, _, mj, _ in pairs for x in (mi, mj)]
+    covs = [x for _, ci, _, cj in pairs for x in (ci, cj)]
+    return GaussianQueryModel(
+        np.stack(means),
+        np.stack(covs),
+        [(2 * t, 2 * t + 1) for t in range(len(pairs))],
+        labels=[f"{c}{t}" for t in range(len(pairs)) for c in ("i", "j")],
+        statistics=gm.statistics,
+    )
+
+
 def calibrate_exact(
     name: str,
     model: QueryModel,
@@ -186,6 +288,7 @@ def calibrate_exact(
     *,
     epsilon: float,
     delta: float,
+    beta: float | None = None,
 ) -> CalibratedMechanism:
     """Calibrate a Gaussian-family mechanism to the exact profile of the model.
 
@@ -202,6 +305,12 @@ def calibrate_exact(
         user's other options); it provides the noise shape and the starting scale.
     epsilon, delta : float
         The target.
+    beta : float or None
+        When ``gm.uncertainty`` is set (a model built from a modelling table that samples
+        the population) and β is not ``None``, the target is met on the worst members of
+        a (1 − β) confidence set for the population's moments
+        (:func:`~distpriv.central.robust.population_model`), so that it holds on the
+        population with probability ≥ 1 − β over the draw of the table.
 
     Returns
     -------
@@ -215,28 +324,17 @@ def calibrate_exact(
         The noise shape cannot meet the target at any scale, or (``noiseless``) the model
         alone does not meet it.
     """
+    robust = beta is not None and getattr(gm, "uncertainty", None) is not None
     with warnings.catch_warnings():
         # The papers' assumptions are not those of the exact guarantee: not warned here.
         warnings.simplefilter("ignore", AssumptionWarning)
-        if name == "noiseless":
-            check = pair_deltas(gm, np.zeros((gm.dim, gm.dim)), epsilon=epsilon)
-            if check.worst > delta:
-                raise MechanismNotApplicableError(
-                    f"noiseless release is not ({epsilon:g}, {delta:g})-private under the "
-                    f"exact profile of the model: {check.describe()}; use 'expm-g' or 'eigm' "
-                    "(full-rank noise), or mechanism='auto'"
-                )
-            paper = None
-            cov, scale, method = np.zeros((gm.dim, gm.dim)), 0.0, "no noise"
+        paper = None if name == "noiseless" else build(name, calibration="analytic")
+        if robust:
+            cov, scale, check, method = _calibrate_robust(
+                name, gm, paper, build, epsilon, delta, beta
+            )
         else:
-            paper = build(name, calibration="analytic")
-            if name == "optimal-g":
-                weights = np.asarray(paper.diagnostics["weights"])
-                cov, scale, check, method = _optimal(gm, paper, build, epsilon, delta, weights)
-            else:
-                family, start = _family(name, paper)
-                cov, scale, check = _search(name, gm, family, start, epsilon, delta)
-                method = "noise shape of the mechanism, least scale"
+            cov, scale, check, method = _calibrate_on(name, gm, paper, build, epsilon, delta)
     noise = _noise(cov)
     if paper is None:
         theorem, notion, notes = "Chen & Ohrimenko 2023, Thm 4.4 (no noise)", None, []
@@ -260,6 +358,8 @@ def calibrate_exact(
             "exact_check": check.to_dict(),
         }
     )
+    if robust:
+        diag["population_confidence_set"] = confidence_set(gm, beta=beta).to_dict()
     if name == "daum":
         diag["noise_variance"] = float(np.trace(cov))
     if name == "optimal-g":
@@ -281,12 +381,17 @@ def calibrate_exact(
         theorem=f"{theorem}, calibrated by the {EXACT_THEOREM}",
         calibration="exact",
         assumptions=(exact_assumption(check, delta),),
-        premises=(gaussian_premise(model, gm),),
+        premises=(gaussian_premise(model, gm), *_population(model, gm, beta)),
         notes=tuple(notes),
         fallback=None,
         **({"notion": notion} if notion else {}),
     )
     return CalibratedMechanism(name, noise, guarantee, model.statistics, diag)
+
+
+def _population(model: Any, gm: Any, beta: float | None) -> tuple[Any, ...]:
+    premise = population_premise(model, gm, beta=beta)
+    return () if premise is None else (premise,)
 
 
 def _blank(name: str, gm: Any, theorem: str) -> Any:

@@ -23,6 +23,7 @@ from .expected_value import calibrate_dirm, calibrate_expm
 from .fallback import covariance_fallback
 from .groupdp import calibrate_groupdp
 from .optimal import calibrate_optimal
+from .robust import DEFAULT_BETA, check_beta
 from .uncertainty import calibrate_daum, calibrate_eigm, calibrate_noiseless
 from .wasserstein import calibrate_approx_wasserstein, calibrate_wasserstein
 
@@ -292,6 +293,7 @@ def calibrate(
     *,
     epsilon: float,
     delta: float = 0.0,
+    beta: float | None = DEFAULT_BETA,
     **options: Any,
 ) -> CalibratedMechanism:
     """Calibrate the mechanism ``name`` to a query model.
@@ -314,6 +316,16 @@ def calibrate(
     delta : float
         δ in [0, 1); Gaussian mechanisms need δ > 0. Pure mechanisms (Laplace) ignore it
         and report δ = 0.
+    beta : float or None
+        Confidence 1 − β for a model built from a modelling table that samples the
+        population (``model.uncertainty`` set, :func:`distpriv.model_query` with
+        ``population=False``, the default): the exact calibration then meets (ε, δ) on the
+        worst members of a (1 − β) confidence set for the population's moments
+        (:mod:`distpriv.central.robust`), so the guarantee holds on the population with
+        probability ≥ 1 − β over the draw of the table. Default 0.05. ``None``: calibrate
+        on the fitted moments only (the premise says so). Ignored by models without
+        uncertainty (given directly, or declared the whole population) and by the
+        papers' calibrations (``"analytic"``, ``"classical"``).
     **options
         Mechanism options: ``calibration`` for the Gaussian ones: ``"exact"`` (default for
         expm-g, dirm-g, eigm, daum, optimal-g, apgm and noiseless) keeps the noise shape
@@ -350,6 +362,7 @@ def calibrate(
     # Privacy parameters first: they are checked the same way for every kind of model.
     eps = check_epsilon(epsilon)
     dlt = check_real(delta, "delta", low=0.0, high=1.0, high_inclusive=False)
+    conf = check_beta(beta)
     if not isinstance(model, MODEL_TYPES):
         raise ParameterTypeError(
             f"model must be a GaussianQueryModel, SampledQueryModel or AttributeNetworkModel, "
@@ -390,7 +403,7 @@ def calibrate(
             opts = {**options, "calibration": calibration} if other == name else {}
             return _REGISTRY[other].build(model, epsilon=eps, delta=dlt, **opts)
 
-        return calibrate_exact(name, model, gm, build, epsilon=eps, delta=dlt)
+        return calibrate_exact(name, model, gm, build, epsilon=eps, delta=dlt, beta=conf)
     mech = spec.build(model, epsilon=eps, delta=dlt, **options)
     if not isinstance(model, QUERY_MODELS):
         return mech

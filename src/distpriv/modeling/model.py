@@ -18,8 +18,8 @@ import numpy as np
 
 from .._validation import check_choice, check_positive_int, check_rng
 from ..errors import AssumptionWarning, ParameterError, ParameterTypeError
-from ..querymodel import GaussianQueryModel, SampledQueryModel
-from .moments import sum_cumulants, table_moments
+from ..querymodel import GaussianQueryModel, MomentUncertainty, SampledQueryModel
+from .moments import iid_cumulants, row_kurtosis, sum_cumulants, table_moments
 from .queries import Query
 from .resampling import Resampling, monte_carlo
 from .secrets import ProportionSecret
@@ -62,6 +62,11 @@ class DataQueryModel(GaussianQueryModel):
     sampling : Resampling or None
         How the Monte Carlo datasets were drawn (``"full"`` strata or a ``"pool"``);
         ``None`` for analytic moments.
+    population : bool
+        ``True`` when the modelling table was declared to be the whole population (the
+        finite-population correction is taken against it, and the moments are exact);
+        ``False`` (the default of :func:`model_query`) when it is a sample of the
+        population: then ``uncertainty`` says how well the moments are known.
     """
 
     samples: tuple[np.ndarray, ...] | None
@@ -73,6 +78,7 @@ class DataQueryModel(GaussianQueryModel):
     secret: ProportionSecret
     query: Query
     sampling: Resampling | None
+    population: bool
 
     def __init__(
         self,
@@ -89,6 +95,8 @@ class DataQueryModel(GaussianQueryModel):
         diagnostics: dict[str, Any],
         fitted: str,
         sampling: Resampling | None = None,
+        uncertainty: MomentUncertainty | None = None,
+        population: bool = True,
     ) -> None:
         super().__init__(
             means,
@@ -97,6 +105,7 @@ class DataQueryModel(GaussianQueryModel):
             labels=secret.values,
             statistics=query.names,
             fitted=fitted,
+            uncertainty=uncertainty,
         )
         for name, value in (
             ("samples", samples),
@@ -108,6 +117,7 @@ class DataQueryModel(GaussianQueryModel):
             ("secret", secret),
             ("query", query),
             ("sampling", sampling),
+            ("population", bool(population)),
         ):
             object.__setattr__(self, name, value)
 
@@ -139,6 +149,7 @@ class DataQueryModel(GaussianQueryModel):
                 "query": self.query.to_dict(),
                 "diagnostics": to_jsonable(self.diagnostics),
                 "sampling": None if self.sampling is None else self.sampling.to_dict(),
+                "population": self.population,
             }
         )
         return out
@@ -268,6 +279,7 @@ def model_query(
     rng: np.random.Generator | int | None = None,
     pool_size: int | None = None,
     missing: str = "error",
+    population: bool = False,
 ) -> DataQueryModel:
     """Model f_θ of a query for each value of the secret, from a table.
 
@@ -312,6 +324,17 @@ def model_query(
         (default) raises naming the column and the count; ``"drop"`` leaves those rows
         out of the modelling data and reports how many in
         ``diagnostics["missing"]["rows_dropped"]`` (issue #12 item 6).
+    population : bool
+        ``False`` (default): the modelling table is a *sample* of the population the
+        protected datasets come from. A dataset's rows are then modelled as drawn i.i.d.
+        from each stratum of that population (no finite-population correction against the
+        table: it would understate the variance of real datasets), and the model carries
+        the sampling uncertainty of its moments (``model.uncertainty``, a
+        :class:`~distpriv.MomentUncertainty`, for linear statistics), which the default
+        calibration covers with confidence 1 − β (issue #18). ``True``: the table *is*
+        the whole population (e.g. a census; the paper's modelling split in the
+        reproductions): datasets are drawn without replacement from it, with the
+        finite-population correction, and the moments are taken as exact.
 
     Returns
     -------
@@ -354,8 +377,10 @@ def model_query(
     table = as_table(data)
     q.check_columns(table)
     secret.parsed.check_columns(table.columns)
+    if not isinstance(population, bool):
+        raise ParameterTypeError(f"population must be true or false, got {population!r}")
     if meth == "analytic":
-        return _analytic_model(table, q, secret, subset_size, policy)
+        return _analytic_model(table, q, secret, subset_size, policy, population)
 
     table, missing_report = table.complete(
         q.columns | secret.columns, missing=policy, what="modelling data"
@@ -368,16 +393,25 @@ def model_query(
         n_samples=draws_n,
         rng=gen,
         pool_size=pool_size,
+        replace=not population,
     )
     sampler, resampling = mc.sampler, mc.resampling
     n, counts = sampler.n, sampler.counts
     samples, means, covs = mc.samples, mc.means, mc.covariances
     diag_draws = list(samples)
     source = "" if resampling.method == "full" else f", drawn from a row pool ({resampling.note})"
+    how = (
+        "without replacement from the table (declared the whole population)"
+        if population
+        else "i.i.d. from the strata of the table (a sample of the population)"
+    )
     fitted = (
         f"sample mean and covariance of {draws_n} Monte Carlo datasets of "
-        f"{n} rows per value{source} (Chen & Ohrimenko 2023, App. C.1)"
+        f"{n} rows per value, drawn {how}{source} (Chen & Ohrimenko 2023, App. C.1)"
     )
+    uncertainty = None
+    if not population and sampler.features is not None:
+        uncertainty = _feature_uncertainty(sampler)
     pairs_idx = tuple((secret.values.index(a), secret.values.index(b)) for a, b in secret.pairs)
     diagnostics = _diagnostics(means, covs, diag_draws, pairs_idx)
     diagnostics["missing"] = missing_report.to_dict()
@@ -399,11 +433,47 @@ def model_query(
         diagnostics=diagnostics,
         fitted=fitted,
         sampling=resampling,
+        uncertainty=uncertainty,
+        population=population,
     )
 
 
+def _feature_uncertainty(sampler: Any) -> MomentUncertainty:
+    """The moments' uncertainty of a Monte Carlo model of linear statistics, from the
+    per-row features of the two strata (the draws themselves add only Monte Carlo error)."""
+    scale = sampler.scale
+    covs, kurts, sizes = [], [], []
+    for rows in (sampler.rows_a, sampler.rows_b):
+        x = sampler.features[rows] * scale
+        c = x - x.mean(axis=0)
+        var = np.mean(c**2, axis=0)
+        ok = var > 0
+        kurts.append(np.where(ok, np.mean(c**4, axis=0) / np.where(ok, var, 1.0) ** 2, 0.0))
+        covs.append(c.T @ c / max(rows.size - 1, 1))
+        sizes.append(int(rows.size))
+    weights = [(k, sampler.n - k) for k in sampler.counts]
+    return MomentUncertainty(
+        sizes,
+        weights,
+        np.stack(covs),
+        np.stack(kurts),
+        method=_UNCERTAINTY_METHOD,
+    )
+
+
+_UNCERTAINTY_METHOD = (
+    "asymptotic (central limit) laws of the per-stratum row mean and covariance of the "
+    "modelling table, from the strata sizes"
+)
+
+
 def _analytic_model(
-    table: Any, q: Query, secret: ProportionSecret, subset_size: int, missing: str
+    table: Any,
+    q: Query,
+    secret: ProportionSecret,
+    subset_size: int,
+    missing: str,
+    population: bool = True,
 ) -> DataQueryModel:
     """The analytic branch of :func:`model_query`: moments from one engine aggregate."""
     n = check_positive_int(subset_size, "subset_size")
@@ -424,9 +494,10 @@ def _analytic_model(
                 )
     scale = np.array([1.0 / n if s.scale == "mean" else 1.0 for s in q.statistics])
     means, covs, skews, kurts = [], [], [], []
+    cumulants = sum_cumulants if population else iid_cumulants
     for k in counts:
-        ma, ca, k3a, k4a = sum_cumulants(tm.a, k)
-        mb, cb, k3b, k4b = sum_cumulants(tm.b, n - k)
+        ma, ca, k3a, k4a = cumulants(tm.a, k)
+        mb, cb, k3b, k4b = cumulants(tm.b, n - k)
         cov = ca + cb
         means.append((ma + mb) * scale)
         covs.append(cov * np.outer(scale, scale))
@@ -443,6 +514,23 @@ def _analytic_model(
     diagnostics["missing"] = tm.missing.to_dict()
     diagnostics["engine"] = table.dialect
     _warn_non_gaussian(diagnostics, secret.values, q.names)
+    uncertainty = None
+    if not population:
+        outer = np.outer(scale, scale)
+        uncertainty = MomentUncertainty(
+            (tm.a.count, tm.b.count),
+            [(k, n - k) for k in counts],
+            np.stack([st.cross / (st.count - 1) * outer for st in (tm.a, tm.b)]),
+            np.stack([row_kurtosis(st) for st in (tm.a, tm.b)]),
+            method=_UNCERTAINTY_METHOD,
+        )
+    how = (
+        "without replacement from the two strata of the table (declared the whole "
+        "population: finite-population correction)"
+        if population
+        else "i.i.d. from the population strata the table samples (no finite-population "
+        "correction; moments estimated from the table)"
+    )
     return DataQueryModel(
         means,
         covs,
@@ -456,7 +544,8 @@ def _analytic_model(
         diagnostics=diagnostics,
         fitted=(
             f"exact mean and covariance of the statistics of {n}-row datasets drawn "
-            "without replacement from the two strata (Gaussian shape assumed), from one "
-            f"aggregate query in {table.dialect}"
+            f"{how} (Gaussian shape assumed), from one aggregate query in {table.dialect}"
         ),
+        uncertainty=uncertainty,
+        population=population,
     )

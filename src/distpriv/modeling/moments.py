@@ -27,7 +27,14 @@ from .engines import missing_condition
 from .expressions import ParsedExpression
 from .tables import MissingReport, Table, check_missing_policy
 
-__all__ = ["StratumSums", "TableMoments", "sum_cumulants", "table_moments"]
+__all__ = [
+    "StratumSums",
+    "TableMoments",
+    "iid_cumulants",
+    "row_kurtosis",
+    "sum_cumulants",
+    "table_moments",
+]
 
 _PROBE_ROWS = 1000
 _FINITE = "1.7976931348623157e308"
@@ -252,3 +259,34 @@ def sum_cumulants(
     m4 = (p1 - 7 * p2 + 12 * p3 - 6 * p4) * stratum.p4 + 3 * (p2 - 2 * p3 + p4) * p2sum**2
     k4 = m4 - 3 * np.diag(cov) ** 2
     return k * stratum.mean, cov, k3, k4
+
+
+def iid_cumulants(
+    stratum: StratumSums, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Moments of the sum of k rows drawn i.i.d. from the population the stratum samples.
+
+    The modelling table is a sample of N rows of a population stratum; a protected dataset
+    takes k rows of that population, not of the table, so no finite-population correction
+    against the table applies (issue #18). With the unbiased row covariance
+    S = Σ yyᵀ/(N − 1): E[T] = kμ, Cov[T] = kS, and the third and fourth cumulants are k
+    times the row cumulants (plug-in P₃/N and P₄/N − 3(P₂/N)²).
+
+    Returns
+    -------
+    mean (m,), covariance (m, m), third cumulant (m,), fourth cumulant (m,)
+    """
+    n = stratum.count
+    cov = k * stratum.cross / max(n - 1, 1)
+    p2 = np.diag(stratum.cross) / n
+    k3 = k * stratum.p3 / n
+    k4 = k * (stratum.p4 / n - 3 * p2**2)
+    return k * stratum.mean, cov, k3, k4
+
+
+def row_kurtosis(stratum: StratumSums) -> np.ndarray:
+    """Kurtosis E[(x − μ)⁴]/Var² of each row feature (0 for a constant feature), shape (m,)."""
+    n = stratum.count
+    var = np.diag(stratum.cross) / n
+    ok = var > 0
+    return np.where(ok, stratum.p4 / n / np.where(ok, var, 1.0) ** 2, 0.0)

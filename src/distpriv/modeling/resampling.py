@@ -199,6 +199,7 @@ def monte_carlo(
     n_samples: int,
     rng: np.random.Generator | int | None = None,
     pool_size: int | None = None,
+    replace: bool = False,
 ) -> MonteCarloDraws:
     """Monte Carlo draws of F for each value of the secret, in bounded memory.
 
@@ -218,6 +219,9 @@ def monte_carlo(
     pool_size : int, optional
         Draw from a uniform pool of this many rows per stratum (≥ ``subset_size``)
         instead of the whole table: for tables too large to featurise whole.
+    replace : bool
+        Draw each dataset's rows i.i.d. from the strata (the table is a sample of a large
+        population) instead of without replacement (the table is the population).
 
     Returns
     -------
@@ -234,7 +238,7 @@ def monte_carlo(
     rng = check_rng(rng)
     table = as_table(data)
     if pool_size is None:
-        sampler = StratifiedSampler(table, query, secret, n)
+        sampler = StratifiedSampler(table, query, secret, n, replace=replace)
         sizes = (int(sampler.rows_a.size), int(sampler.rows_b.size))
         pool_sizes = None
         method = "full"
@@ -250,7 +254,7 @@ def monte_carlo(
                 "one dataset's rows of each stratum"
             )
         pool_table, sizes, pool_sizes = draw_pool(table, secret, pool_size=pool, rng=rng)
-        sampler = StratifiedSampler(pool_table, query, secret, n, role="pool")
+        sampler = StratifiedSampler(pool_table, query, secret, n, role="pool", replace=replace)
         method = "pool"
     chunk = max(1, (1 << 20) // n)
     samples, means, covs = [], [], []

@@ -38,6 +38,12 @@ class StratifiedSampler:
     subset_size : int
     role : str
         Names the table in error messages (e.g. "auxiliary data").
+    replace : bool
+        ``False`` (default, Chen & Ohrimenko App. C.1): rows drawn without replacement from
+        the table, which is then the population. ``True``: rows drawn i.i.d. (with
+        replacement) from each stratum, the law of a dataset drawn from a large population
+        of which the table is a sample (issue #18: no finite-population correction against
+        a modelling sample).
     """
 
     def __init__(
@@ -48,7 +54,9 @@ class StratifiedSampler:
         subset_size: int,
         *,
         role: str = "table",
+        replace: bool = False,
     ) -> None:
+        self.replace = bool(replace)
         if not isinstance(secret, ProportionSecret):
             raise ParameterTypeError(
                 f"secret must be a ProportionSecret, got {type(secret).__name__}"
@@ -108,11 +116,19 @@ class StratifiedSampler:
         k = self.counts[index]
         return np.concatenate(
             [
-                self.rows_a[sample_subsets(self.rows_a.size, k, count, rng)],
-                self.rows_b[sample_subsets(self.rows_b.size, self.n - k, count, rng)],
+                self.rows_a[self._indices(self.rows_a.size, k, count, rng)],
+                self.rows_b[self._indices(self.rows_b.size, self.n - k, count, rng)],
             ],
             axis=1,
         )
+
+    def _indices(
+        self, size: int, k: int, count: int, rng: np.random.Generator, *, ordered: bool = True
+    ) -> np.ndarray:
+        """(count, k) positions in a stratum of ``size`` rows: subsets, or i.i.d. draws."""
+        if self.replace:
+            return rng.integers(0, size, size=(count, k))
+        return sample_subsets(size, k, count, rng, ordered=ordered)
 
     def draw_chunks(
         self, index: int, count: int, rng: np.random.Generator, *, chunk: int | None = None
@@ -131,8 +147,8 @@ class StratifiedSampler:
             if self._columns is None:
                 yield self.query.evaluate_subsets(self.table, self.rows(index, c, rng))
                 continue
-            ia = sample_subsets(self.rows_a.size, k, c, rng, ordered=False)
-            ib = sample_subsets(self.rows_b.size, self.n - k, c, rng, ordered=False)
+            ia = self._indices(self.rows_a.size, k, c, rng, ordered=False)
+            ib = self._indices(self.rows_b.size, self.n - k, c, rng, ordered=False)
             cols_a, cols_b = self._columns
             out = np.empty((c, cols_a.shape[0]))
             for j in range(cols_a.shape[0]):

@@ -37,7 +37,7 @@ __all__ = [
 
 AUTO = "auto"
 # What ``[mechanism] name = "auto"`` accepts besides epsilon and delta.
-AUTO_OPTIONS = ("weights", "calibration", "allow_partial_noise")
+AUTO_OPTIONS = ("weights", "calibration", "allow_partial_noise", "beta")
 
 # Relative slack for "the verified headline is no weaker than the request": the verified
 # numbers are rounded up by the accountant, never down.
@@ -379,6 +379,8 @@ def choose_for_table(
         mine = dict(default_options(name, facts)) if facts is not None else {}
         if "calibration" in opts and spec.gaussian:
             mine["calibration"] = opts["calibration"]
+        if "beta" in opts:  # confidence on the population: the same for every candidate
+            mine["beta"] = opts["beta"]
         if mine:
             per[name] = mine
     return choose_mechanism(

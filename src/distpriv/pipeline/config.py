@@ -141,7 +141,7 @@ _RELEASE_TOP = {
 }
 _RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test", "missing"}
 _RELEASE_SECRET = {"predicate", "values", "pairs", "within"}
-_RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed"}
+_RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed", "population"}
 _RELEASE_OUTPUT = {"include_true"}
 _LEDGER = {"path", "budget", "data_name", "enabled"}
 _AUDIT = {"mechanisms", "repetitions", "classifiers", "confidence", "n_shadow", "n_test", "seed"}
@@ -224,6 +224,15 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
         )
     epsilon = mech.pop("epsilon")
     delta = mech.pop("delta", 0.0)
+    if "beta" in mech:
+        # Confidence 1 − β that the guarantee holds on the population (issue #18).
+        beta = mech["beta"]
+        if beta == "none":
+            mech["beta"] = None
+        elif isinstance(beta, bool) or not isinstance(beta, int | float) or not 0 < beta < 1:
+            raise ConfigError(
+                f'{where}: [mechanism] beta must be a number in (0, 1) or "none", got {beta!r}'
+            )
     for key, val in (("epsilon", epsilon), ("delta", delta)):
         if isinstance(val, bool) or not isinstance(val, int | float):
             raise ConfigError(f"{where}: [mechanism] {key} must be a number, got {val!r}")
@@ -266,11 +275,13 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         method = "analytic"               # or "montecarlo"
         n_samples = 1000
         seed = 0                          # Monte Carlo modelling only, never the noise
+        population = false                # true: the model table IS the whole population
         [mechanism]
         name = "daum"
         epsilon = 1.0
         delta = 1e-3
         calibration = "analytic"          # any other key is a mechanism option
+        beta = 0.05                       # confidence 1 - beta on the population ("none")
         [ranges]                          # optional: valid range of a statistic; released
         avg_age = [17, 90]                # values are clamped to it (post-processing)
         [output]
@@ -320,6 +331,8 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         raise ConfigError(
             f"{where}: [data] missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}"
         )
+    if not isinstance(mod.get("population", False), bool):
+        raise ConfigError(f"{where}: [model] population must be true or false")
     include_true = out.get("include_true", False)
     if not isinstance(include_true, bool):
         raise ConfigError(f"{where}: [output] include_true must be true or false")

@@ -122,13 +122,17 @@ def build_model(
     n_samples: int = 1000,
     rng: np.random.Generator | int | None = None,
     missing: str = "error",
+    population: bool = False,
 ) -> DataQueryModel:
     """The query model ``mechanism`` is calibrated on (Chen & Ohrimenko 2023 App. C.1).
 
     The Gaussian family uses ``method``; mechanisms whose registry entry asks for the
     samples view (the Wasserstein mechanisms) get Monte Carlo datasets whatever ``method``
     says, since they need the distribution itself. ``missing`` is the NULL policy
-    (``"error"`` or ``"drop"``, :func:`distpriv.model_query`).
+    (``"error"`` or ``"drop"``, :func:`distpriv.model_query`). ``population``: the
+    modelling table is the whole population (finite-population correction against it,
+    exact moments); by default it is a sample, and the model carries the uncertainty of
+    its moments (issue #18).
     """
     return model_query(
         model_data,
@@ -139,6 +143,7 @@ def build_model(
         n_samples=n_samples,
         rng=rng,
         missing=missing,
+        population=population,
     )
 
 
@@ -150,13 +155,18 @@ def calibrate_for(
     delta: float,
     options: Mapping[str, Any] | None = None,
     facts: TableFacts | None = None,
+    beta: float | str | None = "default",
 ) -> CalibratedMechanism:
     """Calibrate ``mechanism`` on the view of ``model`` its registry entry names.
 
     Options not given are filled from the registry's defaults for the table (``facts``,
     computed once per table by :func:`distpriv.pipeline.sources.table_facts`).
+    ``beta`` (confidence 1 − β on the population, :func:`distpriv.calibrate`) overrides a
+    ``beta`` among the options; by default the options' or the library's (0.05).
     """
     opts = dict(options or {})
+    if beta != "default":
+        opts["beta"] = beta
     if facts is not None:
         opts = {**default_options(mechanism, facts), **opts}
     target = model_view_for(mechanism, model)
@@ -202,6 +212,8 @@ def release(
     options: Mapping[str, Any] | None = None,
     rng: np.random.Generator | int | None = None,
     missing: str = "error",
+    population: bool = False,
+    beta: float | None = 0.05,
 ) -> ReleaseReport:
     """Release F(data) under distribution privacy w.r.t. the secret.
 
@@ -242,6 +254,14 @@ def release(
     missing : {"error", "drop"}
         NULL/NaN in a column a statistic or the secret uses: an error naming the column and
         count (default), or drop those rows, in the modelling and the released data alike.
+    population : bool
+        ``True`` declares ``model_data`` the whole population the released data is drawn
+        from (finite-population correction against it); default ``False``: it is a sample
+        of that population, and the model carries the uncertainty of its moments.
+    beta : float or None
+        The default (exact) calibration holds on the population with probability
+        ≥ 1 − β over the draw of ``model_data`` (default 0.05; ``None``: on the fitted
+        moments only). See :func:`distpriv.calibrate`.
 
     Returns
     -------
@@ -269,6 +289,8 @@ def release(
         options=options,
         rng=rng,
         missing=missing,
+        population=population,
+        beta=beta,
     )
     rel = prep.mechanism.release(prep.value, rng=prep.rng)
     if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
@@ -312,6 +334,8 @@ def prepare_release(
     options: Mapping[str, Any] | None = None,
     rng: np.random.Generator | int | None = None,
     missing: str = "error",
+    population: bool = False,
+    beta: float | None = 0.05,
 ) -> PreparedRelease:
     """Model, calibrate and evaluate F(data), drawing no noise (parameters as :func:`release`).
 
@@ -342,12 +366,18 @@ def prepare_release(
         n_samples=n_samples,
         rng=gen,
         missing=missing,
+        population=population,
     )
+    # F(data) first: a problem with the released table is reported before calibration's.
+    value = q.evaluate(table, missing=missing)
     choice = None
     if auto:
-        choice = choose_for_table(model, epsilon=epsilon, delta=delta, options=options)
+        choice = choose_for_table(
+            model, epsilon=epsilon, delta=delta, options={"beta": beta, **dict(options or {})}
+        )
         mech = checked_noise(choice.mechanism)
     else:
-        mech = calibrate_for(mechanism, model, epsilon=epsilon, delta=delta, options=options)
-    value = q.evaluate(table, missing=missing)
+        mech = calibrate_for(
+            mechanism, model, epsilon=epsilon, delta=delta, options=options, beta=beta
+        )
     return PreparedRelease(table, q, model, mech, value, gen, choice)

@@ -186,6 +186,7 @@ def _model_and_mechanism(
         n_samples=n_samples,
         rng=cfg.model.get("seed", 0),
         missing=cfg.missing,
+        population=cfg.model.get("population", False),
     )
     check_model_support(model.stratum_sizes, model.counts, n)
     facts = table_facts(model_frame, query, n) if mechanism_info(cfg.mechanism).defaults else None
@@ -220,6 +221,7 @@ def _auto_model_and_mechanism(
         n_samples=_check_model_memory(cfg, secret, n, method),
         rng=cfg.model.get("seed", 0),
         missing=cfg.missing,
+        population=cfg.model.get("population", False),
     )
     check_model_support(model.stratum_sizes, model.counts, n)
     choice = choose_for_table(
@@ -533,6 +535,7 @@ def _audit_mechanisms(
                 n_samples=n_samples,
                 rng=cfg.model.get("seed", 0),
                 missing=cfg.missing,
+                population=cfg.model.get("population", False),
             )
         if name is None:
             break
