@@ -103,11 +103,17 @@ def test_two_secure_releases_differ_and_seeded_ones_repeat(tmp_path):
     c, d = quiet_release(config, insecure_seed=4), quiet_release(config, insecure_seed=4)
     assert c.public["statistics"] == d.public["statistics"]
     assert c.public["private"] is False and "NOT PRIVATE" in c.public["not_private"]
-    # The fingerprint of the released table is salted: equal data, different hashes.
+    # The fingerprints are keyed with a per-release key (no ledger): equal data, different
+    # hashes; the curator, who keeps the key in the PRIVATE diagnostics, can check them.
     assert a.public["provenance"]["data_sha256"] != b.public["provenance"]["data_sha256"]
     assert (
-        a.public["provenance"]["model_data_sha256"] == b.public["provenance"]["model_data_sha256"]
+        a.public["provenance"]["model_data_sha256"] != b.public["provenance"]["model_data_sha256"]
     )
+    from distpriv.modeling.identity import multiset_fingerprint
+
+    key = bytes.fromhex(a.private["identity_key"])
+    released = pd.read_csv(config.parent / "release.csv")
+    assert multiset_fingerprint(released, key=key) == a.public["provenance"]["data_sha256"]
 
 
 def test_overlapping_modelling_table_warns(tmp_path):

@@ -103,23 +103,28 @@ def build_model(
     n_samples: int = 1000,
     rng: np.random.Generator | int | None = None,
     missing: str = "error",
+    pool_size: int | None = None,
 ) -> DataQueryModel:
     """The query model ``mechanism`` is calibrated on (Chen & Ohrimenko 2023 App. C.1).
 
     The Gaussian family uses ``method``; mechanisms whose registry entry asks for the
     samples view (the Wasserstein mechanisms) get Monte Carlo datasets whatever ``method``
     says, since they need the distribution itself. ``missing`` is the NULL policy
-    (``"error"`` or ``"drop"``, :func:`distpriv.model_query`).
+    (``"error"`` or ``"drop"``, :func:`distpriv.model_query`). ``pool_size``: Monte Carlo
+    datasets drawn from a row pool of that many rows per stratum, sampled in the engine
+    (for tables too large for memory); ignored by the analytic method.
     """
+    meth = method_for(mechanism, method)
     return model_query(
         model_data,
         query,
         secret,
         subset_size=subset_size,
-        method=method_for(mechanism, method),
+        method=meth,
         n_samples=n_samples,
         rng=rng,
         missing=missing,
+        pool_size=pool_size if meth == "montecarlo" else None,
     )
 
 

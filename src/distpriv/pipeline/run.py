@@ -9,7 +9,6 @@ DESIGN.md §2: config → data → model → calibrate → verify → release �
 from __future__ import annotations
 
 import dataclasses
-import secrets as _secrets
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .._validation import check_positive_int, check_rng
 from .._version import __version__
@@ -31,21 +29,25 @@ from ..errors import (
 )
 from ..guarantees import to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
+from ..modeling import tables as _tables_mod
+from ..modeling.identity import multiset_fingerprint, new_identity_key
+from ..modeling.tables import Table
 from .auto import AUTO, AutoChoice, choose_for_table
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
 from .demo import demo_report
-from .ledger import Budget, Ledger, open_ledger
+from .ledger import Budget, Ledger, LedgeredRelease, data_fingerprint, ledgered_draw, open_ledger
 from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome
 from .release import ReleaseReport, build_model, calibrate_for, checked_noise, method_for
 from .report import PRIVATE_BANNER, provenance, public_release, secret_dict
 from .sources import (
+    MIN_ROWS_PER_DRAWN_ROW,
     check_memory,
     check_model_support,
-    fingerprint,
+    engine_table_facts,
     load_frame,
-    sample_subset,
-    table_facts,
-    warn_overlap,
+    open_table,
+    sample_table,
+    warn_overlap_tables,
 )
 
 __all__ = ["run_audit", "run_calibrate", "run_demo", "run_release"]
@@ -99,19 +101,35 @@ def _check_model_memory(cfg: ReleaseConfig, secret: ProportionSecret, n: int, me
     return n_samples
 
 
-def _tables(
-    cfg: ReleaseConfig, data: str | Path | None, n: int
-) -> tuple[pd.DataFrame, pd.DataFrame, str, int]:
-    """Modelling and released tables, the released one's source, and their row overlap."""
-    model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+# Rows per stratum of the Monte Carlo row pool drawn in the engine when the modelling table
+# is too large for memory (at least MIN_ROWS_PER_DRAWN_ROW per row a dataset draws).
+POOL_ROWS = 200_000
+
+
+def _pool_size(table: Table, n: int) -> int | None:
+    """``None`` (the whole table) when it fits the row-level path, else an engine pool size."""
+    if table.n_rows <= _tables_mod.MAX_IN_MEMORY_ROWS:
+        return None
+    return max(POOL_ROWS, MIN_ROWS_PER_DRAWN_ROW * n)
+
+
+def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table, Table, str, int]:
+    """Modelling and released tables (in their engines), the released one's source, and
+    their row overlap (issue #19 item 1: nothing large is loaded into pandas)."""
+    model = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
     subset_rng = np.random.default_rng(cfg.insecure_seed)  # fresh OS entropy unless insecure
-    released, source = _released_frame(cfg, data, n, subset_rng)
-    if len(released) != n:
+    released, source = _released_table(cfg, data, n, subset_rng)
+    if released.n_rows != n:
         raise ParameterError(
-            f"data has {len(released)} rows but subset_size={n}: the query model "
+            f"data has {released.n_rows} rows but subset_size={n}: the query model "
             f"describes datasets of {n} rows, so only such a dataset can be released"
         )
-    return model_frame, released, source, warn_overlap(model_frame, released)
+    return model, released, source, warn_overlap_tables(model, released)
+
+
+def _used_columns(table: Table, query: Query, secret: ProportionSecret) -> list[str]:
+    """The modelling table's columns the release reads (its fingerprint covers these)."""
+    return sorted({table.column_name(c) for c in query.columns | secret.columns})
 
 
 def _warn_dropped(rows: int, n: int) -> None:
@@ -145,22 +163,22 @@ def _warn_partial_noise(mech: CalibratedMechanism, verified: bool) -> None:
     )
 
 
-def _released_frame(
+def _released_table(
     cfg: ReleaseConfig, data: str | Path | None, n: int, rng: np.random.Generator
-) -> tuple[pd.DataFrame, str]:
+) -> tuple[Table, str]:
     if data is not None:
-        return load_frame(str(data), what="--data"), str(data)
+        return open_table(str(data), what="--data"), str(data)
     if cfg.release_source is None:
         raise ConfigError(f"{cfg.path}: no table to release: give --data PATH or [data] release")
-    frame = load_frame(cfg.release_source, split_seed=cfg.split_seed, what="[data] release")
+    table = open_table(cfg.release_source, split_seed=cfg.split_seed, what="[data] release")
     if cfg.release_source.startswith(BUILTIN_PREFIX):  # a random n-row dataset of the split
-        frame = sample_subset(frame, n, rng)
-    return frame, cfg.release_source
+        table = sample_table(table, n, rng, "[data] release")
+    return table, cfg.release_source
 
 
 def _model_and_mechanism(
     cfg: ReleaseConfig,
-    model_frame: pd.DataFrame,
+    model_frame: Table,
     query: Query,
     secret: ProportionSecret,
     n: int,
@@ -180,9 +198,14 @@ def _model_and_mechanism(
         n_samples=n_samples,
         rng=cfg.model.get("seed", 0),
         missing=cfg.missing,
+        pool_size=_pool_size(model_frame, n),
     )
     check_model_support(model.stratum_sizes, model.counts, n)
-    facts = table_facts(model_frame, query, n) if mechanism_info(cfg.mechanism).defaults else None
+    facts = (
+        engine_table_facts(model_frame, query, n, missing=cfg.missing)
+        if mechanism_info(cfg.mechanism).defaults
+        else None
+    )
     mech = calibrate_for(
         cfg.mechanism,
         model,
@@ -196,7 +219,7 @@ def _model_and_mechanism(
 
 def _auto_model_and_mechanism(
     cfg: ReleaseConfig,
-    model_frame: pd.DataFrame,
+    model_frame: Table,
     query: Query,
     secret: ProportionSecret,
     n: int,
@@ -214,6 +237,7 @@ def _auto_model_and_mechanism(
         n_samples=_check_model_memory(cfg, secret, n, method),
         rng=cfg.model.get("seed", 0),
         missing=cfg.missing,
+        pool_size=_pool_size(model_frame, n),
     )
     check_model_support(model.stratum_sizes, model.counts, n)
     choice = choose_for_table(
@@ -221,7 +245,7 @@ def _auto_model_and_mechanism(
         epsilon=cfg.epsilon,
         delta=cfg.delta,
         options=cfg.options,
-        facts=table_facts(model_frame, query, n),
+        facts=engine_table_facts(model_frame, query, n, missing=cfg.missing),
         progress=progress,
     )
     return model, choice.mechanism, choice
@@ -234,7 +258,7 @@ VERIFY_SAMPLES = 20_000
 
 def _verify(
     cfg: ReleaseConfig,
-    model_frame: pd.DataFrame,
+    model_frame: Table,
     query: Query,
     secret: ProportionSecret,
     n: int,
@@ -253,6 +277,7 @@ def _verify(
         method="montecarlo",
         n_samples=VERIFY_SAMPLES,
         missing=cfg.missing,
+        pool_size=_pool_size(model_frame, n),
     ).to_sampled()
     check = verify_on_data(samples, mech)
     if not check.consistent:
@@ -271,26 +296,42 @@ def _draw(
     value: np.ndarray,
     query: Query,
     secret: ProportionSecret,
-    released: pd.DataFrame,
-    model_frame: pd.DataFrame,
+    released: Table,
+    model_table: Table,
+    fingerprints: tuple[str, str],
+    ledger_key: bytes | None,
 ) -> tuple[Any, Any]:
-    """The noise: secure sampler (or the insecure seed), inside the ledger's transaction."""
+    """The noise: secure sampler (or the insecure seed), inside the ledger's transaction.
+
+    The ledger's account of the data is the keyed multiset fingerprint of the released
+    table under the ledger's identity key (the same rows in any order: the same account),
+    or ``name:<data_name>``.
+    """
     noise_rng = None if cfg.insecure_seed is None else check_rng(cfg.insecure_seed)
     if session is None:
         return mech.release(value, rng=noise_rng), None
-    return session.draw(
+    data_fp, model_fp = fingerprints
+    account = data_fingerprint(data_name=session.data_name)
+    if account is None:
+        # A ledger without an identity key (older ledger code): its own table hash.
+        account = data_fp if ledger_key is not None else data_fingerprint(frame=released.frame)
+    entry, rel, composed, effective = ledgered_draw(
+        session.ledger,
         mechanism=mech,
         value=value,
         query=query,
         secret=secret,
-        released_frame=released,
-        model_frame=model_frame,
-        subset_size=len(released),
+        data_fingerprint=account,
+        model_data=model_table,
+        model_fingerprint=model_fp,
+        subset_size=released.n_rows,
         method=method_for(mech.name, cfg.model.get("method", "analytic")),
         n_samples=cfg.model.get("n_samples", 1000),
+        budget=session.budget,
         noise_rng=noise_rng,
         model_rng=cfg.model.get("seed", 0),
     )
+    return rel, LedgeredRelease(None, entry, composed, effective).ledger_summary()
 
 
 def run_release(
@@ -352,6 +393,9 @@ def run_release(
     seed = cfg.insecure_seed
     check_rng(seed, "insecure_seed")
     session = open_ledger(cfg.ledger, ledger=ledger, budget=budget)  # fail before modelling
+    # The data identity's key: the ledger's, else a fresh one kept in the PRIVATE output.
+    ledger_key = None if session is None else getattr(session.ledger, "identity_key", None)
+    key = ledger_key if ledger_key is not None else new_identity_key()
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query), _subset_size(cfg)
         model_frame, released, source, overlap = _tables(cfg, data, n)
@@ -361,14 +405,16 @@ def run_release(
         value = evaluation.value
         _warn_dropped(evaluation.n_rows, n)
         verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
-        rel, ledger_block = _draw(session, cfg, mech, value, query, secret, released, model_frame)
-        salt = _secrets.token_bytes(32)
-        prov = provenance(
-            rel=rel,
-            data_sha256=fingerprint(released, salt=salt),
-            model_data_sha256=fingerprint(model_frame),
-            insecure_seed=seed,
+        fps = (
+            multiset_fingerprint(released, key=key),
+            multiset_fingerprint(
+                model_frame, key=key, columns=_used_columns(model_frame, query, secret)
+            ),
         )
+        rel, ledger_block = _draw(
+            session, cfg, mech, value, query, secret, released, model_frame, fps, ledger_key
+        )
+        prov = provenance(rel=rel, data_sha256=fps[0], model_data_sha256=fps[1], insecure_seed=seed)
         public = public_release(
             title=cfg.title,
             secret=secret,
@@ -382,14 +428,15 @@ def run_release(
         if choice is not None:  # mechanism = "auto": the comparison behind the choice
             public["choice"] = choice.rows()
             public["choice_weights"] = None if choice.weights is None else list(choice.weights)
-        report = ReleaseReport(rel, mech, model, value, len(released))
+        report = ReleaseReport(rel, mech, model, value, released.n_rows)
         private = {
             "kind": "release-diagnostics",
             "private": PRIVATE_BANNER,
             "title": cfg.title,
             "config": cfg.path,
             "data": source,
-            "data_sha256_salt": salt.hex(),
+            # The key of the data fingerprints (HMAC): the ledger keeps its own.
+            "identity_key": None if ledger_key is not None else key.hex(),
             "rows_also_in_modelling_table": overlap,
             "missing": evaluation.missing.to_dict(),
             **report.diagnostics(
@@ -424,7 +471,7 @@ def _audit_options(cfg: ReleaseConfig, name: str) -> dict[str, Any]:
 def _audit_mechanisms(
     cfg: ReleaseConfig,
     names: Sequence[str],
-    model_frame: pd.DataFrame,
+    model_frame: Table,
     query: Query,
     secret: ProportionSecret,
     n: int,
@@ -434,7 +481,7 @@ def _audit_mechanisms(
     models: dict[str, DataQueryModel] = {}
     facts = None
     if any(mechanism_info(nm).defaults for nm in names):
-        facts = table_facts(model_frame, query, n)  # once per table
+        facts = engine_table_facts(model_frame, query, n, missing=cfg.missing)  # once per table
     mechs, notes = [], []
     for name in [*names, None]:
         method = method_for(name, base) if name is not None else base
@@ -450,6 +497,7 @@ def _audit_mechanisms(
                 n_samples=n_samples,
                 rng=cfg.model.get("seed", 0),
                 missing=cfg.missing,
+                pool_size=_pool_size(model_frame, n),
             )
         if name is None:
             break
@@ -513,7 +561,7 @@ def run_audit(
         n_shadow = check_positive_int(aud.get("n_shadow", 200), "n_shadow", minimum=2)
         n_test = check_positive_int(aud.get("n_test", 200), "n_test", minimum=2)
         check_memory((n_shadow + n_test) * n * 8.0 * 3, f"n_shadow + n_test with subset_size={n}")
-        model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+        model_frame = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
         mechs, model, notes = _audit_mechanisms(cfg, names, model_frame, query, secret, n)
         report = audit(
             auxiliary=load_frame(aux_src, split_seed=cfg.split_seed, what="[data] auxiliary"),
@@ -531,6 +579,7 @@ def run_audit(
             rng=gen,
             progress=progress,
         )
+    key = new_identity_key()
     public = {
         "kind": "audit",
         "title": cfg.title,
@@ -538,12 +587,19 @@ def run_audit(
         **report.to_dict(),
         "provenance": {
             "version": __version__,
-            "model_data_sha256": fingerprint(model_frame),
+            "model_data_sha256": multiset_fingerprint(
+                model_frame, key=key, columns=_used_columns(model_frame, query, secret)
+            ),
             "seed": seed,
         },
     }
     public["notes"] = [*public.get("notes", []), *notes]
-    private = {"kind": "audit-diagnostics", "private": PRIVATE_BANNER, "model": model.to_dict()}
+    private = {
+        "kind": "audit-diagnostics",
+        "private": PRIVATE_BANNER,
+        "model": model.to_dict(),
+        "identity_key": key.hex(),
+    }
     return AuditOutcome(to_jsonable(public), to_jsonable(private), caught.lines, report=report)
 
 
