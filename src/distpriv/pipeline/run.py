@@ -127,9 +127,12 @@ def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table,
     return model, released, source, warn_overlap_tables(model, released)
 
 
-def _used_columns(table: Table, query: Query, secret: ProportionSecret) -> list[str]:
-    """The modelling table's columns the release reads (its fingerprint covers these)."""
-    return sorted({table.column_name(c) for c in query.columns | secret.columns})
+def _model_fingerprint(table: Table, query: Query, secret: ProportionSecret, key: bytes) -> str:
+    """Keyed fingerprint of the modelling table as the release reads it (the columns the
+    statistics and the secret use), by the engine's native row hash: the modelling table
+    can be large, and its identity need not match across engines."""
+    columns = sorted({table.column_name(c) for c in query.columns | secret.columns})
+    return multiset_fingerprint(table, key=key, columns=columns, portable=False)
 
 
 def _warn_dropped(rows: int, n: int) -> None:
@@ -407,9 +410,7 @@ def run_release(
         verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
         fps = (
             multiset_fingerprint(released, key=key),
-            multiset_fingerprint(
-                model_frame, key=key, columns=_used_columns(model_frame, query, secret)
-            ),
+            _model_fingerprint(model_frame, query, secret, key),
         )
         rel, ledger_block = _draw(
             session, cfg, mech, value, query, secret, released, model_frame, fps, ledger_key
@@ -587,9 +588,7 @@ def run_audit(
         **report.to_dict(),
         "provenance": {
             "version": __version__,
-            "model_data_sha256": multiset_fingerprint(
-                model_frame, key=key, columns=_used_columns(model_frame, query, secret)
-            ),
+            "model_data_sha256": _model_fingerprint(model_frame, query, secret, key),
             "seed": seed,
         },
     }
