@@ -292,6 +292,15 @@ def _verify(
     return check.to_dict()
 
 
+def _complete(table: Table, cfg: ReleaseConfig, query: Query, secret: ProportionSecret) -> Table:
+    """The modelling table under the missing-value policy (a filter in the engine), for the
+    ledger's joint model, which applies no policy of its own."""
+    if cfg.missing == "error":
+        return table
+    used = query.columns | secret.columns
+    return table.complete(used, missing=cfg.missing, what="modelling data")[0]
+
+
 def _draw(
     session: Any,
     cfg: ReleaseConfig,
@@ -325,7 +334,7 @@ def _draw(
         query=query,
         secret=secret,
         data_fingerprint=account,
-        model_data=model_table,
+        model_data=_complete(model_table, cfg, query, secret),
         model_fingerprint=model_fp,
         subset_size=released.n_rows,
         method=method_for(mech.name, cfg.model.get("method", "analytic")),
