@@ -307,3 +307,17 @@ def test_unknown_spark_table_is_a_one_line_error(spark, tmp_path):
     config = _hospital(tmp_path / "b", model="spark:bad name; DROP")
     with pytest.raises(Exception, match="must be identifiers joined by dots"):
         quiet(config, insecure_seed=1)
+
+
+def test_huge_values_are_never_spliced_into_sql(tmp_path):
+    """A value of 1e308 used to end in 'Binder Error: Referenced column "inf"' (a number
+    spliced into SQL text); now the shift is a typed literal and the error says what is
+    wrong with the data."""
+    config = _hospital(tmp_path)
+    model = pd.read_csv(config.parent / "model.csv")
+    model.loc[model.index[:100], "height"] = 1e308
+    model.to_csv(config.parent / "model.csv", index=False)
+    with pytest.raises(Exception) as info:
+        quiet(config, insecure_seed=1)
+    assert "Binder" not in str(info.value) and '"inf"' not in str(info.value)
+    assert "finite" in str(info.value)
