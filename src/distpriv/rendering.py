@@ -161,9 +161,9 @@ def render_release(public: dict[str, Any], private: dict[str, Any]) -> str:
     if public.get("ledger"):
         _ledger_line(console, public["ledger"])
     console.print(
-        f"provenance: distpriv {_e(prov['version'])}, {prov['time_utc']}, data sha256 "
-        f"{str(prov['data_sha256'])[:16]}… (salted), model data sha256 "
-        f"{str(prov['model_data_sha256'])[:16]}…"
+        f"provenance: distpriv {_e(prov['version'])}, {prov['time_utc']}, data "
+        f"{str(prov['data_sha256'])[:28]}… (keyed), model data "
+        f"{str(prov['model_data_sha256'])[:28]}…"
         + (f", seed {prov['seed']}" if "seed" in prov else "")
     )
     return buf.text()

@@ -103,11 +103,21 @@ def test_two_secure_releases_differ_and_seeded_ones_repeat(tmp_path):
     c, d = quiet_release(config, insecure_seed=4), quiet_release(config, insecure_seed=4)
     assert c.public["statistics"] == d.public["statistics"]
     assert c.public["secure_noise"] is False and "NOT PRIVATE" in c.public["not_private"]
-    # The fingerprint of the released table is salted: equal data, different hashes.
-    assert a.public["provenance"]["data_sha256"] != b.public["provenance"]["data_sha256"]
+    # With the (default) ledger the fingerprints are keyed by the ledger's key: equal data,
+    # equal fingerprints, so the ledger recognises the data.
+    assert a.public["provenance"]["data_sha256"] == b.public["provenance"]["data_sha256"]
+    # Without a ledger they are keyed with a per-release key: equal data, different hashes;
+    # the curator, who keeps the key in the PRIVATE diagnostics, can check them.
+    e, f = quiet_release(config, ledger=False), quiet_release(config, ledger=False)
+    assert e.public["provenance"]["data_sha256"] != f.public["provenance"]["data_sha256"]
     assert (
-        a.public["provenance"]["model_data_sha256"] == b.public["provenance"]["model_data_sha256"]
+        e.public["provenance"]["model_data_sha256"] != f.public["provenance"]["model_data_sha256"]
     )
+    from distpriv.modeling.identity import multiset_fingerprint
+
+    key = bytes.fromhex(e.private["identity_key"])
+    released = pd.read_csv(config.parent / "release.csv")
+    assert multiset_fingerprint(released, key=key) == e.public["provenance"]["data_sha256"]
 
 
 def test_overlapping_modelling_table_warns(tmp_path):

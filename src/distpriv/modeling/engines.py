@@ -59,13 +59,7 @@ class DuckDBEngine:
             self.conn.register(self.relation, source)
         # Lock down: the table is attached; from now on nothing else can be read or written,
         # and no statement can undo this.
-        self.conn.execute("SET enable_external_access = false")
-        self.conn.execute("SET lock_configuration = true")
-        described = self.conn.sql(f"SELECT * FROM {self.relation} LIMIT 0")
-        self.columns: tuple[str, ...] = tuple(str(c) for c in described.columns)
-        self.float_columns = frozenset(
-            c for c, t in zip(self.columns, described.types, strict=True) if str(t) in _FLOAT_TYPES
-        )
+        self._lock_and_describe()
 
     def _attach_file(self, path: Path) -> None:
         reader = file_reader(path)
@@ -78,12 +72,60 @@ class DuckDBEngine:
             raise ParameterError(f"cannot read data file {str(path)!r}: {_one_line(exc)}") from exc
         self.path = resolved
 
+    @classmethod
+    def from_database(cls, path: str | Path, table: str, label: str) -> DuckDBEngine:
+        """A table of a DuckDB database file, opened read-only and locked like a file source.
+
+        The table name is quoted as an identifier (never spliced as SQL); once the view is
+        made, external access is disabled, so nothing else on disk can be read.
+        """
+        p = Path(path)
+        if not p.is_file():
+            raise ParameterError(f"{label}: DuckDB database not found: {str(p)!r}")
+        self = cls.__new__(cls)
+        self.label = label
+        self.relation = "data"
+        self.path = str(p.resolve())
+        try:
+            self.conn = duckdb.connect(self.path, read_only=True)
+            ident = sqlglot.exp.to_identifier(table, quoted=True).sql(dialect="duckdb")
+            self.conn.execute(f"CREATE TEMP VIEW {self.relation} AS SELECT * FROM {ident}")
+        except duckdb.Error as exc:
+            raise ParameterError(
+                f"{label}: cannot read table {table!r} of {str(p)!r}: {_one_line(exc)}"
+            ) from exc
+        self._lock_and_describe()
+        return self
+
+    def _lock_and_describe(self) -> None:
+        self.conn.execute("SET enable_progress_bar = false")  # never draw on the user's terminal
+        self.conn.execute("SET enable_external_access = false")
+        self.conn.execute("SET lock_configuration = true")
+        described = self.conn.sql(f"SELECT * FROM {self.relation} LIMIT 0")
+        self.columns = tuple(str(c) for c in described.columns)
+        self.types = dict(zip(self.columns, (str(t) for t in described.types), strict=True))
+        self.float_columns = frozenset(c for c, t in self.types.items() if t in _FLOAT_TYPES)
+
     def query(self, sql: str, what: str) -> list[tuple[Any, ...]]:
         """Run generated DuckDB SQL; errors name ``what`` (never another relation's data)."""
         try:
             return self.conn.sql(sql).fetchall()
         except duckdb.Error as exc:
             raise ParameterError(f"{what}: {_one_line(exc)}") from exc
+
+    def query_native(
+        self, sql: str, what: str, params: dict[str, Any] | None = None
+    ) -> list[tuple[Any, ...]]:
+        """Run SQL written in this engine's dialect, with ``$name`` parameters bound."""
+        try:
+            return self.conn.execute(sql, params or {}).fetchall()
+        except duckdb.Error as exc:
+            raise ParameterError(f"{what}: {_one_line(exc)}") from exc
+
+    def register_rows(self, name: str, frame: pd.DataFrame) -> str:
+        """Make a small frame (e.g. hashes of released rows) queryable as ``name``."""
+        self.conn.register(name, frame)
+        return name
 
     def fetch_frame(self, select: str, where: str | None, what: str) -> pd.DataFrame:
         """``SELECT select FROM data [WHERE where]`` as a pandas DataFrame, in table order."""
@@ -164,10 +206,31 @@ class SparkEngine:
         self.relation = f"distpriv_{uuid.uuid4().hex}"
         frame.createOrReplaceTempView(self.relation)
         self.columns = tuple(str(c) for c in frame.columns)
+        self.types = {str(c): str(t).lower() for c, t in frame.dtypes}
         self.float_columns = frozenset(
             c for c, t in frame.dtypes if str(t).lower() in ("double", "float")
         )
         self.path = None
+
+    def query_native(
+        self, sql: str, what: str, params: dict[str, Any] | None = None
+    ) -> list[tuple[Any, ...]]:
+        """Run Spark SQL (no translation) with ``:name`` parameters bound by Spark."""
+        try:
+            rows = self.spark.sql(sql, args=params or None).collect()
+        except Exception as exc:
+            if type(exc).__module__.startswith(("pyspark", "py4j")):
+                raise ParameterError(
+                    f"{what}: {_one_line(exc).split(' JVM stacktrace')[0]}"
+                ) from exc
+            raise
+        return [tuple(r) for r in rows]
+
+    def register_rows(self, name: str, frame: pd.DataFrame) -> str:
+        """Make a small frame queryable as a temporary view; returns the view's name."""
+        view = f"{name}_{uuid.uuid4().hex}"
+        self.spark.createDataFrame(frame).createOrReplaceTempView(view)
+        return view
 
     def translate(self, sql: str) -> str:
         """DuckDB SQL → Spark SQL (sqlglot)."""

@@ -92,7 +92,15 @@ def _probe_shift(table: Table, features: list[str]) -> np.ndarray:
         f"LIMIT {_PROBE_ROWS}) AS probe"
     )
     row = table.engine.query(sql, "probing the statistics' scale")[0]
-    return np.array([0.0 if v is None else float(np.round(float(v))) for v in row])
+    with np.errstate(over="ignore", invalid="ignore"):
+        shift = np.array([0.0 if v is None else float(np.round(float(v))) for v in row])
+    # A probe mean can overflow (values near 1e308): no shift rather than an infinite one.
+    return np.where(np.isfinite(shift), shift, 0.0)
+
+
+def _double(x: float) -> str:
+    """A finite float as a typed SQL literal (never the bare text of a number)."""
+    return f"CAST('{float(x)!r}' AS DOUBLE)"
 
 
 def table_moments(
@@ -145,10 +153,7 @@ def table_moments(
         [
             f"CAST(coalesce(CAST(({predicate.sql()}) AS BOOLEAN), false) AS INTEGER) AS s",
             f"CAST(({bad}) AS INTEGER) AS bad",
-            *(
-                f"CAST(({f}) AS DOUBLE) - ({float(shift[j])!r}) AS d{j}"
-                for j, f in enumerate(feats)
-            ),
+            *(f"CAST(({f}) AS DOUBLE) - {_double(shift[j])} AS d{j}" for j, f in enumerate(feats)),
             *(f"CAST({flag} AS INTEGER) AS miss{i}" for i, flag in enumerate(flags)),
         ]
     )

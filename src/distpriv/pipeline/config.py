@@ -125,6 +125,10 @@ def load_model_config(path: str | Path) -> ModelConfig:
 
 # Data sources with this prefix name the bundled Adult splits; anything else is a path.
 BUILTIN_PREFIX = "adult:"
+# "spark:<table>": a table of the active (or a new local) Spark session's catalog;
+# "duckdb:<database file>#<table>": a table of a DuckDB database file (opened read-only).
+SPARK_PREFIX = "spark:"
+DUCKDB_PREFIX = "duckdb:"
 
 _RELEASE_TOP = {
     "title",
@@ -203,8 +207,16 @@ def _source(value: Any, key: str, base: Path, where: str) -> str | None:
         return None
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{where}: [data] {key} must be a non-empty string, got {value!r}")
-    if value.startswith(BUILTIN_PREFIX):
+    if value.startswith((BUILTIN_PREFIX, SPARK_PREFIX)):
         return value
+    if value.startswith(DUCKDB_PREFIX):
+        db, sep, table = value[len(DUCKDB_PREFIX) :].rpartition("#")
+        if not sep or not db or not table:
+            raise ConfigError(
+                f"{where}: [data] {key} {value!r} must read 'duckdb:<database file>#<table>'"
+            )
+        path = Path(db).expanduser()
+        return f"{DUCKDB_PREFIX}{path if path.is_absolute() else base / path}#{table}"
     path = Path(value).expanduser()
     return str(path if path.is_absolute() else base / path)
 

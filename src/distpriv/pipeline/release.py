@@ -123,6 +123,7 @@ def build_model(
     rng: np.random.Generator | int | None = None,
     missing: str = "error",
     population: bool = False,
+    pool_size: int | None = None,
 ) -> DataQueryModel:
     """The query model ``mechanism`` is calibrated on (Chen & Ohrimenko 2023 App. C.1).
 
@@ -132,18 +133,22 @@ def build_model(
     (``"error"`` or ``"drop"``, :func:`distpriv.model_query`). ``population``: the
     modelling table is the whole population (finite-population correction against it,
     exact moments); by default it is a sample, and the model carries the uncertainty of
-    its moments (issue #18).
+    its moments (issue #18). ``pool_size``: Monte Carlo
+    datasets drawn from a row pool of that many rows per stratum, sampled in the engine
+    (for tables too large for memory); ignored by the analytic method.
     """
+    meth = method_for(mechanism, method)
     return model_query(
         model_data,
         query,
         secret,
         subset_size=subset_size,
-        method=method_for(mechanism, method),
+        method=meth,
         n_samples=n_samples,
         rng=rng,
         missing=missing,
         population=population,
+        pool_size=pool_size if meth == "montecarlo" else None,
     )
 
 

@@ -88,7 +88,14 @@ def provenance(
     model_data_sha256: str | None,
     insecure_seed: int | None,
 ) -> dict[str, Any]:
-    """Version, UTC time, fingerprints, sampler; the seed only when one was used."""
+    """Version, UTC time, fingerprints, sampler; the seed only when one was used.
+
+    The fingerprints are keyed, order-blind multiset fingerprints
+    (:func:`distpriv.modeling.identity.multiset_fingerprint`, ``"hmac-sha256:<hex>"``): no
+    one without the key (the ledger's, or the per-release key in the PRIVATE diagnostics)
+    can confirm a guessed table against them. The modelling table's covers the columns the
+    release reads.
+    """
     sampler = getattr(rel, "sampler", None) or SECURE_SAMPLER_FALLBACK
     secure = bool(getattr(rel, "secure", False)) and insecure_seed is None
     out: dict[str, Any] = {
@@ -97,6 +104,7 @@ def provenance(
         "data_sha256": data_sha256,
         "data_sha256_salted": data_sha256 is not None,
         "model_data_sha256": model_data_sha256,
+        "fingerprint_scheme": "keyed multiset fingerprint (HMAC-SHA256, order-blind)",
         "sampler": sampler if insecure_seed is None else "numpy PCG64, seeded (insecure_seed)",
         "secure": secure,
     }

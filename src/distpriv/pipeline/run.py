@@ -9,7 +9,6 @@ DESIGN.md §2: config → data → model → calibrate → verify → release �
 from __future__ import annotations
 
 import dataclasses
-import secrets as _secrets
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .._validation import check_positive_int, check_rng
 from .._version import __version__
@@ -31,6 +29,9 @@ from ..errors import (
 )
 from ..guarantees import to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
+from ..modeling import tables as _tables_mod
+from ..modeling.identity import multiset_fingerprint, new_identity_key
+from ..modeling.tables import Table
 from .auto import AUTO, AutoChoice, choose_for_table
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_model_config, load_release_config
 from .demo import demo_report
@@ -45,13 +46,14 @@ from .outcomes import (
 from .release import ReleaseReport, build_model, calibrate_for, checked_noise, method_for
 from .report import PRIVATE_BANNER, noise_to_spread, provenance, public_release, secret_dict
 from .sources import (
+    MIN_ROWS_PER_DRAWN_ROW,
     check_memory,
     check_model_support,
-    fingerprint,
+    engine_table_facts,
     load_frame,
-    sample_subset,
-    table_facts,
-    warn_overlap,
+    open_table,
+    sample_table,
+    warn_overlap_tables,
 )
 
 __all__ = ["run_audit", "run_calibrate", "run_demo", "run_release", "run_verify"]
@@ -105,19 +107,38 @@ def _check_model_memory(cfg: ReleaseConfig, secret: ProportionSecret, n: int, me
     return n_samples
 
 
-def _tables(
-    cfg: ReleaseConfig, data: str | Path | None, n: int
-) -> tuple[pd.DataFrame, pd.DataFrame, str, int]:
-    """Modelling and released tables, the released one's source, and their row overlap."""
-    model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+# Rows per stratum of the Monte Carlo row pool drawn in the engine when the modelling table
+# is too large for memory (at least MIN_ROWS_PER_DRAWN_ROW per row a dataset draws).
+POOL_ROWS = 200_000
+
+
+def _pool_size(table: Table, n: int) -> int | None:
+    """``None`` (the whole table) when it fits the row-level path, else an engine pool size."""
+    if table.n_rows <= _tables_mod.MAX_IN_MEMORY_ROWS:
+        return None
+    return max(POOL_ROWS, MIN_ROWS_PER_DRAWN_ROW * n)
+
+
+def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table, Table, str, int]:
+    """Modelling and released tables (in their engines), the released one's source, and
+    their row overlap (issue #19 item 1: nothing large is loaded into pandas)."""
+    model = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
     subset_rng = np.random.default_rng(cfg.insecure_seed)  # fresh OS entropy unless insecure
-    released, source = _released_frame(cfg, data, n, subset_rng)
-    if len(released) != n:
+    released, source = _released_table(cfg, data, n, subset_rng)
+    if released.n_rows != n:
         raise ParameterError(
-            f"data has {len(released)} rows but subset_size={n}: the query model "
+            f"data has {released.n_rows} rows but subset_size={n}: the query model "
             f"describes datasets of {n} rows, so only such a dataset can be released"
         )
-    return model_frame, released, source, warn_overlap(model_frame, released)
+    return model, released, source, warn_overlap_tables(model, released)
+
+
+def _model_fingerprint(table: Table, query: Query, secret: ProportionSecret, key: bytes) -> str:
+    """Keyed fingerprint of the modelling table as the release reads it (the columns the
+    statistics and the secret use), by the engine's native row hash: the modelling table
+    can be large, and its identity need not match across engines."""
+    columns = sorted({table.column_name(c) for c in query.columns | secret.columns})
+    return multiset_fingerprint(table, key=key, columns=columns, portable=False)
 
 
 def _warn_dropped(rows: int, n: int) -> None:
@@ -151,22 +172,22 @@ def _warn_partial_noise(mech: CalibratedMechanism, verified: bool) -> None:
     )
 
 
-def _released_frame(
+def _released_table(
     cfg: ReleaseConfig, data: str | Path | None, n: int, rng: np.random.Generator
-) -> tuple[pd.DataFrame, str]:
+) -> tuple[Table, str]:
     if data is not None:
-        return load_frame(str(data), what="--data"), str(data)
+        return open_table(str(data), what="--data"), str(data)
     if cfg.release_source is None:
         raise ConfigError(f"{cfg.path}: no table to release: give --data PATH or [data] release")
-    frame = load_frame(cfg.release_source, split_seed=cfg.split_seed, what="[data] release")
+    table = open_table(cfg.release_source, split_seed=cfg.split_seed, what="[data] release")
     if cfg.release_source.startswith(BUILTIN_PREFIX):  # a random n-row dataset of the split
-        frame = sample_subset(frame, n, rng)
-    return frame, cfg.release_source
+        table = sample_table(table, n, rng, "[data] release")
+    return table, cfg.release_source
 
 
 def _model_and_mechanism(
     cfg: ReleaseConfig,
-    model_frame: pd.DataFrame,
+    model_frame: Table,
     query: Query,
     secret: ProportionSecret,
     n: int,
@@ -187,9 +208,14 @@ def _model_and_mechanism(
         rng=cfg.model.get("seed", 0),
         missing=cfg.missing,
         population=cfg.model.get("population", False),
+        pool_size=_pool_size(model_frame, n),
     )
     check_model_support(model.stratum_sizes, model.counts, n)
-    facts = table_facts(model_frame, query, n) if mechanism_info(cfg.mechanism).defaults else None
+    facts = (
+        engine_table_facts(model_frame, query, n, missing=cfg.missing)
+        if mechanism_info(cfg.mechanism).defaults
+        else None
+    )
     mech = calibrate_for(
         cfg.mechanism,
         model,
@@ -203,7 +229,7 @@ def _model_and_mechanism(
 
 def _auto_model_and_mechanism(
     cfg: ReleaseConfig,
-    model_frame: pd.DataFrame,
+    model_frame: Table,
     query: Query,
     secret: ProportionSecret,
     n: int,
@@ -222,6 +248,7 @@ def _auto_model_and_mechanism(
         rng=cfg.model.get("seed", 0),
         missing=cfg.missing,
         population=cfg.model.get("population", False),
+        pool_size=_pool_size(model_frame, n),
     )
     check_model_support(model.stratum_sizes, model.counts, n)
     choice = choose_for_table(
@@ -229,7 +256,7 @@ def _auto_model_and_mechanism(
         epsilon=cfg.epsilon,
         delta=cfg.delta,
         options=cfg.options,
-        facts=table_facts(model_frame, query, n),
+        facts=engine_table_facts(model_frame, query, n, missing=cfg.missing),
         progress=progress,
     )
     return model, choice.mechanism, choice
@@ -242,7 +269,7 @@ VERIFY_SAMPLES = 20_000
 
 def _verify(
     cfg: ReleaseConfig,
-    model_frame: pd.DataFrame,
+    model_frame: Table,
     query: Query,
     secret: ProportionSecret,
     n: int,
@@ -261,7 +288,7 @@ def _verify(
 
 def _verify_check(
     cfg: ReleaseConfig,
-    model_frame: pd.DataFrame,
+    model_frame: Table,
     query: Query,
     secret: ProportionSecret,
     n: int,
@@ -280,8 +307,18 @@ def _verify_check(
         method="montecarlo",
         n_samples=VERIFY_SAMPLES,
         missing=cfg.missing,
+        pool_size=_pool_size(model_frame, n),
     ).to_sampled()
     return verify_on_data(samples, mech)
+
+
+def _complete(table: Table, cfg: ReleaseConfig, query: Query, secret: ProportionSecret) -> Table:
+    """The modelling table under the missing-value policy (a filter in the engine), for the
+    ledger's joint model, which applies no policy of its own."""
+    if cfg.missing == "error":
+        return table
+    used = query.columns | secret.columns
+    return table.complete(used, missing=cfg.missing, what="modelling data")[0]
 
 
 def _draw(
@@ -291,25 +328,36 @@ def _draw(
     value: np.ndarray,
     query: Query,
     secret: ProportionSecret,
-    released: pd.DataFrame,
-    model_frame: pd.DataFrame,
+    released: Table,
+    model_table: Table,
+    fingerprints: tuple[str, str],
+    ledger_key: bytes | None,
 ) -> tuple[Any, Any]:
-    """The noise: secure sampler (or the insecure seed), inside the ledger's transaction."""
+    """The noise: secure sampler (or the insecure seed), inside the ledger's transaction.
+
+    The ledger's account of the data is the keyed multiset fingerprint of the released
+    table under the ledger's identity key (the same rows in any order: the same account),
+    or ``name:<data_name>``.
+    """
     noise_rng = None if cfg.insecure_seed is None else check_rng(cfg.insecure_seed)
     if session is None:
         return mech.release(value, rng=noise_rng), None
+    data_fp, model_fp = fingerprints
+    # The engine computed both fingerprints under the ledger's key; the session keys them
+    # into accounts (``data_name`` wins when set).
     return session.draw(
         mechanism=mech,
         value=value,
         query=query,
         secret=secret,
-        released_frame=released,
-        model_frame=model_frame,
-        subset_size=len(released),
+        model_frame=_complete(model_table, cfg, query, secret),
+        subset_size=released.n_rows,
         method=method_for(mech.name, cfg.model.get("method", "analytic")),
         n_samples=cfg.model.get("n_samples", 1000),
         noise_rng=noise_rng,
         model_rng=cfg.model.get("seed", 0),
+        data_fingerprint=data_fp if ledger_key is not None else None,
+        model_fingerprint=model_fp if ledger_key is not None else None,
     )
 
 
@@ -377,6 +425,9 @@ def run_release(
     check_rng(seed, "insecure_seed")
     # always on unless opted out; fail on a bad ledger or budget before modelling
     session = open_ledger(cfg.ledger, ledger=ledger, budget=budget, config_path=cfg.path)
+    # The data identity's key: the ledger's, else a fresh one kept in the PRIVATE output.
+    ledger_key = None if session is None else getattr(session.ledger, "identity_key", None)
+    key = ledger_key if ledger_key is not None else new_identity_key()
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         model_frame, released, source, overlap = _tables(cfg, data, n)
@@ -386,14 +437,14 @@ def run_release(
         value = evaluation.value
         _warn_dropped(evaluation.n_rows, n)
         verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
-        rel, ledger_block = _draw(session, cfg, mech, value, query, secret, released, model_frame)
-        salt = _secrets.token_bytes(32)
-        prov = provenance(
-            rel=rel,
-            data_sha256=fingerprint(released, salt=salt),
-            model_data_sha256=fingerprint(model_frame),
-            insecure_seed=seed,
+        fps = (
+            multiset_fingerprint(released, key=key),
+            _model_fingerprint(model_frame, query, secret, key),
         )
+        rel, ledger_block = _draw(
+            session, cfg, mech, value, query, secret, released, model_frame, fps, ledger_key
+        )
+        prov = provenance(rel=rel, data_sha256=fps[0], model_data_sha256=fps[1], insecure_seed=seed)
         public = public_release(
             title=cfg.title,
             secret=secret,
@@ -412,14 +463,15 @@ def run_release(
         if choice is not None:  # mechanism = "auto": the comparison behind the choice
             public["choice"] = choice.rows()
             public["choice_weights"] = None if choice.weights is None else list(choice.weights)
-        report = ReleaseReport(rel, mech, model, value, len(released))
+        report = ReleaseReport(rel, mech, model, value, released.n_rows)
         private = {
             "kind": "release-diagnostics",
             "private": PRIVATE_BANNER,
             "title": cfg.title,
             "config": cfg.path,
             "data": source,
-            "data_sha256_salt": salt.hex(),
+            # The key of the data fingerprints (HMAC): the ledger keeps its own.
+            "identity_key": None if ledger_key is not None else key.hex(),
             "rows_also_in_modelling_table": overlap,
             "missing": evaluation.missing.to_dict(),
             "noise_to_spread": noise_to_spread(mech, model),
@@ -453,7 +505,7 @@ def run_verify(
     cfg = _config(config)
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
-        model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+        model_frame = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
         model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
         check = _verify_check(cfg, model_frame, query, secret, n, mech)
         spec = mechanism_info(mech.name)
@@ -509,7 +561,7 @@ def _audit_options(cfg: ReleaseConfig, name: str) -> dict[str, Any]:
 def _audit_mechanisms(
     cfg: ReleaseConfig,
     names: Sequence[str],
-    model_frame: pd.DataFrame,
+    model_frame: Table,
     query: Query,
     secret: ProportionSecret,
     n: int,
@@ -519,7 +571,7 @@ def _audit_mechanisms(
     models: dict[str, DataQueryModel] = {}
     facts = None
     if any(nm != AUTO and mechanism_info(nm).defaults for nm in names):
-        facts = table_facts(model_frame, query, n)  # once per table
+        facts = engine_table_facts(model_frame, query, n, missing=cfg.missing)  # once per table
     mechs, notes = [], []
     for name in [*names, None]:
         method = method_for(name, base) if name not in (None, AUTO) else base
@@ -536,6 +588,7 @@ def _audit_mechanisms(
                 rng=cfg.model.get("seed", 0),
                 missing=cfg.missing,
                 population=cfg.model.get("population", False),
+                pool_size=_pool_size(model_frame, n),
             )
         if name is None:
             break
@@ -546,7 +599,7 @@ def _audit_mechanisms(
                 epsilon=cfg.epsilon,
                 delta=cfg.delta,
                 options=cfg.options if cfg.mechanism == AUTO else {},
-                facts=table_facts(model_frame, query, n),
+                facts=engine_table_facts(model_frame, query, n, missing=cfg.missing),
             )
             mechs.append(choice.mechanism)
             notes.append(
@@ -615,7 +668,7 @@ def run_audit(
         n_shadow = check_positive_int(aud.get("n_shadow", 200), "n_shadow", minimum=2)
         n_test = check_positive_int(aud.get("n_test", 200), "n_test", minimum=2)
         check_memory((n_shadow + n_test) * n * 8.0 * 3, f"n_shadow + n_test with subset_size={n}")
-        model_frame = load_frame(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+        model_frame = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
         mechs, model, notes = _audit_mechanisms(cfg, names, model_frame, query, secret, n)
         report = audit(
             auxiliary=load_frame(aux_src, split_seed=cfg.split_seed, what="[data] auxiliary"),
@@ -633,6 +686,7 @@ def run_audit(
             rng=gen,
             progress=progress,
         )
+    key = new_identity_key()
     public = {
         "kind": "audit",
         "title": cfg.title,
@@ -640,12 +694,17 @@ def run_audit(
         **report.to_dict(),
         "provenance": {
             "version": __version__,
-            "model_data_sha256": fingerprint(model_frame),
+            "model_data_sha256": _model_fingerprint(model_frame, query, secret, key),
             "seed": seed,
         },
     }
     public["notes"] = [*public.get("notes", []), *notes]
-    private = {"kind": "audit-diagnostics", "private": PRIVATE_BANNER, "model": model.to_dict()}
+    private = {
+        "kind": "audit-diagnostics",
+        "private": PRIVATE_BANNER,
+        "model": model.to_dict(),
+        "identity_key": key.hex(),
+    }
     return AuditOutcome(to_jsonable(public), to_jsonable(private), caught.lines, report=report)
 
 

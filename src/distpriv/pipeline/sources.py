@@ -8,6 +8,7 @@ the release see.
 from __future__ import annotations
 
 import hashlib
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,10 @@ from ..central import TableFacts
 from ..datasets import PAPER_SPLIT, paper_split
 from ..errors import ParameterError, PrivacyLeakWarning
 from ..modeling import Query
-from ..modeling.engines import file_reader
-from ..modeling.tables import as_table
-from .config import BUILTIN_PREFIX
+from ..modeling.engines import DuckDBEngine, file_reader
+from ..modeling.expressions import quote_column
+from ..modeling.tables import Table, as_table
+from .config import BUILTIN_PREFIX, DUCKDB_PREFIX, SPARK_PREFIX
 
 __all__ = [
     "MEMORY_LIMIT_BYTES",
@@ -30,13 +32,18 @@ __all__ = [
     "check_memory",
     "check_model_support",
     "duplicate_rate",
+    "engine_table_facts",
     "fingerprint",
     "load_frame",
+    "open_table",
     "resolve_source",
     "row_overlap",
     "sample_subset",
+    "sample_table",
     "table_facts",
+    "table_overlap",
     "warn_overlap",
+    "warn_overlap_tables",
 ]
 
 # Largest single allocation the pipeline makes on the user's behalf (index arrays of the
@@ -250,3 +257,197 @@ def table_facts(data: Any, query: Query, subset_size: int) -> TableFacts:
     feats = query.row_features(table)
     spans = tuple(float(v) for v in feats.max(axis=0) - feats.min(axis=0))
     return TableFacts(subset_size, spans, tuple(s.scale for s in query.statistics))
+
+
+# ---------------------------------------------------------------------------------------
+# Engine-side sources (issue #19 item 1): tables stay where they are; only aggregates, a
+# bounded sample or the n released rows ever reach Python.
+# ---------------------------------------------------------------------------------------
+
+_SPARK_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
+
+
+def _spark_table(name: str, what: str) -> Any:
+    """``spark:<name>``: the table of the active Spark session (or a new local one)."""
+    if not _SPARK_NAME.match(name):
+        raise ParameterError(
+            f"{what}: Spark table name {name!r} must be identifiers joined by dots "
+            "(e.g. 'warehouse.adult')"
+        )
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise ParameterError(
+            f"{what}: reading spark:{name} needs pyspark (pip install 'distpriv[spark]')"
+        ) from exc
+    session = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+    try:
+        return session.table(name)
+    except Exception as exc:  # pyspark's AnalysisException and friends
+        if type(exc).__module__.startswith(("pyspark", "py4j")):
+            text = " ".join(str(exc).split()).split(" JVM stacktrace")[0][:200]
+            raise ParameterError(f"{what}: cannot read Spark table {name!r}: {text}") from exc
+        raise
+
+
+def open_table(source: str, *, split_seed: int = 0, what: str = "data") -> Table:
+    """A configured data source as an engine-backed :class:`~distpriv.modeling.tables.Table`.
+
+    ``"adult:<split>"`` (bundled, in memory, scanned by DuckDB), ``"spark:<table>"`` (Spark
+    SQL), ``"duckdb:<file>#<table>"`` (a DuckDB database opened read-only) or a CSV/Parquet
+    path (read by DuckDB, only the columns a query names). Nothing is loaded into pandas.
+
+    Raises
+    ------
+    ParameterError
+        Unknown split, missing or unreadable file or table, empty table (naming ``what``).
+    """
+    if source.startswith(BUILTIN_PREFIX):
+        return Table(_adult_split(source[len(BUILTIN_PREFIX) :], split_seed), source)
+    if source.startswith(SPARK_PREFIX):
+        frame = _spark_table(source[len(SPARK_PREFIX) :], what)
+        return Table(frame, source)
+    if source.startswith(DUCKDB_PREFIX):
+        db, _, name = source[len(DUCKDB_PREFIX) :].rpartition("#")
+        table = Table(DuckDBEngine.from_database(db, name, what), source)
+    else:
+        path = Path(source)
+        file_reader(path, what)  # a clear message for a missing file or a bad extension
+        try:
+            table = Table(path, source)
+        except ParameterError as exc:
+            raise ParameterError(f"{what}: {exc}") from exc
+    if table.n_rows == 0:
+        raise ParameterError(f"{what}: data is empty: the table {source!r} has no rows")
+    return table
+
+
+def sample_table(table: Table, n: int, rng: np.random.Generator, what: str) -> Table:
+    """A uniformly random ``n``-row subset of ``table``, selected in its engine.
+
+    The positions are drawn as :func:`sample_subset` draws them (so a seeded release is
+    unchanged) and bound as a parameter; only the ``n`` chosen rows leave the engine.
+    """
+    size = table.n_rows
+    if n > size:
+        raise ParameterError(f"{what}: cannot sample {n} rows from a table of {size} rows")
+    positions = np.sort(rng.choice(size, size=n, replace=False))
+    engine = table.engine
+    if engine.dialect != "duckdb":
+        raise ParameterError(f"{what}: sampling a subset is done for DuckDB tables only")
+    rel = engine.relation
+    sql = (
+        f"SELECT * EXCLUDE (__distpriv_pos) FROM (SELECT *, row_number() OVER () - 1 AS "
+        f"__distpriv_pos FROM {rel}) WHERE list_contains($pos, __distpriv_pos) "
+        "ORDER BY __distpriv_pos"
+    )
+    try:
+        frame = engine.conn.execute(sql, {"pos": positions.tolist()}).df()
+    except duckdb.Error as exc:
+        raise ParameterError(f"{what}: {' '.join(str(exc).split())}") from exc
+    return Table(frame, f"{table.source} (random {n}-row subset)")
+
+
+def _types_of(engine: Any, relation: str) -> dict[str, str]:
+    if engine.dialect == "spark":
+        return {str(c): str(t).lower() for c, t in engine.spark.table(relation).dtypes}
+    described = engine.conn.sql(f"SELECT * FROM {relation} LIMIT 0")
+    return {str(c): str(t) for c, t in zip(described.columns, described.types, strict=True)}
+
+
+def _row_hash(columns: list[str], types: dict[str, str], other: dict[str, str], dialect: str):
+    """SQL of a 64-bit hash of the ``columns`` of a row, comparable across two relations of
+    the same engine: a column whose types differ between them is hashed as text."""
+    string = "STRING" if dialect == "spark" else "VARCHAR"
+    parts = []
+    for c in columns:
+        ref = ("`" + c.replace("`", "``") + "`") if dialect == "spark" else quote_column(c)
+        parts.append(ref if types.get(c) == other.get(c) else f"CAST({ref} AS {string})")
+    func = "xxhash64" if dialect == "spark" else "hash"
+    return f"{func}({', '.join(parts)})"
+
+
+def table_overlap(model: Table, released: Table) -> tuple[int, float | None]:
+    """Released rows also in the modelling table (all shared columns equal), in the engine.
+
+    The ``n`` released rows (shared columns only) are registered in the modelling table's
+    engine and matched against it by a 64-bit hash in one scan; the modelling table's
+    duplicate rate (share of its rows equal to another of its rows) is computed, by one
+    grouped query, only when some row matched (it is needed only then).
+
+    Returns
+    -------
+    (k, duplicate rate or None)
+    """
+    shared = [c for c in released.columns if c in set(model.columns)]
+    if not shared:
+        return 0, None
+    select = ", ".join(quote_column(c) for c in shared)  # DuckDB SQL (translated for Spark)
+    rows = released.engine.fetch_frame(select, None, "reading the released rows")
+    engine = model.engine
+    view = engine.register_rows("__distpriv_released", rows)
+    mine, theirs = _types_of(engine, engine.relation), _types_of(engine, view)
+    h_model = _row_hash(shared, mine, theirs, engine.dialect)
+    h_rel = _row_hash(shared, theirs, mine, engine.dialect)
+    sql = (
+        f"WITH r AS (SELECT {h_rel} AS h FROM {view}), "
+        f"hit AS (SELECT m.h FROM (SELECT {h_model} AS h FROM {engine.relation}) AS m "
+        "WHERE m.h IN (SELECT h FROM r) GROUP BY m.h) "
+        "SELECT count(*) FROM r WHERE h IN (SELECT h FROM hit)"
+    )
+    k = int(engine.query_native(sql, "checking the overlap of the two tables")[0][0])
+    if k == 0:
+        return 0, None
+    h_all = _row_hash(list(model.columns), mine, mine, engine.dialect)
+    dup_sql = (
+        "SELECT sum(c), sum(CASE WHEN c > 1 THEN c ELSE 0 END) FROM "
+        f"(SELECT h, count(*) AS c FROM (SELECT {h_all} AS h FROM {engine.relation}) AS x "
+        "GROUP BY h) AS g"
+    )
+    total, dup = engine.query_native(dup_sql, "counting duplicate rows of the modelling table")[0]
+    return k, (float(dup or 0) / float(total) if total else 0.0)
+
+
+def warn_overlap_tables(model: Table, released: Table) -> int:
+    """:func:`warn_overlap` for engine-backed tables (same rule, same warning)."""
+    k, dup = table_overlap(model, released)
+    chance = released.n_rows * (dup or 0.0)
+    if k > chance + 4.0 * np.sqrt(chance):
+        warnings.warn(
+            f"{k} of the {released.n_rows} released rows also appear in the modelling table: "
+            "the model should come from other data than the data it protects (the noise "
+            "scale, and the report, then depend on the private rows)",
+            PrivacyLeakWarning,
+            stacklevel=2,
+        )
+    return k
+
+
+def engine_table_facts(
+    table: Table, query: Query, subset_size: int, *, missing: str = "error"
+) -> TableFacts:
+    """:func:`table_facts` in one aggregate query (spans = max − min of each row feature).
+
+    Rows with a missing value in a used column are left out under ``missing="drop"``.
+    """
+    if not query.is_linear:
+        bad = next(s for s in query.statistics if not s.linear)
+        raise ParameterError(
+            f"default options (group-DP sensitivities) need linear statistics; "
+            f"{bad.name!r} ({bad.expression}) is not: set them in [mechanism]"
+        )
+    query.check_columns(table)
+    complete, _ = table.complete(query.columns, missing=missing, what="modelling data")
+    select, names = [], []
+    for s in query.statistics:
+        name = f"statistic {s.name!r} ({s.expression})"
+        expr = f"CAST(({complete.safe_sql(s.row_expression, name, 'scalar')}) AS DOUBLE)"
+        select += [f"max({expr}) - min({expr})"]
+        names.append(name)
+    row = complete.run(select, what="spans of the statistics on the modelling data")[0]
+    spans = []
+    for name, v in zip(names, row, strict=True):
+        if v is None or not np.isfinite(float(v)):
+            raise ParameterError(f"{name}: the span over the modelling data is not finite")
+        spans.append(float(v))
+    return TableFacts(subset_size, tuple(spans), tuple(s.scale for s in query.statistics))
