@@ -11,6 +11,19 @@ in both directions iff, with the Mahalanobis distance D = ‖S^(-1/2)(μᵢ − 
 c = √(2 ln(1.25/δ)) used by Chen & Ohrimenko 2023 (Thm 4.2, 4.4, 4.5) and Zhang et al.
 2022 (Alg. 1) is only proven for ε < 1 and can under-noise above it (DESIGN.md §4).
 
+Two Gaussians with different covariances (issue 18): one statistic, or one whitened
+direction carrying the whole difference, is exact through the quadratic loss region
+(normal CDF differences, ``method="quadratic region"``); several directions use the
+Laplace inversion of the loss's moment generating function along two contours that must
+agree (``"characteristic function"``); where that is ill-conditioned (P more than ~100×
+wider than Q in a direction, or the contours disagree) the result is the certified
+Rényi/Chernoff upper bound, labelled ``"Renyi bound"``. The ``gx2`` package (Das &
+Geisler) was measured and not adopted: it computes CDFs rather than the hockey-stick
+divergence, its ray-trace method is unseeded Monte Carlo above 4 dimensions (two calls on
+one 5-D tail gave 0.7872 and 0.7696) and its Imhof/IFFT methods carry no certified bound
+(0.49996 on the first reproducer, exact 0.99996). See docs/guarantees.md, "The accountant
+on every pair".
+
 References
 ----------
 Balle, B. and Wang, Y.-X. (2018). Improving the Gaussian mechanism for differential
@@ -19,6 +32,10 @@ Imhof, J. P. (1961). Computing the distribution of quadratic forms in normal var
 Biometrika 48, 419–426.
 Davies, R. B. (1980). The distribution of a linear combination of χ² random variables.
 Applied Statistics 29, 323–333.
+Canonne, C., Kamath, G. and Steinke, T. (2020). The discrete Gaussian for differential
+privacy. NeurIPS (Prop. 12: Rényi divergence to (ε, δ)).
+Das, A. and Geisler, W. S. (2021). A method to integrate and classify normal
+distributions. Journal of Vision 21(10):1.
 """
 
 from __future__ import annotations
@@ -300,7 +317,10 @@ class GaussianPairProfile:
     method : str
         ``"closed form"`` (equal covariances: Balle & Wang 2018), ``"identical"``
         (P = Q), ``"different supports"`` (δ = 1), ``"point mass"`` (constant privacy
-        loss) or ``"characteristic function"``.
+        loss), ``"quadratic region"`` (one statistic or one differing direction: exact
+        normal CDF differences), ``"characteristic function"`` (two inversion contours
+        that agree) or ``"Renyi bound"`` (a certified upper bound where the inversion is
+        ill-conditioned; then ``estimate`` is 0 and ``error_bound`` equals ``delta``).
     dim : int
         Dimension of the common support after removing directions where both
         covariances vanish.
@@ -624,6 +644,14 @@ def _log_interval(lo: float, hi: float) -> float:
     """log P(lo < Z < hi), Z ~ N(0, 1), accurate in either tail and for short intervals."""
     if not lo < hi:
         return -math.inf
+    if hi - lo <= 1.0:
+        # Short interval: a difference of CDFs would cancel; φ is entire, so 30-point
+        # Gauss–Legendre of the positive integrand is exact to rounding (in log space).
+        half, mid = (hi - lo) / 2.0, (hi + lo) / 2.0
+        x = mid + half * _FINE_NODES
+        terms = -0.5 * x * x + np.log(_FINE_WEIGHTS)
+        top = float(terms.max())
+        return top + math.log(float(np.exp(terms - top).sum())) + math.log(half) - _LOG_SQRT_2PI
     if lo >= 0.0:  # upper tail: mirror, so both CDFs are small and accurate
         lo, hi = -hi, -lo
     if hi <= 0.0:
@@ -700,6 +728,10 @@ def _profile_1d(
     """
     sd_p, sd_q = math.sqrt(var_p), math.sqrt(var_q)
     diff = mean_p - mean_q
+    if diff == 0.0 and var_p == var_q:
+        # P = Q: the loss is 0 everywhere and δ(ε) = (1 − e^ε)₊ (positive only for ε < 0).
+        val = max(0.0, -math.expm1(epsilon))
+        return val, 4.0 * _U * val, "identical"
     # P's view (Q relative to P) and Q's view (P relative to Q).
     d_q, d_p = diff / sd_q, -diff / sd_p
     r_q, r_p = var_p / var_q, var_q / var_p
@@ -899,6 +931,10 @@ def gaussian_pair_profile(
     is inverted directly, which converges for every λ), with a stated absolute error
     bound added to the answer.
 
+    One statistic (or one whitened direction carrying the whole difference) is computed
+    exactly from the quadratic loss region; where the inversion is ill-conditioned the
+    certified Rényi upper bound is returned and labelled (``method="Renyi bound"``).
+
     Singular covariances: if the two Gaussians do not live on the same affine subspace
     (a covariance vanishes in a direction where the other does not, or the means differ
     in a direction where both vanish), δ(ε) = 1 for every ε. Equal covariances use the
@@ -981,10 +1017,16 @@ def _equal_covariance_profile(
         return GaussianPairProfile(epsilon, 0.0, 0.0, 0.0, "closed form", int(dec.a.size))
     if epsilon == 0.0:
         val = float(2.0 * ndtr(dist / 2.0) - 1.0)
+        err = 1e-12 * val + 1e-300
     else:
         val = float(np.exp(_log_gaussian_delta(epsilon, np.array([dist]))[0]))
-    # The closed form is exact; round up by a few ulps for the arithmetic.
-    upper = min(1.0, val * (1 + 1e-12) + 1e-300)
+        # δ = e^a − e^b: the absolute rounding of a and b (log_ndtr to a few ulps of
+        # their size, plus ε) is amplified by e^a + e^b when they nearly cancel.
+        a = float(log_ndtr(dist / 2.0 - epsilon / dist))
+        b = epsilon + float(log_ndtr(-dist / 2.0 - epsilon / dist))
+        eta = 16.0 * _U * (1.0 + abs(a) + abs(b) + epsilon)
+        err = 1e-12 * val + (math.exp(a) + math.exp(min(b, 700.0))) * eta + 1e-300
+    upper = min(1.0, val + err)
     return GaussianPairProfile(
         epsilon, upper, val, upper - val, "closed form", int(dec.a.size), f"D = {dist:.6g}"
     )
