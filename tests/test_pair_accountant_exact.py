@@ -317,18 +317,31 @@ def test_separable_two_dimensional_pairs(m, log_r, d, eps, reverse, seed):
     _check_upper(prof, exact, slack=10 * qerr + 1e-10)
 
 
-def test_renyi_fallback_is_an_upper_bound_and_labelled():
-    """P far wider than Q in one direction: the certified bound, stated as such."""
+def test_wide_first_gaussian_uses_the_reverse_direction():
+    """P 400× wider than Q in one direction only: δ_PQ(ε) = 1 − e^ε + e^ε δ_QP(−ε)."""
     rng = np.random.default_rng(3)
     mp_, sp, mq, sq = _embed(rng, 3, 3, np.array([0.5, 1.0, 0.0]), np.array([400.0, 2.0, 1.0]),
                              np.ones(3), cond=3.0)  # fmt: skip
     for eps in (0.5, 2.0):
         prof = gaussian_pair_profile(mp_, sp, mq, sq, epsilon=eps)
+        assert prof.method == "characteristic function"
+        assert "reverse" in prof.detail
+        exact, qerr = _ref_2d(0.5, 400.0, 1.0, 2.0, eps)
+        _check_upper(prof, exact, slack=10 * qerr + 1e-10)
+
+
+def test_renyi_fallback_is_an_upper_bound_and_labelled():
+    """P 400× wider in one direction and 400× narrower in another: certified bound."""
+    rng = np.random.default_rng(4)
+    var_p = np.array([400.0, 1 / 400.0, 1.0])
+    mp_, sp, mq, sq = _embed(rng, 3, 3, np.array([0.5, 0.02, 0.0]), var_p, np.ones(3), 3.0)
+    for eps in (0.5, 2.0):
+        prof = gaussian_pair_profile(mp_, sp, mq, sq, epsilon=eps)
         assert prof.method == "Renyi bound"
         assert "upper bound" in prof.detail
-        exact, qerr = _ref_2d(0.5, 400.0, 1.0, 2.0, eps)
-        assert prof.delta >= exact - 10 * qerr
-        assert prof.delta <= 1.0
+        assert prof.estimate == 0.0 and prof.error_bound == prof.delta
+        exact, qerr = _ref_2d(0.5, 400.0, 0.02, 1 / 400.0, eps)
+        assert exact - 10 * qerr <= prof.delta <= 1.0
 
 
 def _mc_delta(mp_, sp, mq, sq, eps, rng, n):

@@ -15,8 +15,9 @@ Two Gaussians with different covariances (issue 18): one statistic, or one white
 direction carrying the whole difference, is exact through the quadratic loss region
 (normal CDF differences, ``method="quadratic region"``); several directions use the
 Laplace inversion of the loss's moment generating function along two contours that must
-agree (``"characteristic function"``); where that is ill-conditioned (P more than ~100×
-wider than Q in a direction, or the contours disagree) the result is the certified
+agree (``"characteristic function"``; when P is more than ~100× wider than Q in a
+direction, on the reverse pair through δ_PQ(ε) = 1 − e^ε + e^ε δ_QP(−ε)); where both
+directions are ill-conditioned, or the contours disagree, the result is the certified
 Rényi/Chernoff upper bound, labelled ``"Renyi bound"``. The ``gx2`` package (Das &
 Geisler) was measured and not adopted: it computes CDFs rather than the hockey-stick
 divergence, its ray-trace method is unseeded Monte Carlo above 4 dimensions (two calls on
@@ -890,8 +891,35 @@ def _profile_from(
         )
     if float(np.max(loss.lam)) > _MAX_LAMBDA:
         # P is far wider than Q in some direction: |M| decays like t^(−1/2) there and the
-        # inversion's tail is unreliable (measured, issue 18): certified bound instead.
+        # inversion's tail is unreliable (measured, issue 18). If Q is nowhere far wider
+        # than P, the reverse loss is well conditioned: δ_{P‖Q}(ε) = 1 − e^ε + e^ε
+        # δ_{Q‖P}(−ε) (the hockey-stick divergence's symmetry, same supports).
+        rev = _loss(_Decomposition(dec.kind, dec.b, dec.a, -dec.shift))
+        if float(np.max(rev.lam)) <= _MAX_LAMBDA and epsilon <= 30.0:
+            scale = math.exp(epsilon)
+            checked = _inversion_checked(rev, -epsilon, tol / scale)
+            if checked is not None:
+                est_r, err_r = checked
+                est = min(max(scale * est_r - math.expm1(epsilon), 0.0), 1.0)
+                err = scale * err_r + 4.0 * _U * scale + whitening * max(scale * est_r, 1e-300)
+                if err <= max(1e5 * tol, 1e-7):
+                    upper = min(1.0, float(np.nextafter(est + err, math.inf)))
+                    return GaussianPairProfile(
+                        epsilon, upper, est, err, "characteristic function", dim,
+                        "reverse direction: 1 - e^eps + e^eps delta_QP(-eps)",
+                    )  # fmt: skip
         return _renyi_profile(loss, epsilon, dim, "P is more than 100 times wider than Q")
+    checked = _inversion_checked(loss, epsilon, tol)
+    if checked is None:
+        return _renyi_profile(loss, epsilon, dim, "two inversion contours disagree")
+    est, quadrature = checked
+    err = quadrature + whitening * max(est, 1e-300)
+    upper = min(1.0, float(np.nextafter(est + err, math.inf)))
+    return GaussianPairProfile(epsilon, upper, est, err, "characteristic function", dim)
+
+
+def _inversion_checked(loss: _Loss, epsilon: float, tol: float) -> tuple[float, float] | None:
+    """The inversion along two contours: (estimate, error), or None if they disagree."""
     est1, err1 = _hockey_stick(loss, epsilon, tol)
     # The same integral along a second contour: an independent check of the quadrature,
     # whose own error estimate can be fooled by slowly decaying oscillation (issue 18).
@@ -901,13 +929,11 @@ def _profile_from(
     # The disagreement of the contours, doubled, is added to both quadrature estimates
     # (measured in tests/test_pair_accountant_exact.py against independent references).
     quadrature = err1 + err2 + 2.0 * gap
-    err = quadrature + whitening * max(est, 1e-300)
     if quadrature > max(1e5 * tol, 1e-7):
-        # The two contours disagree (or the inversion is ill-conditioned): report the
-        # certified Rényi/Chernoff upper bound instead of a number that may be wrong.
-        return _renyi_profile(loss, epsilon, dim, f"two inversion contours differ by {gap:.2g}")
-    upper = min(1.0, float(np.nextafter(est + err, math.inf)))
-    return GaussianPairProfile(epsilon, upper, est, err, "characteristic function", dim)
+        # The two contours disagree (or the inversion is ill-conditioned): the caller
+        # reports the certified Rényi/Chernoff upper bound instead of a possibly wrong number.
+        return None
+    return est, quadrature
 
 
 def gaussian_pair_profile(
