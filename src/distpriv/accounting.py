@@ -11,6 +11,20 @@ in both directions iff, with the Mahalanobis distance D = ‖S^(-1/2)(μᵢ − 
 c = √(2 ln(1.25/δ)) used by Chen & Ohrimenko 2023 (Thm 4.2, 4.4, 4.5) and Zhang et al.
 2022 (Alg. 1) is only proven for ε < 1 and can under-noise above it (DESIGN.md §4).
 
+Two Gaussians with different covariances (issue 18): one statistic, or one whitened
+direction carrying the whole difference, is exact through the quadratic loss region
+(normal CDF differences, ``method="quadratic region"``); several directions use the
+Laplace inversion of the loss's moment generating function along two contours that must
+agree (``"characteristic function"``; when P is more than ~100× wider than Q in a
+direction, on the reverse pair through δ_PQ(ε) = 1 − e^ε + e^ε δ_QP(−ε)); where both
+directions are ill-conditioned, or the contours disagree, the result is the certified
+Rényi/Chernoff upper bound, labelled ``"Renyi bound"``. The ``gx2`` package (Das &
+Geisler) was measured and not adopted: it computes CDFs rather than the hockey-stick
+divergence, its ray-trace method is unseeded Monte Carlo above 4 dimensions (two calls on
+one 5-D tail gave 0.7872 and 0.7696) and its Imhof/IFFT methods carry no certified bound
+(0.49996 on the first reproducer, exact 0.99996). See docs/guarantees.md, "The accountant
+on every pair".
+
 References
 ----------
 Balle, B. and Wang, Y.-X. (2018). Improving the Gaussian mechanism for differential
@@ -19,6 +33,10 @@ Imhof, J. P. (1961). Computing the distribution of quadratic forms in normal var
 Biometrika 48, 419–426.
 Davies, R. B. (1980). The distribution of a linear combination of χ² random variables.
 Applied Statistics 29, 323–333.
+Canonne, C., Kamath, G. and Steinke, T. (2020). The discrete Gaussian for differential
+privacy. NeurIPS (Prop. 12: Rényi divergence to (ε, δ)).
+Das, A. and Geisler, W. S. (2021). A method to integrate and classify normal
+distributions. Journal of Vision 21(10):1.
 """
 
 from __future__ import annotations
@@ -300,7 +318,10 @@ class GaussianPairProfile:
     method : str
         ``"closed form"`` (equal covariances: Balle & Wang 2018), ``"identical"``
         (P = Q), ``"different supports"`` (δ = 1), ``"point mass"`` (constant privacy
-        loss) or ``"characteristic function"``.
+        loss), ``"quadratic region"`` (one statistic or one differing direction: exact
+        normal CDF differences), ``"characteristic function"`` (two inversion contours
+        that agree) or ``"Renyi bound"`` (a certified upper bound where the inversion is
+        ill-conditioned; then ``estimate`` is 0 and ``error_bound`` equals ``delta``).
     dim : int
         Dimension of the common support after removing directions where both
         covariances vanish.
@@ -469,7 +490,9 @@ def _log_mgf_real(loss: _Loss, z: np.ndarray) -> np.ndarray:
     return z * loss.const + terms.sum(axis=1)
 
 
-def _hockey_stick(loss: _Loss, epsilon: float, tol: float) -> tuple[float, float]:
+def _hockey_stick(
+    loss: _Loss, epsilon: float, tol: float, alpha_scale: float = 1.0
+) -> tuple[float, float]:
     """E[(1 − e^{ε−L})₊] by Laplace inversion along Re z = α, with an error bound.
 
     For g(x) = (1 − e^{ε−x})₊, ∫ g(x) e^{−zx} dx = e^{−zε}/(z(z+1)) (Re z > 0), so
@@ -490,7 +513,7 @@ def _hockey_stick(loss: _Loss, epsilon: float, tol: float) -> tuple[float, float
 
     # α minimises the integrand's modulus at t = 0 (convex in α); any α in the strip
     # gives the same integral, so a vectorised grid search is enough.
-    grid_a = np.exp(np.linspace(math.log(1e-10), math.log(hi), 97))
+    grid_a = np.exp(np.linspace(math.log(min(1e-10, hi * 1e-6)), math.log(hi), 97))
     for _ in range(2):
         obj = _log_mgf_real(loss, grid_a) - grid_a * epsilon - np.log(grid_a) - np.log1p(grid_a)
         obj = np.where(np.isfinite(obj), obj, np.inf)
@@ -498,6 +521,11 @@ def _hockey_stick(loss: _Loss, epsilon: float, tol: float) -> tuple[float, float
         lo_k, hi_k = grid_a[max(k - 1, 0)], grid_a[min(k + 1, grid_a.size - 1)]
         grid_a = np.exp(np.linspace(math.log(lo_k), math.log(hi_k), 33))
     alpha = float(grid_a[int(np.argmin(np.where(np.isfinite(obj), obj, np.inf)))])
+    log_m_opt = float(_log_mgf_real(loss, np.array([alpha]))[0]) - alpha * epsilon
+    log_chernoff_opt = log_m_opt + alpha * math.log(alpha / (1 + alpha)) - math.log1p(alpha)
+    # A second contour (alpha_scale < 1) gives the same integral through a different
+    # integrand: the cross-check of _inversion_checked.
+    alpha *= alpha_scale
     log_m_alpha = float(_log_mgf_real(loss, np.array([alpha]))[0]) - alpha * epsilon
     log_chernoff = log_m_alpha + alpha * math.log(alpha / (1 + alpha)) - math.log1p(alpha)
     if log_chernoff < math.log(tol) - 5.0:
@@ -566,7 +594,7 @@ def _hockey_stick(loss: _Loss, epsilon: float, tol: float) -> tuple[float, float
         err += float(diff[~done].sum())
     total += tail_val
     err += trunc + tail_err
-    cap = math.exp(min(log_chernoff, 0.0))
+    cap = math.exp(min(log_chernoff, log_chernoff_opt, 0.0))
     if total + err > cap:  # the Chernoff-type bound is the better upper bound
         return min(max(total, 0.0), cap), cap - min(max(total, 0.0), cap)
     return total, err
@@ -596,6 +624,244 @@ def _oscillatory_tail(
     return float(c_val - s_val), float(c_err + s_err)
 
 
+# ---------------------------------------------------------------------------------------
+# One dimension: the loss region {log p/q > ε} is given by a quadratic, so δ(ε) is a sum
+# of normal CDF differences, computed in each Gaussian's own standardised coordinates.
+# ---------------------------------------------------------------------------------------
+
+_U = float(np.finfo(float).eps)
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _log_sum(a: float, b: float) -> float:
+    """log(e^a + e^b) without overflow (−inf allowed)."""
+    hi, lo = max(a, b), min(a, b)
+    if hi == -math.inf:
+        return -math.inf
+    return hi + math.log1p(math.exp(lo - hi))
+
+
+def _log_interval(lo: float, hi: float) -> float:
+    """log P(lo < Z < hi), Z ~ N(0, 1), accurate in either tail and for short intervals."""
+    if not lo < hi:
+        return -math.inf
+    if hi - lo <= 1.0:
+        # Short interval: a difference of CDFs would cancel; φ is entire, so 30-point
+        # Gauss–Legendre of the positive integrand is exact to rounding (in log space).
+        half, mid = (hi - lo) / 2.0, (hi + lo) / 2.0
+        x = mid + half * _FINE_NODES
+        terms = -0.5 * x * x + np.log(_FINE_WEIGHTS)
+        top = float(terms.max())
+        return top + math.log(float(np.exp(terms - top).sum())) + math.log(half) - _LOG_SQRT_2PI
+    if lo >= 0.0:  # upper tail: mirror, so both CDFs are small and accurate
+        lo, hi = -hi, -lo
+    if hi <= 0.0:
+        a, b = float(log_ndtr(hi)), float(log_ndtr(lo))
+        return a + math.log(-math.expm1(b - a)) if b < a else -math.inf
+    # lo < 0 < hi: two positive halves (erf is relatively accurate near 0).
+    return math.log(0.5 * (math.erf(hi / math.sqrt(2.0)) + math.erf(-lo / math.sqrt(2.0))))
+
+
+def _log_outside(lo: float, hi: float) -> float:
+    """log P(Z < lo or Z > hi), Z ~ N(0, 1): a sum of two positive tails."""
+    return _log_sum(float(log_ndtr(lo)), float(log_ndtr(-hi)))
+
+
+def _log_phi(z: float) -> float:
+    return -0.5 * z * z - _LOG_SQRT_2PI
+
+
+def _region_1d(d: float, r: float, rm1: float, lr: float, t: float):
+    """{u : log f(u) − log φ(u) > t} for f = N(d, r), φ = N(0, 1), with root errors.
+
+    Multiplying the inequality by 2r: A u² + B u + C > 0 with A = r − 1 (passed as
+    ``rm1``, computed without cancellation), B = 2d, C = −(d² + r(log r + 2t)).
+
+    Returns
+    -------
+    (kind, lo, hi, dlo, dhi)
+        kind "inside" (the set is (lo, hi)), "outside" (its complement), "none" or "all";
+        dlo, dhi bound the rounding error of the roots (first order: relative error of
+        the discriminant, of C and of the stable quadratic formula).
+    """
+    big_c = d * d + r * (lr + 2.0 * t)
+    # Discriminant over 4r: d² + (r − 1)(log r + 2t); its terms bound its rounding.
+    disc = d * d + rm1 * (lr + 2.0 * t)
+    disc_scale = d * d + abs(rm1) * (abs(lr) + 2.0 * abs(t))
+    rel_c = 4.0 * _U * (d * d + r * (abs(lr) + 2.0 * abs(t)) + 1e-300) / max(abs(big_c), 1e-300)
+    if rm1 == 0.0:
+        # Equal variances: the region is a half-line 2du > d² + log-terms.
+        if d == 0.0:
+            return ("all" if big_c < 0 else "none"), 0.0, 0.0, 0.0, 0.0
+        x = big_c / (2.0 * d)
+        err_x = (rel_c + 8.0 * _U) * abs(x)
+        return ("outside" if d > 0 else "inside"), -math.inf, x, 0.0, err_x
+    if disc <= 0.0:
+        return ("all" if rm1 > 0 else "none"), 0.0, 0.0, 0.0, 0.0
+    root = 2.0 * math.sqrt(r) * math.sqrt(disc)
+    qq = -(2.0 * d + math.copysign(root, d)) / 2.0
+    u1 = qq / rm1
+    u2 = -big_c / qq
+    lo, hi = min(u1, u2), max(u1, u2)
+    # Relative errors: of √disc (half that of disc), of C, and a few roundings.
+    rel_disc = 4.0 * _U * disc_scale / disc
+    rel = rel_disc + rel_c + 16.0 * _U
+    return ("outside" if rm1 > 0 else "inside"), lo, hi, rel * abs(lo), rel * abs(hi)
+
+
+def _profile_1d(
+    mean_p: float, var_p: float, mean_q: float, var_q: float, epsilon: float
+) -> tuple[float, float, str]:
+    """δ(ε) of N(mean_p, var_p) against N(mean_q, var_q), both variances > 0 and unequal.
+
+    S = {x : log p(x)/q(x) > ε} is an interval or the complement of one. P(S) is computed
+    in P's standardised coordinate and Q(S) in Q's, each as normal CDF differences in log
+    space, and δ = P(S)(1 − e^{ε + log Q(S) − log P(S)}).
+
+    Error bound (first order). Each coordinate system standardises its own Gaussian
+    exactly, so arithmetic only moves the computed boundary; since p = e^ε q on the
+    boundary, a move of Δz (in that Gaussian's standard units) changes δ by at most
+    φ(z)Δz. Added: a few ulps of every CDF and of the final combination.
+
+    Returns
+    -------
+    (estimate, error_bound, detail)
+    """
+    sd_p, sd_q = math.sqrt(var_p), math.sqrt(var_q)
+    diff = mean_p - mean_q
+    if diff == 0.0 and var_p == var_q:
+        # P = Q: the loss is 0 everywhere and δ(ε) = (1 − e^ε)₊ (positive only for ε < 0).
+        val = max(0.0, -math.expm1(epsilon))
+        return val, 4.0 * _U * val, "identical"
+    # P's view (Q relative to P) and Q's view (P relative to Q).
+    d_q, d_p = diff / sd_q, -diff / sd_p
+    r_q, r_p = var_p / var_q, var_q / var_p
+    rm1_q, rm1_p = (var_p - var_q) / var_q, (var_q - var_p) / var_p
+    lr_q = math.log(var_p) - math.log(var_q)
+    if not all(math.isfinite(x) for x in (d_q, d_p, r_q, r_p, rm1_q, rm1_p, lr_q)):
+        raise ParameterError(
+            "the standardised mean difference or variance ratio overflows double precision; "
+            "rescale the statistics (the guarantee does not depend on their units)"
+        )
+    # In Q's coordinate: S = {log p/q > ε}. In P's: S = complement of {log q/p > −ε}.
+    kq, lo_q, hi_q, elo_q, ehi_q = _region_1d(d_q, r_q, rm1_q, lr_q, epsilon)
+    kp, lo_p, hi_p, elo_p, ehi_p = _region_1d(d_p, r_p, rm1_p, -lr_q, -epsilon)
+    kp = {"inside": "outside", "outside": "inside", "all": "none", "none": "all"}[kp]
+
+    def log_prob(kind: str, lo: float, hi: float) -> float:
+        if kind == "all":
+            return 0.0
+        if kind == "none":
+            return -math.inf
+        return _log_interval(lo, hi) if kind == "inside" else _log_outside(lo, hi)
+
+    log_ps = log_prob(kp, lo_p, hi_p)
+    log_qs = log_prob(kq, lo_q, hi_q)
+    if log_ps == -math.inf:
+        est = 0.0
+        x = -math.inf
+    else:
+        x = epsilon + log_qs - log_ps  # ≤ 0 up to rounding: S is where p > e^ε q
+        est = max(0.0, math.exp(log_ps) * -math.expm1(min(x, 0.0)))
+    # Boundary moves (both views; p(x) = e^ε q(x) there, so both terms are comparable).
+    err = 0.0
+    if kp in ("inside", "outside"):
+        err += math.exp(_log_phi(lo_p)) * elo_p + math.exp(_log_phi(hi_p)) * ehi_p
+    if kq in ("inside", "outside"):
+        err += math.exp(min(epsilon + _log_phi(lo_q), 700.0)) * elo_q
+        err += math.exp(min(epsilon + _log_phi(hi_q), 700.0)) * ehi_q
+    # CDFs to a few ulps (relative), and the combination's rounding.
+    mass_p = math.exp(log_ps) if log_ps > -math.inf else 0.0
+    mass_q = math.exp(min(epsilon + log_qs, 700.0)) if log_qs > -math.inf else 0.0
+    err += 32.0 * _U * (mass_p + mass_q)
+    if mass_q > 0.0:
+        err += 4.0 * _U * mass_q * (abs(epsilon) + abs(log_qs) + abs(log_ps))
+    err += 1e-300
+    detail = f"variance ratio {r_q:.6g}, loss region {kq} in Q's coordinate"
+    return min(est, 1.0), err, detail
+
+
+def _chernoff_bound(loss: _Loss, epsilon: float) -> float:
+    """Certified upper bound on δ(ε) from the moment generating function (Rényi divergence).
+
+    (1 − e^{ε−x})₊ ≤ C(α) e^{α(x−ε)} for every α > 0 with C(α) = (α/(1+α))^α / (1+α), so
+    δ(ε) ≤ C(α) M(α) e^{−αε}, M(α) = E_P e^{αL} = exp(α D_{α+1}(P‖Q)) in closed form for
+    Gaussians (the RDP-to-(ε, δ) conversion of Canonne, Kamath & Steinke 2020, Prop. 12;
+    Asoodeh et al. 2021). Any α in the strip gives a valid bound; the best of a grid is taken.
+    """
+    lam_pos = loss.lam[loss.lam > 0]
+    alpha_max = float(0.5 / lam_pos.max()) if lam_pos.size else 1e8
+    hi = min(alpha_max * (1.0 - 1e-6), 1e8)
+    grid = np.exp(np.linspace(math.log(min(1e-10, hi * 1e-6)), math.log(hi), 257))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        logb = (
+            _log_mgf_real(loss, grid)
+            - grid * epsilon
+            + grid * np.log(grid / (1.0 + grid))
+            - np.log1p(grid)
+        )
+    logb = logb[np.isfinite(logb)]
+    if logb.size == 0:
+        return 1.0
+    # Rounded up by a relative 1e-12 (the closed form's own rounding).
+    return min(1.0, math.exp(float(logb.min())) * (1.0 + 1e-12))
+
+
+# Beyond this loss coefficient (P more than 2·50 + 1 times wider than Q in a whitened
+# direction) the multivariate inversion is not trusted: its tail decays like t^(−1/2).
+_MAX_LAMBDA = 50.0
+
+
+def _renyi_profile(loss: _Loss, epsilon: float, dim: int, why: str) -> GaussianPairProfile:
+    """The certified Rényi/Chernoff upper bound, reported as such (estimate 0, error = bound)."""
+    bound = _chernoff_bound(loss, epsilon)
+    detail = (
+        f"characteristic-function inversion ill-conditioned here ({why}); delta is the "
+        "certified upper bound from the Renyi divergences of the two Gaussians, not the "
+        "exact value"
+    )
+    return GaussianPairProfile(epsilon, bound, 0.0, bound, "Renyi bound", dim, detail)
+
+
+def _profile_1d_result(
+    mean_p: float, var_p: float, mean_q: float, var_q: float, epsilon: float, dim: int, extra: float
+) -> GaussianPairProfile:
+    est, err, detail = _profile_1d(mean_p, var_p, mean_q, var_q, epsilon)
+    err += extra * max(est, 1e-300)
+    upper = min(1.0, float(np.nextafter(est + err, math.inf)))
+    return GaussianPairProfile(epsilon, upper, est, err, "quadratic region", dim, detail)
+
+
+def _profile_raw_1d(
+    mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray, epsilon: float
+) -> GaussianPairProfile:
+    """One statistic: exact, through the quadratic loss region (no inversion)."""
+    vp, vq = max(float(sp[0, 0]), 0.0), max(float(sq[0, 0]), 0.0)
+    m_p, m_q = float(mp[0]), float(mq[0])
+    if vp == 0.0 or vq == 0.0:
+        if vp == vq and m_p == m_q:
+            return GaussianPairProfile(epsilon, 0.0, 0.0, 0.0, "identical", 0, "equal point masses")
+        if vp == vq:
+            detail = "both are point masses at different values"
+        else:
+            detail = f"{'P' if vp == 0.0 else 'Q'} is a point mass and the other is not"
+        return GaussianPairProfile(epsilon, 1.0, 1.0, 0.0, "different supports", 0, detail)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _finite(np.array([m_p - m_q]), "the mean difference mean_p - mean_q")
+    return _profile_1d_result(m_p, vp, m_q, vq, epsilon, 1, 0.0)
+
+
+def _profile_raw(
+    mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray, epsilon: float, tol: float
+) -> GaussianPairProfile:
+    """Dispatch: equal covariances, one statistic, or the joint whitening."""
+    if np.array_equal(sp, sq):
+        return _equal_covariance_profile(mp - mq, sp, epsilon)
+    if mp.shape[0] == 1:
+        return _profile_raw_1d(mp, sp, mq, sq, epsilon)
+    return _profile_from(_decompose(mp, sp, mq, sq), epsilon, tol, reverse=False)
+
+
 def _profile_from(
     dec: _Decomposition, epsilon: float, tol: float, *, reverse: bool
 ) -> GaussianPairProfile:
@@ -611,14 +877,63 @@ def _profile_from(
         # L is the constant c: δ(ε) = (1 − e^{ε−c})₊ exactly.
         val = max(0.0, -math.expm1(epsilon - loss.const))
         return GaussianPairProfile(epsilon, val, val, 0.0, "point mass", dim)
-    est, err = _hockey_stick(loss, epsilon, tol)
-    est = min(max(est, 0.0), 1.0)
     # Rounding of the joint whitening: first-order relative error κ·u of its outputs,
     # amplified by the size of the loss's coefficients (a heuristic bound, stated as such).
     size = 1.0 + abs(loss.const) + float(np.sum(loss.beta**2) + np.sum(np.abs(loss.lam)))
-    err += 16.0 * dec.condition * np.finfo(float).eps * size * max(est, 1e-300)
+    whitening = 16.0 * dec.condition * np.finfo(float).eps * size
+    active = np.flatnonzero((loss.lam != 0.0) | (loss.beta != 0.0))
+    if active.size == 1:
+        # Only one whitened coordinate carries a difference: the others cancel from the
+        # loss, and the one-dimensional quadratic region is exact.
+        k = int(active[0])
+        return _profile_1d_result(
+            float(dec.shift[k]), float(dec.a[k]), 0.0, float(dec.b[k]), epsilon, dim, whitening
+        )
+    if float(np.max(loss.lam)) > _MAX_LAMBDA:
+        # P is far wider than Q in some direction: |M| decays like t^(−1/2) there and the
+        # inversion's tail is unreliable (measured, issue 18). If Q is nowhere far wider
+        # than P, the reverse loss is well conditioned: δ_{P‖Q}(ε) = 1 − e^ε + e^ε
+        # δ_{Q‖P}(−ε) (the hockey-stick divergence's symmetry, same supports).
+        rev = _loss(_Decomposition(dec.kind, dec.b, dec.a, -dec.shift))
+        if float(np.max(rev.lam)) <= _MAX_LAMBDA and epsilon <= 30.0:
+            scale = math.exp(epsilon)
+            checked = _inversion_checked(rev, -epsilon, tol / scale)
+            if checked is not None:
+                est_r, err_r = checked
+                est = min(max(scale * est_r - math.expm1(epsilon), 0.0), 1.0)
+                err = scale * err_r + 4.0 * _U * scale + whitening * max(scale * est_r, 1e-300)
+                if err <= max(1e5 * tol, 1e-7):
+                    upper = min(1.0, float(np.nextafter(est + err, math.inf)))
+                    return GaussianPairProfile(
+                        epsilon, upper, est, err, "characteristic function", dim,
+                        "reverse direction: 1 - e^eps + e^eps delta_QP(-eps)",
+                    )  # fmt: skip
+        return _renyi_profile(loss, epsilon, dim, "P is more than 100 times wider than Q")
+    checked = _inversion_checked(loss, epsilon, tol)
+    if checked is None:
+        return _renyi_profile(loss, epsilon, dim, "two inversion contours disagree")
+    est, quadrature = checked
+    err = quadrature + whitening * max(est, 1e-300)
     upper = min(1.0, float(np.nextafter(est + err, math.inf)))
     return GaussianPairProfile(epsilon, upper, est, err, "characteristic function", dim)
+
+
+def _inversion_checked(loss: _Loss, epsilon: float, tol: float) -> tuple[float, float] | None:
+    """The inversion along two contours: (estimate, error), or None if they disagree."""
+    est1, err1 = _hockey_stick(loss, epsilon, tol)
+    # The same integral along a second contour: an independent check of the quadrature,
+    # whose own error estimate can be fooled by slowly decaying oscillation (issue 18).
+    est2, err2 = _hockey_stick(loss, epsilon, tol, alpha_scale=0.5)
+    gap = abs(est1 - est2)
+    est = min(max(est1, 0.0), 1.0)
+    # The disagreement of the contours, doubled, is added to both quadrature estimates
+    # (measured in tests/test_pair_accountant_exact.py against independent references).
+    quadrature = err1 + err2 + 2.0 * gap
+    if quadrature > max(1e5 * tol, 1e-7):
+        # The two contours disagree (or the inversion is ill-conditioned): the caller
+        # reports the certified Rényi/Chernoff upper bound instead of a possibly wrong number.
+        return None
+    return est, quadrature
 
 
 def gaussian_pair_profile(
@@ -641,6 +956,10 @@ def gaussian_pair_profile(
     function of the same variable for its distribution; here the payoff (1 − e^{ε−x})₊
     is inverted directly, which converges for every λ), with a stated absolute error
     bound added to the answer.
+
+    One statistic (or one whitened direction carrying the whole difference) is computed
+    exactly from the quadratic loss region; where the inversion is ill-conditioned the
+    certified Rényi upper bound is returned and labelled (``method="Renyi bound"``).
 
     Singular covariances: if the two Gaussians do not live on the same affine subspace
     (a covariance vanishes in a direction where the other does not, or the means differ
@@ -676,9 +995,7 @@ def gaussian_pair_profile(
     eps = check_real(epsilon, "epsilon", low=0.0)
     tl = check_real(tol, "tol", low=0.0, low_inclusive=False)
     mp, sp, mq, sq = _check_pair(mean_p, cov_p, mean_q, cov_q)
-    if np.array_equal(sp, sq):
-        return _equal_covariance_profile(mp - mq, sp, eps)
-    return _profile_from(_decompose(mp, sp, mq, sq), eps, tl, reverse=False)
+    return _profile_raw(mp, sp, mq, sq, eps, tl)
 
 
 def covariance_gap(cov_p: np.ndarray, cov_q: np.ndarray) -> float:
@@ -709,9 +1026,7 @@ def pair_profile_unchecked(
     tol: float = _DEFAULT_TOL,
 ) -> GaussianPairProfile:
     """:func:`gaussian_pair_profile` without input validation (for internal loops)."""
-    if np.array_equal(cov_p, cov_q):
-        return _equal_covariance_profile(mean_p - mean_q, cov_p, epsilon)
-    return _profile_from(_decompose(mean_p, cov_p, mean_q, cov_q), epsilon, tol, reverse=False)
+    return _profile_raw(mean_p, cov_p, mean_q, cov_q, epsilon, tol)
 
 
 def _equal_covariance_profile(
@@ -728,10 +1043,16 @@ def _equal_covariance_profile(
         return GaussianPairProfile(epsilon, 0.0, 0.0, 0.0, "closed form", int(dec.a.size))
     if epsilon == 0.0:
         val = float(2.0 * ndtr(dist / 2.0) - 1.0)
+        err = 1e-12 * val + 1e-300
     else:
         val = float(np.exp(_log_gaussian_delta(epsilon, np.array([dist]))[0]))
-    # The closed form is exact; round up by a few ulps for the arithmetic.
-    upper = min(1.0, val * (1 + 1e-12) + 1e-300)
+        # δ = e^a − e^b: the absolute rounding of a and b (log_ndtr to a few ulps of
+        # their size, plus ε) is amplified by e^a + e^b when they nearly cancel.
+        a = float(log_ndtr(dist / 2.0 - epsilon / dist))
+        b = epsilon + float(log_ndtr(-dist / 2.0 - epsilon / dist))
+        eta = 16.0 * _U * (1.0 + abs(a) + abs(b) + epsilon)
+        err = 1e-12 * val + (math.exp(a) + math.exp(min(b, 700.0))) * eta + 1e-300
+    upper = min(1.0, val + err)
     return GaussianPairProfile(
         epsilon, upper, val, upper - val, "closed form", int(dec.a.size), f"D = {dist:.6g}"
     )
@@ -786,12 +1107,12 @@ def gaussian_pair_epsilon(
     """
     dlt = check_delta(delta, positive=True)
     mp, sp, mq, sq = _check_pair(mean_p, cov_p, mean_q, cov_q)
-    equal = np.array_equal(sp, sq)
-    dec = None if equal else _decompose(mp, sp, mq, sq)
+    direct = np.array_equal(sp, sq) or mp.shape[0] == 1
+    dec = None if direct else _decompose(mp, sp, mq, sq)
 
     def upper(e: float, tol: float = _DEFAULT_TOL) -> float:
-        if equal:
-            return _equal_covariance_profile(mp - mq, sp, e).delta
+        if direct:
+            return _profile_raw(mp, sp, mq, sq, e, tol).delta
         return _profile_from(dec, e, tol, reverse=False).delta
 
     if upper(0.0) <= dlt:

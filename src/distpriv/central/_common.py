@@ -207,6 +207,10 @@ def mahalanobis(diff: np.ndarray, cov: np.ndarray) -> float:
     zero = inv == 0
     if np.any(diff[zero] != 0):
         return math.inf
+    if np.all(zero):
+        # Every statistic has zero variance (e.g. noise scaled to a zero sensitivity when
+        # the means are equal) and no difference survives the check above: distance 0.
+        return 0.0
     d = diff[~zero] * inv[~zero]
     w, v = np.linalg.eigh(std[np.ix_(~zero, ~zero)])
     proj = v.T @ d
