@@ -17,6 +17,7 @@ import numpy as np
 
 from .._version import __version__
 from ..central import CalibratedMechanism, mechanism_info
+from ..central.floored import FLOOR_SENTENCE
 from ..guarantees import Release, to_jsonable
 from ..modeling import ProportionSecret, Query
 
@@ -149,6 +150,12 @@ def public_release(
         "choice": None,
         "provenance": prov,
     }
+    if "floor" in mech.diagnostics:  # floored mechanisms: why a little noise goes everywhere
+        out["mechanism"]["floor"] = {
+            "grid_steps": mech.diagnostics["floor"],
+            "lattice_steps": mech.diagnostics["lattice_steps"],
+            "why": FLOOR_SENTENCE.format(floor=mech.diagnostics["floor"]),
+        }
     if not private:
         out["not_private"] = (
             "NOT PRIVATE: the noise was drawn with a seed (insecure_seed), anyone who knows it "

@@ -8,6 +8,7 @@ the release see.
 from __future__ import annotations
 
 import hashlib
+import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from ..datasets import PAPER_SPLIT, paper_split
 from ..errors import ParameterError, PrivacyLeakWarning
 from ..modeling import Query
 from ..modeling.engines import file_reader
+from ..modeling.lattice import query_lattices
 from ..modeling.tables import as_table
 from .config import BUILTIN_PREFIX
 
@@ -249,4 +251,9 @@ def table_facts(data: Any, query: Query, subset_size: int) -> TableFacts:
         )
     feats = query.row_features(table)
     spans = tuple(float(v) for v in feats.max(axis=0) - feats.min(axis=0))
-    return TableFacts(subset_size, spans, tuple(s.scale for s in query.statistics))
+    # The grid each statistic lives on, for the floored mechanisms (modeling.lattice).
+    steps = tuple(
+        math.nan if lat.step is None else lat.step
+        for lat in query_lattices(table, query, subset_size)
+    )
+    return TableFacts(subset_size, spans, tuple(s.scale for s in query.statistics), steps)
