@@ -50,12 +50,14 @@ from .exact import (
     PairCheck,
     exact_assumption,
     gaussian_premise,
+    pair_deltas,
     smallest_scale,
     verified_headline,
 )
+from .exact_calibration import calibrate_exact
 from .expected_value import calibrate_dirm, calibrate_expm
 from .optimal import calibrate_optimal
-from .uncertainty import calibrate_daum
+from .uncertainty import calibrate_daum, calibrate_eigm
 
 __all__ = [
     "DEFAULT_FLOOR",
@@ -237,8 +239,14 @@ def _candidates(
     )
     if np.trace(prog.noise_covariance) > 0:
         cands.append(_shaped("convex program over Sigma_Z >= F", prog.noise_covariance, fvar))
-    if np.trace(paper.noise_covariance) > 0:
-        cands.append(_shaped("optimal-g's shape plus the floor", paper.noise_covariance, fvar))
+    # optimal-g's exact calibration (its program's noise scaled, or repaired isotropically,
+    # or DauM's/EigM's shape: central/exact_calibration.py), with the floor added.
+    exact = _optimal_exact(model, gm, weights, eps, dlt)
+    if exact is not None and np.trace(exact.noise_covariance) > 0:
+        shape = exact.noise_covariance
+        cands.append(_shaped("optimal-g's exact noise plus the floor", shape, fvar))
+        if covers_floor(shape, fvar):  # already at or above the floor: a candidate as is
+            cands.append(_fixed("optimal-g's exact noise (at or above the floor)", shape))
     try:
         dm = calibrate_daum(gm, epsilon=eps, delta=dlt, calibration="analytic")
     except MechanismNotApplicableError:
@@ -249,6 +257,36 @@ def _candidates(
         v = np.asarray(d["direction"]).reshape(-1, 1)
         cands.append(_directional("DauM's direction plus the floor", v, fvar, start))
     return cands, paper
+
+
+def covers_floor(cov: np.ndarray, fvar: np.ndarray) -> bool:
+    """Σ_Z ⪰ F = diag(fvar), up to rounding relative to the largest entry."""
+    gap = float(np.linalg.eigvalsh(cov - np.diag(fvar))[0])
+    return gap >= -1e-12 * max(float(np.abs(cov).max()), float(fvar.max(initial=0.0)))
+
+
+def _fixed(label: str, cov: np.ndarray) -> _Cand:
+    """A covariance already verified: checked as is, never scaled (start −1 marks it)."""
+    return label, (lambda s: s * s * cov), -1.0, (lambda s: _psd_noise(s * s * cov))
+
+
+def _optimal_exact(
+    model: QueryModel, gm: GaussianQueryModel, weights: np.ndarray, eps: float, dlt: float
+) -> CalibratedMechanism | None:
+    """optimal-g with the exact calibration (rank one or not), or None if it fails."""
+    builders: dict[str, Callable[..., CalibratedMechanism]] = {
+        "optimal-g": lambda **kw: calibrate_optimal(model, weights=weights, **kw),
+        "daum": lambda **kw: calibrate_daum(model, **kw),
+        "eigm": lambda **kw: calibrate_eigm(model, **kw),
+    }
+
+    def build(other: str, *, calibration: str) -> CalibratedMechanism:
+        return builders[other](epsilon=eps, delta=dlt, calibration=calibration)
+
+    try:
+        return calibrate_exact("optimal-g", model, gm, build, epsilon=eps, delta=dlt)
+    except MechanismNotApplicableError:
+        return None
 
 
 def calibrate_floored(
@@ -363,6 +401,13 @@ def _search_best(
     best = None
     errors = []
     for label, fam, start, noise_of in cands:
+        if start < 0:  # a fixed covariance (it must not shrink below the floor)
+            check = pair_deltas(gm, fam(1.0), epsilon=epsilon)
+            if check.worst <= delta:
+                cost = float(np.trace(weights @ fam(1.0)))
+                if best is None or cost < best[0]:
+                    best = (cost, noise_of(1.0), label, 1.0, check)
+            continue
         try:
             s, check = smallest_scale(gm, fam, epsilon=epsilon, delta=delta, start=start, name=name)
         except MechanismNotApplicableError as exc:
