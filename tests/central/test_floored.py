@@ -216,3 +216,15 @@ def test_papers_calibration_plus_floor_is_verified(adult):
     worst = pair_deltas(model, mech.noise_covariance, epsilon=EPS).worst
     g = mech.guarantee
     assert (g.delta >= worst * (1 - 1e-6)) or g.epsilon > EPS or worst <= DELTA
+
+
+def test_auto_floor_option(adult):
+    from distpriv.pipeline.auto import choose_for_table
+
+    model, facts = adult
+    choice = choose_for_table(model, epsilon=EPS, delta=DELTA, facts=facts, options={"floor": 3.0})
+    rows = {r["mechanism"]: r for r in choice.rows()}
+    assert rows["optimal-g-full"]["verified"]
+    full = next(c for c in choice.candidates if c.mechanism == "optimal-g-full").calibrated
+    assert full.diagnostics["floor"] == 3.0
+    assert covers_floor(full.noise_covariance, floor_variances(facts.lattice_steps, 3.0))

@@ -24,8 +24,10 @@ N(μ_θ, Σ_θ + s²Σ_main + F) meets (ε, δ) for every pair, both directions
 * ``optimal-g-full``: the least weighted E‖Z‖² = tr(W Σ_Z) found over noise covariances
   with Σ_Z ⪰ F: the convex program of optimal-g solved on the model with covariances
   Σ_θ + F (so Σ_Z = F + S, S ⪰ 0 — exactly the constraint Σ_Z ⪰ F), the floored DauM
-  and rank-one optimal-g shapes, and the isotropic shape raised to the floor
-  (diag(max(F, s²))); each calibrated exactly, the one of least tr(W Σ_Z) kept. Its
+  shape, optimal-g's own shape (the papers' and the exact one) plus the floor, optimal-g's
+  exact noise as is when it already covers the floor, and the isotropic shape raised to
+  the floor (diag(max(F, s²))); each calibrated exactly (the main part's scale, F fixed),
+  the one of least tr(W Σ_Z) kept. Its
   isotropic candidate equals expm-g's exact noise whenever that noise is at or above the
   floor, so it is never noisier than expm-g there.
 """
@@ -239,6 +241,8 @@ def _candidates(
     )
     if np.trace(prog.noise_covariance) > 0:
         cands.append(_shaped("convex program over Sigma_Z >= F", prog.noise_covariance, fvar))
+    if np.trace(paper.noise_covariance) > 0:
+        cands.append(_shaped("optimal-g's shape plus the floor", paper.noise_covariance, fvar))
     # optimal-g's exact calibration (its program's noise scaled, or repaired isotropically,
     # or DauM's/EigM's shape: central/exact_calibration.py), with the floor added.
     exact = _optimal_exact(model, gm, weights, eps, dlt)

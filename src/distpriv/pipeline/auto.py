@@ -22,7 +22,6 @@ import numpy as np
 
 from .._validation import check_array, check_delta, check_epsilon
 from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
-from ..central.floored import FLOORED_MECHANISMS
 from ..central.registry import default_options
 from ..errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
 from ..modeling.lattice import detect_lattice
@@ -39,7 +38,7 @@ __all__ = [
 
 AUTO = "auto"
 # What ``[mechanism] name = "auto"`` accepts besides epsilon and delta.
-AUTO_OPTIONS = ("weights", "calibration", "allow_partial_noise")
+AUTO_OPTIONS = ("weights", "calibration", "allow_partial_noise", "floor")
 
 # Relative slack for "the verified headline is no weaker than the request": the verified
 # numbers are rounded up by the accountant, never down.
@@ -273,9 +272,9 @@ def calibrate_candidates(
     for k, name in enumerate(names):
         spec = mechanism_info(name)
         mine = dict(opts.get(name, {}))
-        if name in ("optimal-g", "optimal-g-full") and w is not None:
+        if "weights" in spec.options and w is not None:
             mine.setdefault("weights", w)
-        if name in FLOORED_MECHANISMS and "lattice" not in mine:
+        if "lattice" in spec.options and "lattice" not in mine:
             # No lattice from the table: detect it on the model's Monte Carlo samples.
             if floor_lattice is None:
                 floor_lattice = _sample_lattice(model)
@@ -405,8 +404,10 @@ def choose_for_table(
         The configuration's request.
     options : mapping, optional
         The ``[mechanism]`` table's other keys: ``weights`` (one positive number per
-        statistic), ``calibration`` (for the Gaussian mechanisms) and
-        ``allow_partial_noise`` (see :func:`calibrate_candidates`); nothing else.
+        statistic), ``calibration`` (for the Gaussian mechanisms),
+        ``allow_partial_noise`` (see :func:`calibrate_candidates`) and ``floor`` (the floored
+        mechanisms' noise floor in grid steps, default
+        :data:`~distpriv.central.floored.DEFAULT_FLOOR`); nothing else.
     facts : TableFacts, optional
         Facts about the modelling table for the registry's default options (the group-DP
         baselines' group size and sensitivities), as for a named mechanism.
@@ -432,6 +433,8 @@ def choose_for_table(
         mine = dict(default_options(name, facts)) if facts is not None else {}
         if "calibration" in opts and spec.gaussian:
             mine["calibration"] = opts["calibration"]
+        if "floor" in opts and "floor" in spec.options:  # grid steps (central/floored.py)
+            mine["floor"] = opts["floor"]
         if mine:
             per[name] = mine
     return choose_mechanism(
