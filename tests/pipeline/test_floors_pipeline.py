@@ -53,3 +53,31 @@ def test_auto_in_the_pipeline_prices_the_floor():
     assert 1.0 <= rows[chosen]["vs_rank_one"] < 1.05
     assert rows["daum"]["vs_rank_one"] >= 1.0 and not rows["daum"]["verified"]
     assert "rank-one optimum" in render_html(out.public)
+
+
+def test_python_release_detects_the_lattice():
+    import numpy as np
+
+    from distpriv.datasets import paper_split
+    from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
+
+    parts = paper_split(rng=0)
+    rng = np.random.default_rng(3)
+    data = parts["test"].iloc[rng.choice(len(parts["test"]), 100, replace=False)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rep = dp.release(
+            data,
+            ADULT_STATISTICS,
+            INCOME_SECRET,
+            model_data=parts["modeling"],
+            mechanism="daum-floor",
+            epsilon=1.0,
+            delta=1e-3,
+        )
+    rel = rep.release
+    assert rel.secure and rel.guarantee.mechanism == "daum-floor"
+    assert rel.guarantee.epsilon == 1.0 and rel.guarantee.delta == 1e-3
+    assert rep.mechanism.noise_rank == 5
+    assert list(rep.mechanism.diagnostics["lattice_steps"]) == [0.01, 0.01, 1.0, 1.0, 0.01]
+    assert not _leaks(caught)

@@ -24,6 +24,7 @@ from ..central import (
 from ..errors import ParameterError
 from ..guarantees import Release, to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
+from ..modeling.lattice import lattice_steps, query_lattices
 from ..modeling.tables import Table, as_table
 
 __all__ = [
@@ -305,6 +306,10 @@ def prepare_release(
         rng=gen,
         missing=missing,
     )
+    if "lattice" in mechanism_info(mechanism).options and "lattice" not in (options or {}):
+        # Floored mechanisms: the grid of each statistic, from its type and the model data.
+        steps = lattice_steps(query_lattices(model_data, q, n))
+        options = {**(options or {}), "lattice": steps}
     mech = calibrate_for(mechanism, model, epsilon=epsilon, delta=delta, options=options)
     value = q.evaluate(table, missing=missing)
     return PreparedRelease(table, q, model, mech, value, gen)
