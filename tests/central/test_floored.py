@@ -228,3 +228,31 @@ def test_auto_floor_option(adult):
     full = next(c for c in choice.candidates if c.mechanism == "optimal-g-full").calibrated
     assert full.diagnostics["floor"] == 3.0
     assert covers_floor(full.noise_covariance, floor_variances(facts.lattice_steps, 3.0))
+
+
+def test_adult_floored_data_level_check_finds_no_evidence(adult):
+    # The data-level check (attacks.verify_on_data) on resampled Adult subsets: daum is
+    # decoded on the grid (certified violation), the same shape with the floor is not.
+    from distpriv import model_query
+    from distpriv.attacks import verify_on_data
+    from distpriv.datasets import paper_split
+    from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
+
+    model, facts = adult
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sampled = model_query(
+            paper_split(rng=0)["modeling"],
+            ADULT_STATISTICS,
+            INCOME_SECRET,
+            subset_size=100,
+            method="montecarlo",
+            n_samples=3000,
+            rng=0,
+        ).to_sampled()
+    steps = np.array(facts.lattice_steps)
+    floored = quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=steps)
+    rank_one = quiet("daum", model, epsilon=EPS, delta=DELTA)
+    assert verify_on_data(sampled, rank_one, rng=1, n_eval=1500).delta_lower > 0.1
+    check = verify_on_data(sampled, floored, rng=1, n_eval=1500)
+    assert check.noise_rank == 5 and check.delta_lower <= DELTA
