@@ -209,6 +209,7 @@ def _candidates(
     opts: dict,
     eps: float,
     dlt: float,
+    beta: float | None = None,
 ) -> tuple[list[_Cand], CalibratedMechanism]:
     """The noise families to calibrate, and the main mechanism the papers' way."""
     if name == "daum-floor":
@@ -245,7 +246,7 @@ def _candidates(
         cands.append(_shaped("optimal-g's shape plus the floor", paper.noise_covariance, fvar))
     # optimal-g's exact calibration (its program's noise scaled, or repaired isotropically,
     # or DauM's/EigM's shape: central/exact_calibration.py), with the floor added.
-    exact = _optimal_exact(model, gm, weights, eps, dlt)
+    exact = _optimal_exact(model, gm, weights, eps, dlt, beta)
     if exact is not None and np.trace(exact.noise_covariance) > 0:
         shape = exact.noise_covariance
         cands.append(_shaped("optimal-g's exact noise plus the floor", shape, fvar))
@@ -274,8 +275,23 @@ def _fixed(label: str, cov: np.ndarray) -> _Cand:
     return label, (lambda s: s * s * cov), -1.0, (lambda s: _psd_noise(s * s * cov))
 
 
+def _population(model: Any, gm: Any, beta: float | None) -> tuple[Any, ...]:
+    """The population premise (issue 18's central/robust.py), when that module exists."""
+    try:
+        from .robust import population_premise
+    except ImportError:  # before the robust calibration: the fitted model only
+        return ()
+    premise = population_premise(model, gm, beta=beta)
+    return () if premise is None else (premise,)
+
+
 def _optimal_exact(
-    model: QueryModel, gm: GaussianQueryModel, weights: np.ndarray, eps: float, dlt: float
+    model: QueryModel,
+    gm: GaussianQueryModel,
+    weights: np.ndarray,
+    eps: float,
+    dlt: float,
+    beta: float | None = None,
 ) -> CalibratedMechanism | None:
     """optimal-g with the exact calibration (rank one or not), or None if it fails."""
     builders: dict[str, Callable[..., CalibratedMechanism]] = {
@@ -288,7 +304,8 @@ def _optimal_exact(
         return builders[other](epsilon=eps, delta=dlt, calibration=calibration)
 
     try:
-        return calibrate_exact("optimal-g", model, gm, build, epsilon=eps, delta=dlt)
+        extra = {} if beta is None else {"beta": beta}
+        return calibrate_exact("optimal-g", model, gm, build, epsilon=eps, delta=dlt, **extra)
     except MechanismNotApplicableError:
         return None
 
@@ -302,6 +319,7 @@ def calibrate_floored(
     calibration: str = "exact",
     lattice: Any = None,
     floor: Any = DEFAULT_FLOOR,
+    beta: float | None = None,
     **options: Any,
 ) -> CalibratedMechanism:
     """Calibrate a floored mechanism: main noise shape + a floor on the lattice, rank m.
@@ -322,6 +340,12 @@ def calibrate_floored(
         gets no floor). Required.
     floor : float
         Floor standard deviation in grid steps (default :data:`DEFAULT_FLOOR`).
+    beta : float or None
+        With a model that carries the sampling uncertainty of its moments (issue 18's
+        ``model.uncertainty``), the exact calibration meets (ε, δ) on the worst members of
+        the (1 − β) confidence set for the population's moments
+        (``distpriv.central.robust``), like the other exact calibrations; ``None``: on the
+        fitted moments only.
     **options
         ``direction`` (daum-floor) or ``weights`` (optimal-g-full).
 
@@ -348,16 +372,19 @@ def calibrate_floored(
         # The papers' assumptions are not those of the exact guarantee: not warned here.
         warnings.simplefilter("ignore", AssumptionWarning)
         if calibration == "exact":
-            cands, paper = _candidates(name, model, gm, fvar, dict(options), epsilon, delta)
+            cands, paper = _candidates(name, model, gm, fvar, dict(options), epsilon, delta, beta)
             weights = (
                 np.asarray(paper.diagnostics["weights"]) if name == "optimal-g-full" else np.eye(m)
             )
-            noise, label, scale, check = _search_best(name, gm, cands, weights, epsilon, delta)
+            noise, label, scale, check = _search_best(
+                name, gm, cands, weights, epsilon, delta, beta
+            )
         else:
             paper = _MAIN_BUILD[name](model, epsilon, delta, calibration, options)
             label, scale = "the papers' calibration of the main shape plus the floor", 1.0
             noise = paper.noise.plus(_floor_noise(fvar))
     return _assemble(
+        beta,
         name,
         model,
         gm,
@@ -394,6 +421,41 @@ _MAIN_BUILD = {
 }
 
 
+# Re-calibrations against the worst members of the population confidence set.
+_ROBUST_ROUNDS = 8
+
+
+def _population_search(
+    name: str,
+    gm: GaussianQueryModel,
+    fam: Callable[[float], np.ndarray],
+    start: float,
+    epsilon: float,
+    delta: float,
+    beta: float,
+) -> tuple[float, PairCheck]:
+    """Least scale meeting (ε, δ) for every member of the (1 − β) population set.
+
+    The worst members (``central.robust.population_model``, issue 18) depend on the noise:
+    search on the members worst for the current noise, re-check at the answer, repeat.
+    """
+    from .robust import population_model  # issue 18 (robust calibration)
+
+    s = start
+    for _ in range(_ROBUST_ROUNDS):
+        every = population_model(gm, beta=beta, noise_cov=fam(max(s, 0.0)))
+        s, _ = smallest_scale(every, fam, epsilon=epsilon, delta=delta, start=s, name=name)
+        check = pair_deltas(
+            population_model(gm, beta=beta, noise_cov=fam(s)), fam(s), epsilon=epsilon
+        )
+        if check.worst <= delta:
+            return s, check
+    raise MechanismNotApplicableError(  # pragma: no cover - the members did not settle
+        f"{name}: the calibration for the population confidence set did not settle; "
+        "use beta=None (fitted moments only) or a larger modelling table"
+    )
+
+
 def _search_best(
     name: str,
     gm: GaussianQueryModel,
@@ -401,19 +463,32 @@ def _search_best(
     weights: np.ndarray,
     epsilon: float,
     delta: float,
+    beta: float | None = None,
 ) -> tuple[Noise, str, float, PairCheck]:
+    robust = beta is not None and getattr(gm, "uncertainty", None) is not None
     best = None
     errors = []
     for label, fam, start, noise_of in cands:
         if start < 0:  # a fixed covariance (it must not shrink below the floor)
-            check = pair_deltas(gm, fam(1.0), epsilon=epsilon)
+            if robust:
+                from .robust import population_model  # issue 18 (robust calibration)
+
+                target = population_model(gm, beta=beta, noise_cov=fam(1.0))
+            else:
+                target = gm
+            check = pair_deltas(target, fam(1.0), epsilon=epsilon)
             if check.worst <= delta:
                 cost = float(np.trace(weights @ fam(1.0)))
                 if best is None or cost < best[0]:
                     best = (cost, noise_of(1.0), label, 1.0, check)
             continue
         try:
-            s, check = smallest_scale(gm, fam, epsilon=epsilon, delta=delta, start=start, name=name)
+            if robust:
+                s, check = _population_search(name, gm, fam, start, epsilon, delta, beta)
+            else:
+                s, check = smallest_scale(
+                    gm, fam, epsilon=epsilon, delta=delta, start=start, name=name
+                )
         except MechanismNotApplicableError as exc:
             errors.append(f"{label}: {exc}")
             continue
@@ -426,6 +501,7 @@ def _search_best(
 
 
 def _assemble(
+    beta: float | None,
     name: str,
     model: QueryModel,
     gm: GaussianQueryModel,
@@ -480,7 +556,7 @@ def _assemble(
             theorem=f"{theorem}, calibrated by the {EXACT_THEOREM}",
             calibration="exact",
             assumptions=(exact_assumption(check, delta),),
-            premises=(gaussian_premise(model, gm),),
+            premises=(gaussian_premise(model, gm), *_population(model, gm, beta)),
             notes=tuple(notes),
             fallback=None,
         )
