@@ -64,7 +64,14 @@ def test_adult_auto_full_rank_below_168(adult):
     # The comparison table prices the floor against the rank-one optimum.
     rows = {r["mechanism"]: r for r in choice.rows()}
     ref = choice.rank_one_optimum
-    assert ref == pytest.approx(min(rows[n]["mse"] for n in ("daum", "optimal-g")), rel=1e-12)
+    partial = [
+        r["mse"]
+        for r in rows.values()
+        if r["noise_rank"] is not None
+        and r["noise_rank"] < 5
+        and (r["verified"] or "directions" in r["reason"])
+    ]
+    assert ref == min(partial) and ref <= rows["daum"]["mse"]
     assert rows[choice.name]["vs_rank_one"] == pytest.approx(mech.mse() / ref)
     assert 1.0 <= rows[choice.name]["vs_rank_one"] < 1.05
     assert rows["expm-g"]["vs_rank_one"] > 4.0
@@ -253,6 +260,6 @@ def test_adult_floored_data_level_check_finds_no_evidence(adult):
     steps = np.array(facts.lattice_steps)
     floored = quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=steps)
     rank_one = quiet("daum", model, epsilon=EPS, delta=DELTA)
-    assert verify_on_data(sampled, rank_one, rng=1, n_eval=1500).delta_lower > 0.1
+    assert verify_on_data(sampled, rank_one, rng=1, n_eval=1500).delta_lower > 10 * DELTA
     check = verify_on_data(sampled, floored, rng=1, n_eval=1500)
     assert check.noise_rank == 5 and check.delta_lower <= DELTA
