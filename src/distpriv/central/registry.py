@@ -21,6 +21,7 @@ from .exact import verified_headline
 from .exact_calibration import EXACT_MECHANISMS, calibrate_exact
 from .expected_value import calibrate_dirm, calibrate_expm
 from .fallback import covariance_fallback
+from .floored import FLOORED_MECHANISMS, calibrate_floored
 from .groupdp import calibrate_groupdp
 from .optimal import calibrate_optimal
 from .robust import DEFAULT_BETA, check_beta
@@ -62,6 +63,9 @@ class TableFacts:
     subset_size: int
     spans: tuple[float, ...]
     scales: tuple[str, ...]
+    # Lattice step of each statistic (NaN: not on a lattice), for the floored mechanisms
+    # (distpriv.modeling.lattice.query_lattices); None when not computed.
+    lattice_steps: tuple[float, ...] | None = None
 
 
 def _groupdp_defaults(facts: TableFacts) -> dict[str, Any]:
@@ -73,6 +77,11 @@ def _groupdp_defaults(facts: TableFacts) -> dict[str, Any]:
         for span, scale in zip(facts.spans, facts.scales, strict=True)
     ]
     return {"group_size": n, "sensitivities": np.array(sens)}
+
+
+def _floor_defaults(facts: TableFacts) -> dict[str, Any]:
+    """The floored mechanisms' lattice: the steps detected on the modelling table."""
+    return {} if facts.lattice_steps is None else {"lattice": np.array(facts.lattice_steps)}
 
 
 QUERY_MODELS: tuple[type, ...] = (GaussianQueryModel, SampledQueryModel)
@@ -227,6 +236,37 @@ _SPECS = (
         calibrate_apmqm,
         model_types=(AttributeNetworkModel,),
         model_view="network",
+    ),
+    # Full rank at rank-one prices (issue 21): the main shape plus a floor of `floor` grid
+    # steps in every coordinate (central/floored.py); calibrated exactly by default.
+    MechanismSpec(
+        "daum-floor",
+        "DauM plus a noise floor on the statistics' grid (full rank)",
+        "Chen & Ohrimenko 2023, Alg. 1 / Thm A.1, plus an independent floor (post-processing)",
+        True,
+        (*_GAUSS_OPTS, "direction", "lattice", "floor"),
+        partial(calibrate_floored, "daum-floor"),
+        True,
+        defaults=_floor_defaults,
+    ),
+    MechanismSpec(
+        "dirm-g-floor",
+        "DirM (G) plus a noise floor on the statistics' grid (full rank)",
+        "Chen & Ohrimenko 2023, Thm 4.3, plus an independent floor (post-processing)",
+        True,
+        (*_GAUSS_OPTS, "lattice", "floor"),
+        partial(calibrate_floored, "dirm-g-floor"),
+        defaults=_floor_defaults,
+    ),
+    MechanismSpec(
+        "optimal-g-full",
+        "Optimal-G over full-rank noise: least tr(W Sigma_Z) with Sigma_Z >= the floor",
+        "Chen & Ohrimenko 2023, Cor. A.1 + convex program with Sigma_Z >= F (distpriv)",
+        True,
+        (*_GAUSS_OPTS, "weights", "lattice", "floor"),
+        partial(calibrate_floored, "optimal-g-full"),
+        True,
+        defaults=_floor_defaults,
     ),
 )
 
@@ -391,6 +431,13 @@ def calibrate(
         )
     if isinstance(model, QUERY_MODELS):
         _check_range(model)
+    if name in FLOORED_MECHANISMS:
+        # Calibrated (exactly by default) and verified inside central/floored.py.
+        cal = options.pop("calibration", "exact")
+        check_choice(cal, "calibration", CALIBRATIONS)
+        return calibrate_floored(
+            name, model, epsilon=eps, delta=dlt, calibration=cal, beta=conf, **options
+        )
     exact_ok = name in EXACT_MECHANISMS
     cal = options.pop("calibration", "exact" if exact_ok else "analytic")
     check_choice(cal, "calibration", CALIBRATIONS if exact_ok else DISTANCE_CALIBRATIONS)

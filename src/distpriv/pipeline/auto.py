@@ -24,6 +24,7 @@ from .._validation import check_array, check_delta, check_epsilon
 from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
 from ..central.registry import default_options
 from ..errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
+from ..modeling.lattice import detect_lattice
 from ..querymodel import GaussianQueryModel, SampledQueryModel
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
 
 AUTO = "auto"
 # What ``[mechanism] name = "auto"`` accepts besides epsilon and delta.
-AUTO_OPTIONS = ("weights", "calibration", "allow_partial_noise", "beta")
+AUTO_OPTIONS = ("weights", "calibration", "allow_partial_noise", "beta", "floor")
 
 # Relative slack for "the verified headline is no weaker than the request": the verified
 # numbers are rounded up by the accountant, never down.
@@ -72,6 +73,10 @@ class Candidate:
     delta: float
     reason: str
     calibrated: CalibratedMechanism | None = field(default=None, repr=False, compare=False)
+    # Dimension of the noise's range, and whether only partial noise kept it from verifying
+    # (the rank-one optimum that the floored mechanisms are priced against).
+    noise_rank: int | None = None
+    partial_noise: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The row of the public report's ``choice`` table (JSON-safe)."""
@@ -86,6 +91,7 @@ class Candidate:
             "epsilon": safe(self.epsilon),
             "delta": safe(self.delta),
             "reason": self.reason,
+            "noise_rank": self.noise_rank,
         }
 
 
@@ -116,9 +122,34 @@ class AutoChoice:
         """Registry name of the chosen mechanism."""
         return self.mechanism.name
 
+    @property
+    def rank_one_optimum(self) -> float | None:
+        """Least error among mechanisms that verify but leave directions uncovered (or None).
+
+        The price of full-rank noise is measured against it (issue 21): the ``vs_rank_one``
+        column of :meth:`rows`.
+        """
+        m = self.mechanism.dim
+        errs = [
+            c.mse
+            for c in self.candidates
+            if c.noise_rank is not None
+            and c.noise_rank < m
+            and (c.verified or c.partial_noise)
+            and math.isfinite(c.mse)
+        ]
+        return min(errs) if errs else None
+
     def rows(self) -> list[dict[str, Any]]:
-        """The comparison table (the public report's ``choice``)."""
-        return [c.to_dict() for c in self.candidates]
+        """The comparison table (the public report's ``choice``), with ``vs_rank_one``."""
+        ref = self.rank_one_optimum
+        out = []
+        for c in self.candidates:
+            row = c.to_dict()
+            ok = ref is not None and ref > 0 and math.isfinite(c.mse)
+            row["vs_rank_one"] = c.mse / ref if ok else None
+            out.append(row)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: the chosen name, the request, the weights and the table."""
@@ -128,6 +159,7 @@ class AutoChoice:
             "delta": self.delta,
             "weights": None if self.weights is None else list(self.weights),
             "criterion": "least expected squared error E[Z^T W Z] among verified mechanisms",
+            "rank_one_optimum": self.rank_one_optimum,
             "rows": self.rows(),
         }
 
@@ -234,13 +266,20 @@ def calibrate_candidates(
     w = _check_weights(weights, model.dim)
     opts = {k: dict(v) for k, v in (options or {}).items()}
     gaussian_view, sampled_view = _views(model)
+    floor_lattice = None
     out: list[Candidate] = []
     nan = float("nan")
     for k, name in enumerate(names):
         spec = mechanism_info(name)
         mine = dict(opts.get(name, {}))
-        if name == "optimal-g" and w is not None:
+        if "weights" in spec.options and w is not None:
             mine.setdefault("weights", w)
+        if "lattice" in spec.options and "lattice" not in mine:
+            # No lattice from the table: detect it on the model's Monte Carlo samples.
+            if floor_lattice is None:
+                floor_lattice = _sample_lattice(model)
+            if floor_lattice is not None:
+                mine["lattice"] = floor_lattice
         # The registry says which view each mechanism is calibrated on.
         target = sampled_view if spec.model_view == "samples" else gaussian_view
         reason = ""
@@ -262,10 +301,23 @@ def calibrate_candidates(
             mse = float(cov.sum() if w is None else (w * cov).sum())
             ok, why = _verdict(mech.guarantee, eps, dlt)
             partial = "" if allow_partial_noise else _partial_noise(mech)
+            only_partial = bool(ok and partial)
             if ok and partial:
                 ok, why = False, partial
             g = mech.guarantee
-            out.append(Candidate(name, mse, ok, float(g.epsilon), float(g.delta), why, mech))
+            out.append(
+                Candidate(
+                    name,
+                    mse,
+                    ok,
+                    float(g.epsilon),
+                    float(g.delta),
+                    why,
+                    mech,
+                    noise_rank=mech.noise_rank,
+                    partial_noise=only_partial,
+                )
+            )
         if progress is not None:
             progress(k + 1, len(names))
     return tuple(out)
@@ -341,6 +393,7 @@ def choose_for_table(
     options: Mapping[str, Any] | None = None,
     facts: Any = None,
     progress: ProgressCallback | None = None,
+    lattice: Any = None,
 ) -> AutoChoice:
     """``mechanism = "auto"`` of a release configuration.
 
@@ -352,12 +405,17 @@ def choose_for_table(
         The configuration's request.
     options : mapping, optional
         The ``[mechanism]`` table's other keys: ``weights`` (one positive number per
-        statistic), ``calibration`` (for the Gaussian mechanisms) and
-        ``allow_partial_noise`` (see :func:`calibrate_candidates`); nothing else.
+        statistic), ``calibration`` (for the Gaussian mechanisms),
+        ``allow_partial_noise`` (see :func:`calibrate_candidates`) and ``floor`` (the floored
+        mechanisms' noise floor in grid steps, default
+        :data:`~distpriv.central.floored.DEFAULT_FLOOR`); nothing else.
     facts : TableFacts, optional
         Facts about the modelling table for the registry's default options (the group-DP
         baselines' group size and sensitivities), as for a named mechanism.
     progress : callable(done, total), optional
+    lattice : sequence of float, optional
+        The grid step of each statistic (NaN: none) for the floored mechanisms, when no
+        ``facts`` carry it (the library's :func:`~distpriv.pipeline.release`).
 
     Raises
     ------
@@ -381,6 +439,10 @@ def choose_for_table(
             mine["calibration"] = opts["calibration"]
         if "beta" in opts:  # confidence on the population: the same for every candidate
             mine["beta"] = opts["beta"]
+        if "floor" in opts and "floor" in spec.options:  # grid steps (central/floored.py)
+            mine["floor"] = opts["floor"]
+        if lattice is not None and "lattice" in spec.options and "lattice" not in mine:
+            mine["lattice"] = lattice  # the grid detected on the table (library release)
         if mine:
             per[name] = mine
     return choose_mechanism(
@@ -392,6 +454,19 @@ def choose_for_table(
         progress=progress,
         allow_partial_noise=_flag(opts.get("allow_partial_noise", False)),
     )
+
+
+def _sample_lattice(model: Any) -> tuple[float, ...] | None:
+    """Lattice steps detected on a model's Monte Carlo samples (NaN: none), or None."""
+    samples = getattr(model, "samples", None)
+    if not samples:
+        return None
+    pooled = np.vstack(samples)
+    steps = []
+    for k in range(pooled.shape[1]):
+        lat = detect_lattice(pooled[:, k])
+        steps.append(math.nan if lat.step is None else lat.step)
+    return tuple(steps)
 
 
 def _flag(value: Any) -> bool:

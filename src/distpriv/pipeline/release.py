@@ -25,6 +25,7 @@ from ..central import (
 from ..errors import ParameterError
 from ..guarantees import Release, to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
+from ..modeling.lattice import lattice_steps, query_lattices
 from ..modeling.tables import Table, as_table
 from .auto import AUTO, choose_for_table
 
@@ -373,12 +374,25 @@ def prepare_release(
         missing=missing,
         population=population,
     )
+    needs_grid = auto or "lattice" in mechanism_info(mechanism).options
+    if needs_grid and "lattice" not in (options or {}) and q.is_linear:
+        # Floored mechanisms (auto's candidates included): the grid of each statistic, from
+        # its type and the model data.
+        steps = lattice_steps(query_lattices(model_data, q, n))
+        if not auto:
+            options = {**(options or {}), "lattice": steps}
+    else:
+        steps = None
     # F(data) first: a problem with the released table is reported before calibration's.
     value = q.evaluate(table, missing=missing)
     choice = None
     if auto:
         choice = choose_for_table(
-            model, epsilon=epsilon, delta=delta, options={"beta": beta, **dict(options or {})}
+            model,
+            epsilon=epsilon,
+            delta=delta,
+            options={"beta": beta, **dict(options or {})},
+            lattice=steps,
         )
         mech = checked_noise(choice.mechanism)
     else:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._version import __version__
 from ..central import CalibratedMechanism, mechanism_info
+from ..central.floored import FLOOR_SENTENCE
 from ..errors import UtilityWarning
 from ..guarantees import Release, to_jsonable
 from ..modeling import ProportionSecret, Query
@@ -185,6 +186,12 @@ def public_release(
         "choice": None,
         "provenance": prov,
     }
+    if "floor" in mech.diagnostics:  # floored mechanisms: why a little noise goes everywhere
+        out["mechanism"]["floor"] = {
+            "grid_steps": mech.diagnostics["floor"],
+            "lattice_steps": mech.diagnostics["lattice_steps"],
+            "why": FLOOR_SENTENCE.format(floor=mech.diagnostics["floor"]),
+        }
     if query.ranges:
         out["ranges_note"] = (
             "statistics with a declared range are clamped to it and their 95 % intervals "

@@ -8,6 +8,7 @@ the release see.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import warnings
 from pathlib import Path
@@ -23,6 +24,7 @@ from ..errors import ParameterError, PrivacyLeakWarning
 from ..modeling import Query
 from ..modeling.engines import DuckDBEngine, file_reader
 from ..modeling.expressions import quote_column
+from ..modeling.lattice import query_lattices
 from ..modeling.tables import Table, as_table
 from .config import BUILTIN_PREFIX, DUCKDB_PREFIX, SPARK_PREFIX
 
@@ -256,7 +258,12 @@ def table_facts(data: Any, query: Query, subset_size: int) -> TableFacts:
         )
     feats = query.row_features(table)
     spans = tuple(float(v) for v in feats.max(axis=0) - feats.min(axis=0))
-    return TableFacts(subset_size, spans, tuple(s.scale for s in query.statistics))
+    # The grid each statistic lives on, for the floored mechanisms (modeling.lattice).
+    steps = tuple(
+        math.nan if lat.step is None else lat.step
+        for lat in query_lattices(table, query, subset_size)
+    )
+    return TableFacts(subset_size, spans, tuple(s.scale for s in query.statistics), steps)
 
 
 # ---------------------------------------------------------------------------------------
@@ -450,4 +457,24 @@ def engine_table_facts(
         if v is None or not np.isfinite(float(v)):
             raise ParameterError(f"{name}: the span over the modelling data is not finite")
         spans.append(float(v))
-    return TableFacts(subset_size, tuple(spans), tuple(s.scale for s in query.statistics))
+    steps = _lattice_steps(complete, query, subset_size)
+    return TableFacts(subset_size, tuple(spans), tuple(s.scale for s in query.statistics), steps)
+
+
+# Rows on which the grid of each statistic is detected (the floored mechanisms' lattice).
+LATTICE_SAMPLE_ROWS = 200_000
+
+
+def _lattice_steps(table: Table, query: Query, subset_size: int) -> tuple[float, ...]:
+    """The grid step of each statistic (NaN where none), detected on at most
+    :data:`LATTICE_SAMPLE_ROWS` rows drawn in the engine (a bounded sample, never the
+    whole table; a Spark table larger than that gets no grid, so no floored mechanism)."""
+    if table.n_rows > LATTICE_SAMPLE_ROWS:
+        if table.engine.dialect != "duckdb":
+            return tuple(math.nan for _ in query.statistics)
+        rng = np.random.default_rng(0)  # which public rows: no privacy role
+        table = sample_table(table, LATTICE_SAMPLE_ROWS, rng, "grid detection")
+    return tuple(
+        math.nan if lat.step is None else lat.step
+        for lat in query_lattices(table, query, subset_size)
+    )

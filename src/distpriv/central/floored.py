@@ -1,0 +1,571 @@
+"""Full-rank noise at rank-one prices: a main noise shape plus a floor on the lattice.
+
+DauM (Chen & Ohrimenko 2023, Alg. 1 / Thm A.1), Gaussian DirM (Thm 4.3) and optimal-g
+(Cor. A.1 + a convex program) usually add noise of rank one: the other m − 1 directions of
+the statistics are published exactly. On grid-valued statistics (counts step by 1, means
+of integer columns over n rows by 1/n) those exact directions pin the release to one grid
+point, and the noise protects nothing (DESIGN.md §4; every Adult daum release is decoded).
+The Gaussian model cannot see this: its exact guarantee is about N(μ_θ, Σ_θ), not the grid.
+
+The mechanisms here add, independently of the main noise, a *floor*: Gaussian noise with
+standard deviation ``floor`` grid steps in every coordinate (``floor`` × h_k for statistic
+k, h_k its lattice step, :mod:`distpriv.modeling.lattice`). The floor covers every
+direction the main shape leaves uncovered, so the noise has full rank m, and at one grid
+step it blurs the grid (a Gaussian of standard deviation h smooths the lattice hℤ: the
+periodic part of its density has relative amplitude 2·exp(−2π²) ≈ 5e-9). Adding
+independent noise is post-processing, so under the Gaussian model the floor can only
+improve the guarantee of the main shape; the exact calibration then lowers the main
+shape's scale to the least one at which the exact privacy profile of the outputs
+N(μ_θ, Σ_θ + s²Σ_main + F) meets (ε, δ) for every pair, both directions
+(:func:`distpriv.central.exact.smallest_scale`) — the headline is verified, not argued.
+
+* ``daum-floor``: DauM's direction v, Σ_Z = s² v vᵀ + F.
+* ``dirm-g-floor``: DirM's span V of the mean differences, Σ_Z = s² V Vᵀ + F.
+* ``optimal-g-full``: the least weighted E‖Z‖² = tr(W Σ_Z) found over noise covariances
+  with Σ_Z ⪰ F: the convex program of optimal-g solved on the model with covariances
+  Σ_θ + F (so Σ_Z = F + S, S ⪰ 0 — exactly the constraint Σ_Z ⪰ F), the floored DauM
+  shape, optimal-g's own shape (the papers' and the exact one) plus the floor, optimal-g's
+  exact noise as is when it already covers the floor, and the isotropic shape raised to
+  the floor (diag(max(F, s²))); each calibrated exactly (the main part's scale, F fixed),
+  the one of least tr(W Σ_Z) kept. Its
+  isotropic candidate equals expm-g's exact noise whenever that noise is at or above the
+  floor, so it is never noisier than expm-g there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import AssumptionWarning, MechanismNotApplicableError, ParameterError
+from ..noise import Noise
+from ..querymodel import GaussianQueryModel
+from ._common import FALLBACK_NOTE, QueryModel, gaussian_assumption
+from .base import CalibratedMechanism
+from .exact import (
+    EXACT_THEOREM,
+    PairCheck,
+    exact_assumption,
+    gaussian_premise,
+    pair_deltas,
+    smallest_scale,
+    verified_headline,
+)
+from .exact_calibration import calibrate_exact
+from .expected_value import calibrate_dirm, calibrate_expm
+from .optimal import calibrate_optimal
+from .uncertainty import calibrate_daum, calibrate_eigm
+
+__all__ = [
+    "DEFAULT_FLOOR",
+    "FLOORED_MECHANISMS",
+    "calibrate_floored",
+    "floor_variances",
+]
+
+FLOORED_MECHANISMS = ("daum-floor", "dirm-g-floor", "optimal-g-full")
+# Floor standard deviation in grid steps. One step: on 400 real Adult subsets the grid
+# decoder recovers 0 % of releases (100 % without a floor, 0.2 % at a quarter step) and
+# the data-level check finds no evidence of a violation (docs/guarantees.md, "Noise floors").
+DEFAULT_FLOOR = 1.0
+FLOOR_SENTENCE = (
+    "A little independent noise (the floor: {floor:g} grid step(s) of each statistic) goes "
+    "into every direction, because counts and means of integer columns lie on a grid and "
+    "any direction published exactly could pin the released values to one grid point."
+)
+_MAIN = {"daum-floor": "daum", "dirm-g-floor": "dirm-g", "optimal-g-full": "optimal-g"}
+_THEOREMS = {
+    "daum-floor": "Chen & Ohrimenko 2023, Alg. 1 / Thm A.1 (via Cor. A.1)",
+    "dirm-g-floor": "Chen & Ohrimenko 2023, Thm 4.3",
+    "optimal-g-full": "Chen & Ohrimenko 2023, Cor. A.1, least tr(W Sigma_Z) over "
+    "Sigma_Z >= F (convex program; distpriv)",
+}
+_POST = (
+    "; plus an independent floor N(0, F), F = diag((floor * h_k)^2) on the lattice steps h_k "
+    "(post-processing: it can only improve the Gaussian-model guarantee; distpriv)"
+)
+
+
+def floor_variances(steps: Any, floor: float) -> np.ndarray:
+    """Floor variances (floor · h_k)², shape (m,); 0 where a statistic has no lattice (NaN).
+
+    Parameters
+    ----------
+    steps : array_like, shape (m,)
+        Lattice steps h_k (NaN: not on a lattice).
+    floor : float
+        Standard deviation of the floor in grid steps, ≥ 0.
+    """
+    h = np.asarray(steps, dtype=float)
+    return np.where(np.isfinite(h), (floor * np.nan_to_num(h)) ** 2, 0.0)
+
+
+def _steps(lattice: Any, m: int) -> np.ndarray:
+    if lattice is None:
+        raise MechanismNotApplicableError(
+            "floored mechanisms need the lattice step of each statistic: pass lattice=[h_1, "
+            "..., h_m] (e.g. distpriv.modeling.lattice.query_lattices(table, query, n)), or "
+            "release through the pipeline, which detects it from the modelling table"
+        )
+    out = []
+    for item in lattice:
+        step = getattr(item, "step", item)
+        if step is None:
+            out.append(math.nan)
+            continue
+        try:
+            s = float(step)
+        except (TypeError, ValueError):
+            raise ParameterError(f"lattice steps must be numbers or None, got {step!r}") from None
+        if math.isnan(s):
+            out.append(s)
+            continue
+        if not (s > 0 and math.isfinite(s)):
+            raise ParameterError(f"lattice steps must be positive and finite, got {step!r}")
+        out.append(s)
+    if len(out) != m:
+        raise ParameterError(f"lattice must give {m} steps (one per statistic), got {len(out)}")
+    return np.array(out)
+
+
+def _check_floor(floor: Any) -> float:
+    try:
+        c = float(floor)
+    except (TypeError, ValueError):
+        raise ParameterError(f"floor must be a number of grid steps, got {floor!r}") from None
+    if not (c >= 0 and math.isfinite(c)):
+        raise ParameterError(f"floor must be finite and >= 0 (grid steps), got {floor!r}")
+    return c
+
+
+def _psd_noise(cov: np.ndarray) -> Noise:
+    """Gaussian noise with covariance ``cov`` (eigen-decomposed, tiny negatives clipped)."""
+    w, v = np.linalg.eigh((cov + cov.T) / 2)
+    keep = w > 1e-13 * max(float(w.max()), 0.0)
+    if not np.any(keep):
+        return Noise.none(cov.shape[0])
+    return Noise.along("gaussian", v[:, keep], np.sqrt(w[keep]))
+
+
+def _floor_noise(fvar: np.ndarray) -> Noise:
+    m = fvar.shape[0]
+    keep = fvar > 0
+    if not np.any(keep):
+        return Noise.none(m)
+    return Noise.along("gaussian", np.eye(m)[:, keep], np.sqrt(fvar[keep]))
+
+
+# A candidate: (label, family s -> Σ_Z(s), start, noise_of(s)).
+_Cand = tuple[str, Callable[[float], np.ndarray], float, Callable[[float], Noise]]
+
+
+def _directional(label: str, basis: np.ndarray, fvar: np.ndarray, start: float) -> _Cand:
+    proj = basis @ basis.T
+    fmat = np.diag(fvar)
+
+    def noise_of(s: float) -> Noise:
+        main = (
+            Noise.along("gaussian", basis, np.full(basis.shape[1], s))
+            if basis.shape[1] and s > 0
+            else Noise.none(fvar.shape[0])
+        )
+        return main.plus(_floor_noise(fvar))
+
+    return label, (lambda s: s * s * proj + fmat), start, noise_of
+
+
+def _shaped(label: str, shape: np.ndarray, fvar: np.ndarray) -> _Cand:
+    fmat = np.diag(fvar)
+    return (
+        label,
+        lambda s: s * s * shape + fmat,
+        1.0,
+        lambda s: _psd_noise(s * s * shape).plus(_floor_noise(fvar)),
+    )
+
+
+def _isotropic_floor(fvar: np.ndarray, start: float) -> _Cand:
+    def noise_of(s: float) -> Noise:
+        return Noise.along("gaussian", np.eye(fvar.shape[0]), np.sqrt(np.maximum(fvar, s * s)))
+
+    return (
+        "isotropic noise raised to the floor (expm-g's shape)",
+        lambda s: np.diag(np.maximum(fvar, s * s)),
+        start,
+        noise_of,
+    )
+
+
+def _candidates(
+    name: str,
+    model: QueryModel,
+    gm: GaussianQueryModel,
+    fvar: np.ndarray,
+    opts: dict,
+    eps: float,
+    dlt: float,
+    beta: float | None = None,
+) -> tuple[list[_Cand], CalibratedMechanism]:
+    """The noise families to calibrate, and the main mechanism the papers' way."""
+    if name == "daum-floor":
+        paper = calibrate_daum(model, epsilon=eps, delta=dlt, calibration="analytic", **opts)
+        d = paper.diagnostics
+        start = math.sqrt(max(float(d["noise_variance"]), float(d["directional_expm_variance"])))
+        v = np.asarray(d["direction"]).reshape(-1, 1)
+        return [_directional("DauM's direction plus the floor", v, fvar, start)], paper
+    if name == "dirm-g-floor":
+        paper = calibrate_dirm(model, epsilon=eps, delta=dlt, kind="gaussian")
+        basis = np.asarray(paper.diagnostics["directions"])
+        comps = paper.noise.components
+        start = float(comps[0].scales[0]) if comps and basis.shape[1] else 1.0
+        return [_directional("DirM's span plus the floor", basis, fvar, start)], paper
+    paper = calibrate_optimal(model, epsilon=eps, delta=dlt, calibration="analytic", **opts)
+    weights = np.asarray(paper.diagnostics["weights"])
+    cands: list[_Cand] = []
+    iso = calibrate_expm(gm, epsilon=eps, delta=dlt, kind="gaussian", calibration="analytic")
+    cands.append(_isotropic_floor(fvar, math.sqrt(float(iso.noise_covariance[0, 0]))))
+    # The program with Σ_Z = F + S: optimal-g on the model whose covariances include F.
+    floored_model = GaussianQueryModel(
+        gm.means,
+        gm.covariances + np.diag(fvar),
+        pairs=gm.pairs,
+        labels=gm.labels,
+        statistics=gm.statistics,
+    )
+    prog = calibrate_optimal(
+        floored_model, epsilon=eps, delta=dlt, calibration="analytic", weights=weights
+    )
+    if np.trace(prog.noise_covariance) > 0:
+        cands.append(_shaped("convex program over Sigma_Z >= F", prog.noise_covariance, fvar))
+    if np.trace(paper.noise_covariance) > 0:
+        cands.append(_shaped("optimal-g's shape plus the floor", paper.noise_covariance, fvar))
+    # optimal-g's exact calibration (its program's noise scaled, or repaired isotropically,
+    # or DauM's/EigM's shape: central/exact_calibration.py), with the floor added.
+    exact = _optimal_exact(model, gm, weights, eps, dlt, beta)
+    if exact is not None and np.trace(exact.noise_covariance) > 0:
+        shape = exact.noise_covariance
+        cands.append(_shaped("optimal-g's exact noise plus the floor", shape, fvar))
+        if covers_floor(shape, fvar):  # already at or above the floor: a candidate as is
+            cands.append(_fixed("optimal-g's exact noise (at or above the floor)", shape))
+    try:
+        dm = calibrate_daum(gm, epsilon=eps, delta=dlt, calibration="analytic")
+    except MechanismNotApplicableError:
+        dm = None
+    if dm is not None:
+        d = dm.diagnostics
+        start = math.sqrt(max(float(d["noise_variance"]), float(d["directional_expm_variance"])))
+        v = np.asarray(d["direction"]).reshape(-1, 1)
+        cands.append(_directional("DauM's direction plus the floor", v, fvar, start))
+    return cands, paper
+
+
+def covers_floor(cov: np.ndarray, fvar: np.ndarray) -> bool:
+    """Σ_Z ⪰ F = diag(fvar), up to rounding relative to the largest entry."""
+    gap = float(np.linalg.eigvalsh(cov - np.diag(fvar))[0])
+    return gap >= -1e-12 * max(float(np.abs(cov).max()), float(fvar.max(initial=0.0)))
+
+
+def _fixed(label: str, cov: np.ndarray) -> _Cand:
+    """A covariance already verified: checked as is, never scaled (start −1 marks it)."""
+    return label, (lambda s: s * s * cov), -1.0, (lambda s: _psd_noise(s * s * cov))
+
+
+def _population(model: Any, gm: Any, beta: float | None) -> tuple[Any, ...]:
+    """The population premise (issue 18's central/robust.py), when that module exists."""
+    try:
+        from .robust import population_premise
+    except ImportError:  # before the robust calibration: the fitted model only
+        return ()
+    premise = population_premise(model, gm, beta=beta)
+    return () if premise is None else (premise,)
+
+
+def _optimal_exact(
+    model: QueryModel,
+    gm: GaussianQueryModel,
+    weights: np.ndarray,
+    eps: float,
+    dlt: float,
+    beta: float | None = None,
+) -> CalibratedMechanism | None:
+    """optimal-g with the exact calibration (rank one or not), or None if it fails."""
+    builders: dict[str, Callable[..., CalibratedMechanism]] = {
+        "optimal-g": lambda **kw: calibrate_optimal(model, weights=weights, **kw),
+        "daum": lambda **kw: calibrate_daum(model, **kw),
+        "eigm": lambda **kw: calibrate_eigm(model, **kw),
+    }
+
+    def build(other: str, *, calibration: str) -> CalibratedMechanism:
+        return builders[other](epsilon=eps, delta=dlt, calibration=calibration)
+
+    try:
+        extra = {} if beta is None else {"beta": beta}
+        return calibrate_exact("optimal-g", model, gm, build, epsilon=eps, delta=dlt, **extra)
+    except MechanismNotApplicableError:
+        return None
+
+
+def calibrate_floored(
+    name: str,
+    model: QueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    calibration: str = "exact",
+    lattice: Any = None,
+    floor: Any = DEFAULT_FLOOR,
+    beta: float | None = None,
+    **options: Any,
+) -> CalibratedMechanism:
+    """Calibrate a floored mechanism: main noise shape + a floor on the lattice, rank m.
+
+    Parameters
+    ----------
+    name : {"daum-floor", "dirm-g-floor", "optimal-g-full"}
+    model : GaussianQueryModel or SampledQueryModel
+    epsilon, delta : float
+        The target (δ > 0).
+    calibration : {"exact", "analytic", "classical"}
+        ``"exact"`` (default): the least scale of the main shape, with the floor fixed,
+        verified by the exact profile. Otherwise the main mechanism is calibrated the
+        papers' way and the floor is added on top (post-processing); the headline is then
+        what the exact profile verifies.
+    lattice : sequence of float, None or Lattice, shape (m,)
+        Lattice step h_k of each statistic (None/NaN: not on a lattice; that statistic
+        gets no floor). Required.
+    floor : float
+        Floor standard deviation in grid steps (default :data:`DEFAULT_FLOOR`).
+    beta : float or None
+        With a model that carries the sampling uncertainty of its moments (issue 18's
+        ``model.uncertainty``), the exact calibration meets (ε, δ) on the worst members of
+        the (1 − β) confidence set for the population's moments
+        (``distpriv.central.robust``), like the other exact calibrations; ``None``: on the
+        fitted moments only.
+    **options
+        ``direction`` (daum-floor) or ``weights`` (optimal-g-full).
+
+    Returns
+    -------
+    CalibratedMechanism
+        Noise = main component(s) + the floor; diagnostics ``floor``, ``lattice_steps``,
+        ``floor_variances``, ``floor_mse``, ``main_mse``, ``main_shape``.
+
+    Raises
+    ------
+    MechanismNotApplicableError
+        No lattice given, or no scale of the shape meets the target.
+    """
+    if name not in FLOORED_MECHANISMS:
+        raise ParameterError(f"name must be one of {FLOORED_MECHANISMS}, got {name!r}")
+    gm, _ = gaussian_assumption(model)
+    m = gm.dim
+    steps = _steps(lattice, m)
+    c = _check_floor(floor)
+    fvar = floor_variances(steps, c)
+    check: PairCheck | None = None
+    with warnings.catch_warnings():
+        # The papers' assumptions are not those of the exact guarantee: not warned here.
+        warnings.simplefilter("ignore", AssumptionWarning)
+        if calibration == "exact":
+            cands, paper = _candidates(name, model, gm, fvar, dict(options), epsilon, delta, beta)
+            weights = (
+                np.asarray(paper.diagnostics["weights"]) if name == "optimal-g-full" else np.eye(m)
+            )
+            noise, label, scale, check = _search_best(
+                name, gm, cands, weights, epsilon, delta, beta
+            )
+        else:
+            paper = _MAIN_BUILD[name](model, epsilon, delta, calibration, options)
+            label, scale = "the papers' calibration of the main shape plus the floor", 1.0
+            noise = paper.noise.plus(_floor_noise(fvar))
+    return _assemble(
+        beta,
+        name,
+        model,
+        gm,
+        paper,
+        noise,
+        label,
+        scale,
+        check,
+        steps,
+        c,
+        fvar,
+        epsilon,
+        delta,
+        calibration,
+    )
+
+
+def _main_daum(model, eps, dlt, cal, options):  # type: ignore[no-untyped-def]
+    return calibrate_daum(model, epsilon=eps, delta=dlt, calibration=cal, **options)
+
+
+def _main_dirm(model, eps, dlt, cal, options):  # type: ignore[no-untyped-def]
+    return calibrate_dirm(model, epsilon=eps, delta=dlt, kind="gaussian", calibration=cal)
+
+
+def _main_optimal(model, eps, dlt, cal, options):  # type: ignore[no-untyped-def]
+    return calibrate_optimal(model, epsilon=eps, delta=dlt, calibration=cal, **options)
+
+
+_MAIN_BUILD = {
+    "daum-floor": _main_daum,
+    "dirm-g-floor": _main_dirm,
+    "optimal-g-full": _main_optimal,
+}
+
+
+# Re-calibrations against the worst members of the population confidence set.
+_ROBUST_ROUNDS = 8
+
+
+def _population_search(
+    name: str,
+    gm: GaussianQueryModel,
+    fam: Callable[[float], np.ndarray],
+    start: float,
+    epsilon: float,
+    delta: float,
+    beta: float,
+) -> tuple[float, PairCheck]:
+    """Least scale meeting (ε, δ) for every member of the (1 − β) population set.
+
+    The worst members (``central.robust.population_model``, issue 18) depend on the noise:
+    search on the members worst for the current noise, re-check at the answer, repeat.
+    """
+    from .robust import population_model  # issue 18 (robust calibration)
+
+    s = start
+    for _ in range(_ROBUST_ROUNDS):
+        every = population_model(gm, beta=beta, noise_cov=fam(max(s, 0.0)))
+        s, _ = smallest_scale(every, fam, epsilon=epsilon, delta=delta, start=s, name=name)
+        check = pair_deltas(
+            population_model(gm, beta=beta, noise_cov=fam(s)), fam(s), epsilon=epsilon
+        )
+        if check.worst <= delta:
+            return s, check
+    raise MechanismNotApplicableError(  # pragma: no cover - the members did not settle
+        f"{name}: the calibration for the population confidence set did not settle; "
+        "use beta=None (fitted moments only) or a larger modelling table"
+    )
+
+
+def _search_best(
+    name: str,
+    gm: GaussianQueryModel,
+    cands: list[_Cand],
+    weights: np.ndarray,
+    epsilon: float,
+    delta: float,
+    beta: float | None = None,
+) -> tuple[Noise, str, float, PairCheck]:
+    robust = beta is not None and getattr(gm, "uncertainty", None) is not None
+    best = None
+    errors = []
+    for label, fam, start, noise_of in cands:
+        if start < 0:  # a fixed covariance (it must not shrink below the floor)
+            if robust:
+                from .robust import population_model  # issue 18 (robust calibration)
+
+                target = population_model(gm, beta=beta, noise_cov=fam(1.0))
+            else:
+                target = gm
+            check = pair_deltas(target, fam(1.0), epsilon=epsilon)
+            if check.worst <= delta:
+                cost = float(np.trace(weights @ fam(1.0)))
+                if best is None or cost < best[0]:
+                    best = (cost, noise_of(1.0), label, 1.0, check)
+            continue
+        try:
+            if robust:
+                s, check = _population_search(name, gm, fam, start, epsilon, delta, beta)
+            else:
+                s, check = smallest_scale(
+                    gm, fam, epsilon=epsilon, delta=delta, start=start, name=name
+                )
+        except MechanismNotApplicableError as exc:
+            errors.append(f"{label}: {exc}")
+            continue
+        cost = float(np.trace(weights @ fam(s)))
+        if best is None or cost < best[0]:
+            best = (cost, noise_of(s), label, s, check)
+    if best is None:
+        raise MechanismNotApplicableError("; ".join(errors))
+    return best[1], best[2], best[3], best[4]
+
+
+def _assemble(
+    beta: float | None,
+    name: str,
+    model: QueryModel,
+    gm: GaussianQueryModel,
+    paper: CalibratedMechanism,
+    noise: Noise,
+    label: str,
+    scale: float,
+    check: PairCheck | None,
+    steps: np.ndarray,
+    c: float,
+    fvar: np.ndarray,
+    epsilon: float,
+    delta: float,
+    calibration: str,
+) -> CalibratedMechanism:
+    floor_mse = float(fvar.sum())
+    unknown = [s for s, h in zip(gm.statistics, steps, strict=True) if not np.isfinite(h)]
+    notes = [n for n in paper.guarantee.notes if n != FALLBACK_NOTE]
+    notes.append(FLOOR_SENTENCE.format(floor=c))
+    notes.append(
+        f"noise: {label}; E||Z||^2 = {noise.mse():.6g}, of which the floor adds {floor_mse:.6g}"
+    )
+    if unknown:
+        notes.append(
+            f"no lattice known for {', '.join(unknown)}: no floor there (continuous values "
+            "cannot be pinned by a grid)"
+        )
+    theorem = _THEOREMS[name] + _POST
+    diag: dict[str, Any] = {
+        "main_mechanism": _MAIN[name],
+        "main_shape": label,
+        "calibration_scale": scale,
+        "floor": c,
+        "lattice_steps": steps,
+        "floor_variances": fvar,
+        "floor_mse": floor_mse,
+        "main_mse": noise.mse() - floor_mse,
+        "noise_rank": None,
+    }
+    if "weights" in paper.diagnostics:
+        diag["weights"] = paper.diagnostics["weights"]
+        diag["objective"] = float(
+            np.trace(np.asarray(paper.diagnostics["weights"]) @ noise.covariance)
+        )
+    if check is not None:
+        diag.update({"achieved_delta": check.worst, "exact_check": check.to_dict()})
+        guarantee = dataclasses.replace(
+            paper.guarantee,
+            mechanism=name,
+            epsilon=epsilon,
+            delta=delta,
+            theorem=f"{theorem}, calibrated by the {EXACT_THEOREM}",
+            calibration="exact",
+            assumptions=(exact_assumption(check, delta),),
+            premises=(gaussian_premise(model, gm), *_population(model, gm, beta)),
+            notes=tuple(notes),
+            fallback=None,
+        )
+    else:
+        g0 = dataclasses.replace(
+            paper.guarantee, mechanism=name, theorem=theorem, notes=tuple(notes), fallback=None
+        )
+        guarantee, chk = verified_headline(g0, gm, noise.covariance)
+        diag["exact_check"] = chk.to_dict()
+    mech = CalibratedMechanism(name, noise, guarantee, model.statistics, diag)
+    mech.diagnostics["noise_rank"] = mech.noise_rank
+    return mech

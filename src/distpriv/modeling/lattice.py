@@ -1,0 +1,282 @@
+"""The lattice (grid) each released statistic lives on, detected exactly or refused.
+
+Counts step by 1, sums of an integer column by the column's step, means of them over n
+rows by step/n. Noise that leaves some directions of the statistics uncovered (rank-one
+DauM/DirM, Chen & Ohrimenko 2023 Alg. 1, Thm 4.3) publishes those directions exactly, and
+on such a grid they can pin the whole release (DESIGN.md §4). The floored mechanisms
+(:mod:`distpriv.central.floored`) add a little independent noise, proportional to the
+step, in every coordinate; this module finds the step.
+
+Two routes, both with exact rational arithmetic:
+
+* :func:`detect_lattice` — from observed values of a statistic (Monte Carlo samples of the
+  model, released tables): the differences to the smallest value are turned into the
+  *simplest* rationals (least denominator) within a tolerance that follows from the float
+  representation of the values (``ulps`` units in the last place of the largest one, so a
+  mean of integers computed as sum/n — correctly rounded — is recognised), and the step is
+  their exact gcd. Values that need a common denominator above ``max_denominator`` are not
+  on a lattice that floats can show: the function refuses (``step=None`` with the reason)
+  rather than guess.
+* :func:`query_lattices` — from the declared statistic types: the per-row feature of each
+  linear statistic (the indicator of a ``count_if``, the column of a ``sum``/``avg``) is
+  detected on the modelling table, and the statistic's step follows from its scale
+  (``sum``: the feature's step; ``mean``: step / n).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_positive_int
+from ..errors import ParameterError
+
+__all__ = ["Lattice", "detect_lattice", "lattice_steps", "query_lattices"]
+
+# Tolerance in units in the last place of the largest |value|: a sum of n integers is
+# exact and sum/n is correctly rounded (0.5 ulp); sums of decimals (e.g. 71.9) carry up to
+# about n ulps of accumulated rounding. 4096 ulps covers n up to thousands of rows while a
+# continuous value still almost never fits a small common denominator (see refusal below).
+DEFAULT_ULPS = 4096
+# Largest common denominator of the differences accepted as a lattice (means over up to
+# 10^6 rows of integer columns; 10^5 rows of one-decimal columns).
+DEFAULT_MAX_DENOMINATOR = 10**6
+# At most this many distinct values enter the rational arithmetic; all are re-checked.
+_MAX_RATIONAL = 2000
+
+
+@dataclass(frozen=True)
+class Lattice:
+    """Where one statistic's values lie: origin + step·ℤ, or why that is not known.
+
+    Attributes
+    ----------
+    statistic : str
+    step : float or None
+        The lattice step h (``None``: not on a lattice, or not decidable).
+    origin : float or None
+        A lattice point, reduced to [0, h).
+    source : str
+        ``"values"`` (observed values of the statistic), ``"declared"`` (the statistic's
+        type and the per-row feature's lattice on the modelling table) or ``"given"``.
+    detail : str
+        How it was detected, or the reason for refusing.
+    """
+
+    statistic: str
+    step: float | None
+    origin: float | None
+    source: str
+    detail: str
+
+    @property
+    def on_lattice(self) -> bool:
+        """True when a step was found."""
+        return self.step is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict."""
+        return {
+            "statistic": self.statistic,
+            "step": self.step,
+            "origin": self.origin,
+            "source": self.source,
+            "detail": self.detail,
+        }
+
+
+def _simplest_between(lo: Fraction, hi: Fraction) -> Fraction:
+    """The rational of least denominator in [lo, hi] (0 ≤ lo ≤ hi), exactly.
+
+    Continued-fraction descent (the Stern–Brocot argument): if an integer lies in the
+    interval it is the answer; otherwise both ends share their integer part a, and the
+    answer is a + 1 / (simplest rational in [1/(hi − a), 1/(lo − a)]).
+    """
+    a = math.floor(lo)
+    if a == lo:
+        return Fraction(a)
+    if a + 1 <= hi:
+        return Fraction(a + 1)
+    return a + 1 / _simplest_between(1 / (hi - a), 1 / (lo - a))
+
+
+def _refuse(name: str, source: str, why: str) -> Lattice:
+    return Lattice(name, None, None, source, why)
+
+
+def detect_lattice(
+    values: Any,
+    *,
+    name: str = "statistic",
+    ulps: int = DEFAULT_ULPS,
+    max_denominator: int = DEFAULT_MAX_DENOMINATOR,
+    min_distinct: int = 3,
+    source: str = "values",
+) -> Lattice:
+    """The lattice origin + h·ℤ that the observed values of one statistic lie on.
+
+    Parameters
+    ----------
+    values : array_like, shape (n,)
+        Observed values (e.g. one column of Monte Carlo samples of f_θ, pooled over θ).
+    name : str
+        The statistic's name (for the result and messages).
+    ulps : int
+        Tolerance, in units in the last place of the largest |value|, for a value to count
+        as a lattice point (float representation; see :data:`DEFAULT_ULPS`).
+    max_denominator : int
+        Largest common denominator of the differences (in units of 1) accepted.
+    min_distinct : int
+        Fewest distinct values from which a step is inferred (two values lie on *some*
+        lattice whatever they are; three or more are evidence).
+    source : str
+        Recorded in the result.
+
+    Returns
+    -------
+    Lattice
+        ``step`` is the exact gcd of the simplest rationals of the differences to the
+        smallest value, as a float; ``step=None`` with the reason when the values are not
+        on a lattice within the tolerance and denominator bound, are not finite, or are
+        too few.
+
+    Notes
+    -----
+    A continuous value fits a rational with denominator ≤ Q within a tolerance τ with
+    probability about Q²τ per unit; the *common* denominator of many such fits grows like
+    their product, so continuous columns are refused with overwhelming probability once a
+    few distinct values are seen. Grid-valued ones are recognised exactly: a mean of
+    integers over n rows is within 0.5 ulp of p/n, and p/n is the simplest rational in
+    that small interval whenever n ≤ ``max_denominator``.
+    """
+    check_positive_int(ulps, "ulps")
+    check_positive_int(max_denominator, "max_denominator")
+    x = np.asarray(values, dtype=float).reshape(-1)
+    if x.size == 0:
+        return _refuse(name, source, "no values")
+    if not np.all(np.isfinite(x)):
+        return _refuse(name, source, "values are not all finite")
+    u = np.unique(x)
+    if u.size < min_distinct:
+        if u.size == 1:
+            return _refuse(name, source, f"constant ({u[0]:.17g}): no step can be inferred")
+        return _refuse(
+            name, source, f"only {u.size} distinct values (need {min_distinct} to infer a step)"
+        )
+    scale = float(np.max(np.abs(u)))
+    tol = float(ulps * np.spacing(scale))
+    # Differences to the smallest value: each carries at most ~1 ulp of extra rounding.
+    diffs = u[1:] - u[0]
+    sample = diffs if diffs.size <= _MAX_RATIONAL else diffs[:: diffs.size // _MAX_RATIONAL + 1]
+    t = Fraction(2 * tol)
+    lcm, fracs = 1, []
+    for d in sample:
+        fd = Fraction(float(d))
+        f = _simplest_between(max(Fraction(0), fd - t), fd + t)
+        fracs.append(f)
+        lcm = lcm * f.denominator // math.gcd(lcm, f.denominator)
+        if lcm > max_denominator:
+            return _refuse(
+                name,
+                source,
+                f"not on a lattice: the differences between values need a common "
+                f"denominator above {max_denominator} (tolerance {tol:.3g}, i.e. {ulps} ulps "
+                f"of {scale:.6g}); treated as continuous",
+            )
+    g = 0
+    for f in fracs:
+        g = math.gcd(g, f.numerator * (lcm // f.denominator))
+    if g == 0:  # pragma: no cover - u has ≥ 2 distinct values, so some difference > 0
+        return _refuse(name, source, "no positive difference")
+    step = Fraction(g, lcm)
+    h = float(step)
+    # Every value (not only the sample) must be on the lattice within the tolerance.
+    r = diffs / h
+    off = float(np.max(np.abs(r - np.round(r)))) * h if r.size else 0.0
+    if off > 2 * tol:
+        return _refuse(
+            name,
+            source,
+            f"not on a lattice: a value lies {off:.3g} from the grid of step {h:.6g} inferred "
+            f"from {len(sample)} differences (tolerance {2 * tol:.3g})",
+        )
+    origin = float(u[0] - h * math.floor(u[0] / h))
+    if origin > h - 2 * tol:  # u[0] sits on a lattice point up to rounding
+        origin = 0.0
+    return Lattice(
+        name,
+        h,
+        origin,
+        source,
+        f"{u.size} distinct values lie on origin + {step}·Z (exact gcd of the simplest "
+        f"rationals of their differences, tolerance {2 * tol:.3g} = {ulps} ulps)",
+    )
+
+
+def query_lattices(data: Any, query: Any, subset_size: int) -> tuple[Lattice, ...]:
+    """The lattice of each statistic of a linear query, from its type and the table.
+
+    Parameters
+    ----------
+    data : Table or DataFrame
+        The modelling table (public data): the per-row features' lattices are detected on it.
+    query : Query
+        Linear statistics (``count_if``, ``sum``, ``avg`` of expressions).
+    subset_size : int
+        n, rows of a protected dataset: a mean's step is the feature's step / n.
+
+    Returns
+    -------
+    tuple of Lattice
+        One per statistic, ``source="declared"``; ``step=None`` with the reason for a
+        statistic that is not linear or whose per-row feature is not on a lattice.
+    """
+    from .tables import as_table
+
+    n = check_positive_int(subset_size, "subset_size")
+    table = as_table(data)
+    if not query.is_linear:
+        return tuple(
+            _refuse(s.name, "declared", f"not a linear statistic ({s.expression})")
+            for s in query.statistics
+        )
+    feats = np.asarray(query.row_features(table), dtype=float)
+    out = []
+    for k, stat in enumerate(query.statistics):
+        col = detect_lattice(feats[:, k], name=stat.name, min_distinct=1, source="declared")
+        if col.step is None:
+            # A constant per-row feature makes a constant statistic: nothing to pin.
+            out.append(_refuse(stat.name, "declared", f"per-row feature: {col.detail}"))
+            continue
+        if stat.scale == "mean":
+            step, origin = col.step / n, float(col.origin or 0.0)
+            how = f"mean over {n} rows of a feature on step {col.step:.12g}"
+        else:
+            step, origin = col.step, (n * float(col.origin or 0.0)) % col.step
+            how = f"sum over {n} rows of a feature on step {col.step:.12g}"
+        out.append(Lattice(stat.name, step, origin % step, "declared", how))
+    return tuple(out)
+
+
+def lattice_steps(lattices: Any) -> np.ndarray:
+    """Steps as an array, shape (m,), NaN where a statistic is not on a lattice.
+
+    Parameters
+    ----------
+    lattices : sequence of Lattice, float or None
+    """
+    out = []
+    for item in lattices:
+        step = getattr(item, "step", item)
+        if step is None:
+            out.append(math.nan)
+            continue
+        s = float(step)
+        if not (s > 0 and math.isfinite(s)):
+            raise ParameterError(f"lattice steps must be positive and finite, got {step!r}")
+        out.append(s)
+    return np.array(out, dtype=float)
