@@ -84,21 +84,27 @@ def aggregate_sql(relation: str) -> str:
 
 
 def generate(path: Path, rows: int) -> float:
+    """Replicate the Adult rows to ``rows`` rows (all columns) with DuckDB ``COPY``, streamed
+    from a Parquet copy of Adult (bounded memory)."""
     import duckdb
 
     from distpriv.datasets import load_adult
 
     adult = load_adult()
+    seed_file = path.with_suffix(".adult.parquet")
+    partial = path.with_suffix(".partial.parquet")
+    adult.to_parquet(seed_file, index=False)
     copies = -(-rows // len(adult))
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
-    con.register("adult", adult)
     start = time.perf_counter()
     con.execute(
-        f"COPY (SELECT adult.* FROM adult, range({copies}) LIMIT {int(rows)}) "
-        f"TO '{path}' (FORMAT parquet)"
+        f"COPY (SELECT a.* FROM range({copies}) AS r, read_parquet('{seed_file}') AS a "
+        f"LIMIT {int(rows)}) TO '{partial}' (FORMAT parquet)"
     )
     con.close()
+    seed_file.unlink()
+    partial.rename(path)  # an interrupted run leaves no truncated table behind
     return time.perf_counter() - start
 
 
