@@ -56,3 +56,25 @@ def test_inconclusive_wording_says_what_to_do(checks):
     forced = dataclasses.replace(check, verdict="inconclusive", delta_estimate=0.01)
     assert "re-run the check with more resampled datasets" in forced.advice
     assert "INCONCLUSIVE" in _verification_line(forced.to_dict())
+
+
+def test_release_verify_refuses_a_violation(tmp_path, monkeypatch, capsys):
+    # DauM on Adult: every release is decoded on the lattice, so --verify must refuse with
+    # one line, a non-zero exit, and no file written.
+    from pathlib import Path
+
+    import distpriv.pipeline.run as run_mod
+    from distpriv.cli import main
+
+    monkeypatch.setattr(run_mod, "VERIFY_SAMPLES", 3000)  # the fast version of the check
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "examples" / "adult-income.toml").read_text()
+    cfg = tmp_path / "daum.toml"
+    cfg.write_text(text.replace('name = "expm-g"', 'name = "daum"'))
+    out, priv = tmp_path / "pub.json", tmp_path / "priv.json"
+    status = main(["release", str(cfg), "--verify", "--out", str(out), "--private-out", str(priv)])
+    _, err = capsys.readouterr()
+    assert status != 0
+    lines = [ln for ln in err.splitlines() if "error" in ln]
+    assert len(lines) == 1 and "refused by --verify" in lines[0] and "violation" in lines[0]
+    assert not out.exists() and not priv.exists()
