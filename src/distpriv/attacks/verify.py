@@ -32,7 +32,9 @@ on draws of the same sizes from that model and compared with the exact value.
 
 Verdict: ``violation`` when the certified lower bound exceeds the target δ (joint
 confidence over pairs, directions and tests, Bonferroni); ``inconclusive`` when the
-estimate exceeds the target but nothing is certified; ``no evidence`` otherwise, with the
+estimate exceeds the target by more than about one standard error (its one-sided 84 %
+Clopper–Pearson bound is above the target) but nothing is certified; ``no evidence``
+otherwise (an estimate within one standard error of the target is not evidence), with the
 smallest δ the check detects with 80 % power (:func:`detectable_delta`).
 
 What this does *not* certify: an upper bound on δ (a check can refute a guarantee, never
@@ -101,6 +103,9 @@ class DirectionCheck:
         Samples of θ_i in the fit, train and evaluation splits.
     rates : (float, float)
         Observed P_i(S) and P_j(S) of the chosen set on the evaluation draws.
+    lower_1se : float
+        The same bound at one-sided confidence 0.84 (about one standard error below the
+        estimate): above the target it makes the verdict "inconclusive".
     """
 
     pair: tuple[str, str]
@@ -113,12 +118,14 @@ class DirectionCheck:
     n_train: int
     n_eval: int
     rates: tuple[float, float] = (0.0, 0.0)
+    lower_1se: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
         return to_jsonable(
             {
                 "rates": list(self.rates),
+                "lower_1se": self.lower_1se,
                 "pair": list(self.pair),
                 "estimate": self.estimate,
                 "interval": list(self.interval),
@@ -596,6 +603,7 @@ def _estimate(
                     int(sp.train[a].shape[0]),
                     int(sp.ev[a].shape[0]),
                     (float(np.mean(sign * ev[a] > chosen)), float(np.mean(sign * ev[b] > chosen))),
+                    _evaluate(sign * ev[a] > chosen, sign * ev[b] > chosen, eps, 0.32)[1][0],
                 )
             )
     return out
@@ -767,7 +775,9 @@ def verify_on_data(
     )
     if lower > target:
         verdict = "violation"
-    elif estimate > target:
+    elif estimate > target and max(p.lower_1se for p in per_pair) > target:
+        # Above the target by more than about one standard error, but not certified; an
+        # estimate within one standard error of the target is no evidence either way.
         verdict = "inconclusive"
     else:
         verdict = "no evidence"
