@@ -93,7 +93,7 @@ def run(name, samples, mech, exact=None, n_eval=10_000):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--samples", type=int, default=20_000, help="draws per value")
+    ap.add_argument("--samples", type=int, default=6_000, help="draws per value (--verify: 20000)")
     args = ap.parse_args()
     n = args.samples
     rng = np.random.default_rng(0)

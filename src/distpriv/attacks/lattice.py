@@ -50,7 +50,7 @@ _REACH = 7.0
 # coordinate with the fewest candidates) for decoding to make sense; floor directions
 # must be below _MAX_FLOOR steps, else rounding cannot find the lattice point.
 _MAX_FLOOR = 2.0
-_MAX_CANDIDATES = 4096
+_MAX_CANDIDATES = 16384
 _CHUNK_ELEMENTS = 2_000_000
 _UNIT_ROUNDOFF = 2.0**-53
 _FLOAT_SAFETY = 8.0
