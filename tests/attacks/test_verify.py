@@ -318,3 +318,27 @@ def test_bad_input():
     three = SampledQueryModel([np.zeros((10, 3)), np.ones((10, 3))])
     with pytest.raises(ParameterError, match="releases 2 statistics"):
         verify_on_data(three, m)
+
+
+def test_optimal_g_on_very_different_spreads_is_not_flagged():
+    # Issue 18's reproducer in kind: optimal-g at (1, 1e-4) on statistics whose spreads
+    # differ by six orders of magnitude, checked on draws from its own Gaussian model
+    # (exact delta <= 1e-4). The previous plug-in estimated 16-70x the exact delta here.
+    sd = np.array([1e-3, 1.0, 30.0, 1e3])
+    corr = np.full((4, 4), 0.3) + 0.7 * np.eye(4)
+    cov0 = corr * np.outer(sd, sd)
+    r = np.sqrt(np.array([1.1, 0.95, 1.05, 0.9]))
+    cov1 = cov0 * np.outer(r, r)
+    means = np.stack([np.zeros(4), 0.4 * sd * np.array([1.0, -0.5, 0.8, 0.3])])
+    model = _gaussian_model(means, np.stack([cov0, cov1]))
+    m = mech("optimal-g", model, epsilon=1.0, delta=1e-4)
+    covs = np.stack([cov0, cov1])
+    exact = _exact(means, covs, m.noise_covariance, 1.0)
+    assert max(exact) <= 1e-4 * (1 + 1e-6)
+    rng = np.random.default_rng(17)
+    samples = SampledQueryModel([rng.multivariate_normal(means[k], covs[k], 6000) for k in (0, 1)])
+    check = verify_on_data(samples, m, rng=17, n_eval=3000)
+    assert check.verdict != "violation"
+    for p, x in zip(check.per_pair, exact, strict=True):
+        assert p.interval[0] <= x <= p.interval[1]
+    assert check.null.covered and abs(check.null.bias) < check.detectable_delta
