@@ -11,8 +11,8 @@ from .audit import (
 )
 from .bounds import EpsilonBound, clopper_pearson, epsilon_lower_bound
 from .classifiers import CLASSIFIERS, make_classifier
-from .likelihood import GaussianLikelihoodRatio
 from .lattice import LatticeDecoder, detect_lattice, lattice_decoder
+from .likelihood import GaussianLikelihoodRatio
 from .verify import DataLevelCheck, DirectionCheck, NullControl, detectable_delta, verify_on_data
 
 __all__ = [
