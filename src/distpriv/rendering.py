@@ -152,12 +152,7 @@ def render_release(public: dict[str, Any], private: dict[str, Any]) -> str:
     _guarantee_lines(console, public["guarantee"])
     check = public.get("verification")
     if check:
-        console.print(
-            f"data-level check (--verify): delta({check['epsilon']:g}) estimated "
-            f"{check['delta_estimate']:.3g} (certified >= {check['delta_lower']:.3g}, "
-            f"<= {check['delta_upper']:.3g} up to the mixture bias) against the target "
-            f"{check['target_delta']:g}: {'consistent' if check['consistent'] else 'FAILS'}"
-        )
+        console.print(_verification_line(check))
     if public.get("ledger"):
         _ledger_line(console, public["ledger"])
     console.print(
@@ -167,6 +162,27 @@ def render_release(public: dict[str, Any], private: dict[str, Any]) -> str:
         + (f", seed {prov['seed']}" if "seed" in prov else "")
     )
     return buf.text()
+
+
+def _verification_line(check: dict[str, Any]) -> str:
+    """The data-level check in one line: verdict first, then what to do (its advice)."""
+    verdict = check.get("verdict", "no evidence" if check.get("consistent") else "violation")
+    colour = {"violation": "red", "inconclusive": "yellow"}.get(verdict)
+    head = f"[{colour}]{verdict.upper()}[/{colour}]" if colour else verdict
+    null = check.get("null_control")
+    tail = (
+        f" (null control on the fitted Gaussian model: exact delta {null['exact_delta']:.3g}, "
+        f"measured bias {null['bias']:+.2g})"
+        if null
+        else ""
+    )
+    advice = str(check.get("advice", ""))
+    advice = advice.split(": ", 1)[1] if ": " in advice else advice
+    return (
+        f"data-level check (--verify) at epsilon={check['epsilon']:g}: {head}: "
+        f"{_e(advice)}; estimate {check['delta_estimate']:.3g}, certified "
+        f">= {check['delta_lower']:.3g}{tail}"
+    )
 
 
 def render_demo(report: Any) -> str:
@@ -255,6 +271,9 @@ def render_audit(title: str, report: Any, notes: list[str]) -> str:
                 verdict if k == 0 else "",
             )
     console.print(table)
+    for m in report.mechanisms:
+        if getattr(m, "verification", None) is not None:
+            console.print(f"{_e(m.mechanism)}: " + _verification_line(m.verification.to_dict()))
     for note in notes:
         console.print(f"note: {_e(note)}")
     console.print(
@@ -452,12 +471,7 @@ def render_verification(public: dict[str, Any]) -> str:
     )
     _guarantee_lines(console, public["guarantee"])
     check = public["verification"]
-    verdict = check.get("verdict") or ("no evidence" if check.get("consistent") else "violation")
-    console.print(
-        f"data-level check: delta({check['epsilon']:g}) estimated {check['delta_estimate']:.3g} "
-        f"(certified >= {check['delta_lower']:.3g}) against the target "
-        f"{check['target_delta']:g}: [bold]{_e(verdict).upper()}[/bold]"
-    )
+    console.print(_verification_line(check))
     for note in check.get("notes", [])[:3]:
         console.print(f"  {_e(note)}")
     return buf.text()

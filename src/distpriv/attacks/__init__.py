@@ -11,8 +11,9 @@ from .audit import (
 )
 from .bounds import EpsilonBound, clopper_pearson, epsilon_lower_bound
 from .classifiers import CLASSIFIERS, make_classifier
+from .lattice import LatticeDecoder, detect_lattice, lattice_decoder
 from .likelihood import GaussianLikelihoodRatio
-from .verify import DataLevelCheck, DirectionCheck, verify_on_data
+from .verify import DataLevelCheck, DirectionCheck, NullControl, detectable_delta, verify_on_data
 
 __all__ = [
     "CLASSIFIERS",
@@ -23,11 +24,16 @@ __all__ = [
     "DirectionCheck",
     "EpsilonBound",
     "GaussianLikelihoodRatio",
+    "LatticeDecoder",
     "MechanismAudit",
+    "NullControl",
     "accuracy_interval",
     "audit",
     "clopper_pearson",
+    "detect_lattice",
+    "detectable_delta",
     "epsilon_lower_bound",
+    "lattice_decoder",
     "make_classifier",
     "verify_on_data",
 ]

@@ -277,11 +277,15 @@ def _verify(
 ) -> dict[str, Any]:
     """The data-level check of f_θ + Z (attacks.verify_on_data); refuses a failing release."""
     check = _verify_check(cfg, model_frame, query, secret, n, mech)
-    if not check.consistent:
+    if check.verdict == "violation":
+        # Refused before any noise is drawn or file written.
         raise MechanismNotApplicableError(
-            f"release refused by --verify: on resampled data, {mech.name!r} reaches "
-            f"delta >= {check.delta_lower:.3g} at epsilon={check.epsilon:g} (certified lower "
-            f"bound), above its target {check.target_delta:g}; " + " ".join(check.notes[:1])
+            f"release refused by --verify: {mech.name!r} at epsilon={check.epsilon:g}: "
+            + check.advice
+        )
+    if check.verdict == "inconclusive":
+        warnings.warn(
+            f"--verify on {mech.name!r}: {check.advice}", PrivacyLeakWarning, stacklevel=2
         )
     return check.to_dict()
 
