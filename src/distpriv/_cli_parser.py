@@ -75,7 +75,7 @@ def _calibrate(sub: Any, types: dict[str, Any], mechanisms: Sequence[str], cals:
         required=True,
         choices=mechanisms,
         metavar="NAME",
-        help="one of: " + ", ".join(mechanisms),
+        help="one of: %(choices)s",
     )
     cal.add_argument("--epsilon", required=True, type=types["float"])
     cal.add_argument("--delta", type=types["float"], default=0.0)
@@ -83,7 +83,9 @@ def _calibrate(sub: Any, types: dict[str, Any], mechanisms: Sequence[str], cals:
         "--calibration",
         choices=cals,
         default=None,
-        help="Gaussian calibration (default exact; analytic/classical reproduce the papers)",
+        metavar="NAME",  # not the choices: listing them would import the accountant
+        help="Gaussian calibration, one of %(choices)s (default exact; analytic/classical "
+        "reproduce the papers)",
     )
     _json_out(cal)
     return cal

@@ -17,9 +17,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ._version import __version__
-from .accounting import CALIBRATIONS
-from .central import MECHANISMS, mechanism_info
 from .errors import DistPrivError, ParameterError
 from .pipeline.output import OutputError, check_output, write_atomic, write_files
 
@@ -259,6 +256,8 @@ def _cmd_local(args: argparse.Namespace) -> int:
 
 
 def _cmd_mechanisms(args: argparse.Namespace) -> int:
+    from .central import MECHANISMS, mechanism_info
+
     rows = []
     for n in MECHANISMS:
         spec = mechanism_info(n)
@@ -283,6 +282,7 @@ def _cmd_mechanisms(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``distpriv`` command (see :mod:`distpriv._cli_parser`)."""
     from ._cli_parser import add_commands
+    from ._version import __version__
 
     parser = _Parser(prog="distpriv", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"distpriv {__version__}")
@@ -298,8 +298,33 @@ def build_parser() -> argparse.ArgumentParser:
         "report": _cmd_report,
         "ledger": _cmd_ledger,
     }
-    add_commands(sub, handlers, mechanisms=MECHANISMS, calibrations=CALIBRATIONS)
+    add_commands(
+        sub,
+        handlers,
+        mechanisms=_Names("distpriv.central.registry", "MECHANISMS"),
+        calibrations=_Names("distpriv.accounting", "CALIBRATIONS"),
+    )
     return parser
+
+
+class _Names(Sequence[str]):
+    """Choices for argparse read from the library on first use: ``distpriv --help`` and most
+    argument errors never import scipy or the mechanisms (argparse only tests ``in`` and, in
+    sub-command help, iterates)."""
+
+    def __init__(self, module: str, attr: str) -> None:
+        self._where = (module, attr)
+
+    def _names(self) -> tuple[str, ...]:
+        import importlib
+
+        return tuple(getattr(importlib.import_module(self._where[0]), self._where[1]))
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
 
 
 class _Interrupt:
