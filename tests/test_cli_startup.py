@@ -254,3 +254,54 @@ def test_ctrl_c_during_import_exits_130_with_one_line(target, argv):
         proc.kill()
     assert proc.returncode == 130, err
     assert err == "distpriv: interrupted; nothing was written\n"
+
+
+def _count_splits(monkeypatch):
+    from distpriv.pipeline import sources
+
+    calls = []
+    real = sources.paper_split
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("rng"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sources, "paper_split", counting)
+    return calls
+
+
+def test_adult_is_split_once_per_command_scope(monkeypatch):
+    from distpriv.datasets import paper_split
+    from distpriv.pipeline.scope import command_scope
+    from distpriv.pipeline.sources import load_frame
+
+    calls = _count_splits(monkeypatch)
+    parts = ("modeling", "auxiliary", "test", "test")
+    with command_scope():
+        got = [load_frame(f"adult:{p}", split_seed=3) for p in parts]
+        load_frame("adult:test", split_seed=4)
+    assert calls == [3, 4]
+    reference = paper_split(rng=3)  # independent: a fresh split outside any scope
+    for part, frame in zip(parts, got, strict=True):
+        assert frame.equals(reference[part])
+    assert got[2] is not got[3]  # copies: one caller's edits never reach another
+    # outside a scope nothing is cached: another command, another split
+    load_frame("adult:test", split_seed=3)
+    assert calls == [3, 4, 3]
+
+
+def test_cli_runs_each_command_in_its_own_scope(monkeypatch, capsys):
+    from distpriv import cli
+    from distpriv.pipeline.sources import load_frame
+
+    calls = _count_splits(monkeypatch)
+
+    def fake_report(args):  # stands in for audit: model, auxiliary and test tables
+        for part in ("modeling", "auxiliary", "test"):
+            load_frame(f"adult:{part}", split_seed=0)
+        return 0
+
+    monkeypatch.setattr(cli, "_cmd_report", fake_report)
+    assert cli.main(["report", "x.json", "--html", "x.html"]) == 0
+    assert cli.main(["report", "x.json", "--html", "x.html"]) == 0
+    assert calls == [0, 0]  # once per command, and not shared across the two commands

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from .errors import DistPrivError, ParameterError
 from .pipeline.output import OutputError, check_output, write_atomic, write_files
+from .pipeline.scope import command_scope
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -347,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:  # not the main thread (embedded use): leave the handler alone
         previous = None
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, command_scope():
             warnings.simplefilter("always")
             try:
                 status = args.func(args)
