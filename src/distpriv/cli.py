@@ -40,7 +40,12 @@ def _dump(report: Any) -> str:
 
 
 def _finish(
-    args: argparse.Namespace, public: Any, render: Callable[[], str], page: str | None = None
+    args: argparse.Namespace,
+    public: Any,
+    render: Callable[[], str],
+    page: str | None = None,
+    *,
+    overwrite: bool = True,
 ) -> int:
     """Render first, then write ``--out`` (and ``--html``), then print: a failure leaves
     no file behind."""
@@ -50,7 +55,7 @@ def _finish(
         files.append((args.out, _dump(public), "--out"))
     if page is not None:
         files.append((args.html, page, "--html"))
-    write_files(files)
+    write_files(files, overwrite=overwrite)
     sys.stdout.write(text)
     return 0
 
@@ -66,17 +71,10 @@ def _progress(args: argparse.Namespace) -> Any:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .pipeline.html import render_html
+    from .pipeline.saved_report import render_saved_report
 
-    check_output(args.html, "--html")
-    try:
-        with open(args.report, encoding="utf-8") as fh:
-            report = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise ParameterError(f"REPORT {args.report!r} is not a JSON report: {exc}") from None
-    if not isinstance(report, dict):
-        raise ParameterError(f"REPORT {args.report!r} is not a JSON report (an object)")
-    write_atomic(args.html, render_html(report), "--html")
+    check_output(args.html, "--html", overwrite=False)
+    write_atomic(args.html, render_saved_report(args.report), "--html", overwrite=False)
     return 0
 
 
@@ -84,6 +82,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .pipeline import run_calibrate
     from .rendering import render_calibration
 
+    if args.out is not None:  # never overwritten, checked before any work
+        check_output(args.out, "--out", overwrite=False)
     outcome = run_calibrate(
         args.model,
         mechanism=args.mechanism,
@@ -91,7 +91,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         delta=args.delta,
         calibration=args.calibration,
     )
-    return _finish(args, outcome.public, lambda: render_calibration(outcome.public))
+    return _finish(
+        args, outcome.public, lambda: render_calibration(outcome.public), overwrite=False
+    )
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
@@ -202,9 +204,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     for name in args.names:
         if name != "all" and name not in EXPERIMENTS:
             raise ParameterError(f"unknown experiment {name!r}; see 'distpriv experiment list'")
-    if args.doc is not None:  # fail before a minute of work, not after
-        Path(args.doc).parent.mkdir(parents=True, exist_ok=True)
-        check_output(args.doc, "--doc")
+    if args.doc is not None:  # fail before a minute of work, not after; folders made at the end
+        check_output(args.doc, "--doc", create_parents=True)
     results = []
     total = len(EXPERIMENTS) if "all" in args.names else len(set(args.names))
     with _progress(args) as bars:
@@ -222,7 +223,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         )
     if args.doc is not None:
         cmd = "distpriv experiment run " + " ".join(args.names) + (" --quick" if args.quick else "")
-        write_atomic(args.doc, reproduction_markdown(results, cmd), "--doc")
+        write_atomic(args.doc, reproduction_markdown(results, cmd), "--doc", create_parents=True)
     if args.json:
         sys.stdout.write(_dump([r.to_dict() for r in results]))
     else:

@@ -203,8 +203,19 @@ def _source(value: Any, key: str, base: Path, where: str) -> str | None:
         raise ConfigError(f"{where}: [data] {key} must be a non-empty string, got {value!r}")
     if value.startswith(BUILTIN_PREFIX):
         return value
-    path = Path(value).expanduser()
+    path = _expanduser(value, f"{where}: [data] {key}")
     return str(path if path.is_absolute() else base / path)
+
+
+def _expanduser(value: str, what: str) -> Path:
+    """``~`` and ``~user`` expanded; an unknown user is a config error, not a RuntimeError."""
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:  # pathlib: "Could not determine home directory."
+        raise ConfigError(
+            f"{what} {value!r}: cannot expand {value.split('/')[0]!r} (no such user or no "
+            "home directory); give the full path"
+        ) from None
 
 
 def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dict[str, Any]]:
@@ -351,7 +362,7 @@ def _ledger_table(led: dict[str, Any], base: Path, where: str) -> dict[str, Any]
     if "path" in out:
         if not isinstance(out["path"], str) or not out["path"]:
             raise ConfigError(f"{where}: [ledger] path must be a non-empty string")
-        path = Path(out["path"]).expanduser()
+        path = _expanduser(out["path"], f"{where}: [ledger] path")
         out["path"] = str(path if path.is_absolute() else base / path)
     if "budget" in out:
         bud = out["budget"]
