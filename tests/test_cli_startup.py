@@ -305,3 +305,15 @@ def test_cli_runs_each_command_in_its_own_scope(monkeypatch, capsys):
     assert cli.main(["report", "x.json", "--html", "x.html"]) == 0
     assert cli.main(["report", "x.json", "--html", "x.html"]) == 0
     assert calls == [0, 0]  # once per command, and not shared across the two commands
+
+
+def test_import_distpriv_imports_nothing_heavy():
+    code = (
+        "import json, sys, distpriv, distpriv.pipeline, distpriv.central, distpriv.attacks\n"
+        f"print(json.dumps(sorted(m for m in {HEAVY[:-1]!r} if m in sys.modules)))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
