@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["add_commands"]
+__all__ = ["LazyNames", "add_commands"]
 
 
 def _float(text: str) -> float:
@@ -259,3 +260,21 @@ def add_commands(
     parsers["mechanisms"] = mech
     for name, p in parsers.items():
         p.set_defaults(func=handlers[name])
+
+
+class LazyNames(Sequence[str]):
+    """Choices for argparse read from the library on first use: ``distpriv --help`` and most
+    argument errors never import scipy or the mechanisms (argparse only tests ``in`` and, in
+    sub-command help, iterates)."""
+
+    def __init__(self, module: str, attr: str) -> None:
+        self._where = (module, attr)
+
+    def _names(self) -> tuple[str, ...]:
+        return tuple(getattr(importlib.import_module(self._where[0]), self._where[1]))
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())

@@ -40,12 +40,7 @@ def _dump(report: Any) -> str:
 
 
 def _finish(
-    args: argparse.Namespace,
-    public: Any,
-    render: Callable[[], str],
-    page: str | None = None,
-    *,
-    overwrite: bool = True,
+    args: argparse.Namespace, public: Any, render: Callable[[], str], page: str | None = None
 ) -> int:
     """Render first, then write ``--out`` (and ``--html``), then print: a failure leaves
     no file behind."""
@@ -55,7 +50,7 @@ def _finish(
         files.append((args.out, _dump(public), "--out"))
     if page is not None:
         files.append((args.html, page, "--html"))
-    write_files(files, overwrite=overwrite)
+    write_files(files)
     sys.stdout.write(text)
     return 0
 
@@ -82,7 +77,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .pipeline import run_calibrate
     from .rendering import render_calibration
 
-    if args.out is not None:  # never overwritten, checked before any work
+    if args.out is not None:  # never overwritten (like a release's files)
         check_output(args.out, "--out", overwrite=False)
     outcome = run_calibrate(
         args.model,
@@ -91,9 +86,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         delta=args.delta,
         calibration=args.calibration,
     )
-    return _finish(
-        args, outcome.public, lambda: render_calibration(outcome.public), overwrite=False
-    )
+    return _finish(args, outcome.public, lambda: render_calibration(outcome.public))
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
@@ -283,7 +276,7 @@ def _cmd_mechanisms(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``distpriv`` command (see :mod:`distpriv._cli_parser`)."""
-    from ._cli_parser import add_commands
+    from ._cli_parser import LazyNames, add_commands
     from ._version import __version__
 
     parser = _Parser(prog="distpriv", description=__doc__.splitlines()[0])
@@ -303,30 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(
         sub,
         handlers,
-        mechanisms=_Names("distpriv.central.registry", "MECHANISMS"),
-        calibrations=_Names("distpriv.accounting", "CALIBRATIONS"),
+        mechanisms=LazyNames("distpriv.central.registry", "MECHANISMS"),
+        calibrations=LazyNames("distpriv.accounting", "CALIBRATIONS"),
     )
     return parser
-
-
-class _Names(Sequence[str]):
-    """Choices for argparse read from the library on first use: ``distpriv --help`` and most
-    argument errors never import scipy or the mechanisms (argparse only tests ``in`` and, in
-    sub-command help, iterates)."""
-
-    def __init__(self, module: str, attr: str) -> None:
-        self._where = (module, attr)
-
-    def _names(self) -> tuple[str, ...]:
-        import importlib
-
-        return tuple(getattr(importlib.import_module(self._where[0]), self._where[1]))
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._names()[index]
-
-    def __len__(self) -> int:
-        return len(self._names())
 
 
 class _Interrupt:
