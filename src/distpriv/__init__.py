@@ -5,59 +5,91 @@ The central flow (DESIGN.md §2): a query model (f_θ for each θ, and the pairs
 a :class:`Release` carrying its :class:`PrivacyGuarantee`.
 """
 
-from . import divergences, local
-from ._version import __version__
-from .accounting import (
-    GaussianPairProfile,
-    gaussian_constant,
-    gaussian_delta,
-    gaussian_epsilon,
-    gaussian_pair_delta,
-    gaussian_pair_epsilon,
-    gaussian_pair_profile,
-    max_mahalanobis_distance,
-)
-from .attacks import DataLevelCheck, verify_on_data
-from .central import (
-    MECHANISMS,
-    CalibratedMechanism,
-    calibrate,
-    mechanism_info,
-    relax_max_divergence,
-    relax_wasserstein,
-    relaxed_parameters,
-)
-from .distances import closeness, winf_distance
-from .errors import (
-    AssumptionWarning,
-    BudgetExceededError,
-    CompositionError,
-    ConfigError,
-    DistPrivError,
-    LedgerError,
-    MechanismNotApplicableError,
-    ParameterError,
-    ParameterTypeError,
-    PrivacyLeakWarning,
-    SamplerError,
-    UtilityWarning,
-)
-from .guarantees import Assumption, PrivacyGuarantee, Release
-from .modeling import DataQueryModel, ProportionSecret, Query, model_query
-from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample
-from .pipeline import (
-    Budget,
-    Ledger,
-    ReleaseReport,
-    compose,
-    release,
-    release_with_ledger,
-    run_audit,
-    run_calibrate,
-    run_demo,
-    run_release,
-)
-from .querymodel import GaussianQueryModel, MomentUncertainty, SampledQueryModel
+from __future__ import annotations
+
+from ._lazy import attach
+
+# Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn. Submodule -> the names it defines.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "_version": ("__version__",),
+    "accounting": (
+        "GaussianPairProfile",
+        "gaussian_constant",
+        "gaussian_delta",
+        "gaussian_epsilon",
+        "gaussian_pair_delta",
+        "gaussian_pair_epsilon",
+        "gaussian_pair_profile",
+        "max_mahalanobis_distance",
+    ),
+    "attacks": (
+        "DataLevelCheck",
+        "verify_on_data",
+    ),
+    "central": (
+        "MECHANISMS",
+        "CalibratedMechanism",
+        "calibrate",
+        "mechanism_info",
+        "relax_max_divergence",
+        "relax_wasserstein",
+        "relaxed_parameters",
+    ),
+    "distances": (
+        "closeness",
+        "winf_distance",
+    ),
+    "errors": (
+        "AssumptionWarning",
+        "BudgetExceededError",
+        "CompositionError",
+        "ConfigError",
+        "DistPrivError",
+        "LedgerError",
+        "MechanismNotApplicableError",
+        "ParameterError",
+        "ParameterTypeError",
+        "PrivacyLeakWarning",
+        "SamplerError",
+        "UtilityWarning",
+    ),
+    "guarantees": (
+        "Assumption",
+        "PrivacyGuarantee",
+        "Release",
+    ),
+    "modeling": (
+        "DataQueryModel",
+        "ProportionSecret",
+        "Query",
+        "model_query",
+    ),
+    "noise": (
+        "GridRounding",
+        "Noise",
+        "NoiseComponent",
+        "grid_rounding",
+        "secure_sample",
+    ),
+    "pipeline": (
+        "Budget",
+        "Ledger",
+        "ReleaseReport",
+        "compose",
+        "release",
+        "release_with_ledger",
+        "run_audit",
+        "run_calibrate",
+        "run_demo",
+        "run_release",
+    ),
+    "querymodel": (
+        "GaussianQueryModel",
+        "SampledQueryModel",
+        "MomentUncertainty",
+    ),
+}
 
 __all__ = [
     "MECHANISMS",
@@ -120,3 +152,12 @@ __all__ = [
     "verify_on_data",
     "winf_distance",
 ]
+
+__getattr__, __dir__ = attach(
+    __name__,
+    _EXPORTS,
+    modules=(
+        "divergences",
+        "local",
+    ),
+)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["add_commands"]
+__all__ = ["LazyNames", "add_commands"]
 
 
 def _float(text: str) -> float:
@@ -75,7 +76,7 @@ def _calibrate(sub: Any, types: dict[str, Any], mechanisms: Sequence[str], cals:
         required=True,
         choices=mechanisms,
         metavar="NAME",
-        help="one of: " + ", ".join(mechanisms),
+        help="one of: %(choices)s",
     )
     cal.add_argument("--epsilon", required=True, type=types["float"])
     cal.add_argument("--delta", type=types["float"], default=0.0)
@@ -83,7 +84,9 @@ def _calibrate(sub: Any, types: dict[str, Any], mechanisms: Sequence[str], cals:
         "--calibration",
         choices=cals,
         default=None,
-        help="Gaussian calibration (default exact; analytic/classical reproduce the papers)",
+        metavar="NAME",  # not the choices: listing them would import the accountant
+        help="Gaussian calibration, one of %(choices)s (default exact; analytic/classical "
+        "reproduce the papers)",
     )
     _json_out(cal)
     return cal
@@ -279,3 +282,21 @@ def add_commands(
     parsers["mechanisms"] = mech
     for name, p in parsers.items():
         p.set_defaults(func=handlers[name])
+
+
+class LazyNames(Sequence[str]):
+    """Choices for argparse read from the library on first use: ``distpriv --help`` and most
+    argument errors never import scipy or the mechanisms (argparse only tests ``in`` and, in
+    sub-command help, iterates)."""
+
+    def __init__(self, module: str, attr: str) -> None:
+        self._where = (module, attr)
+
+    def _names(self) -> tuple[str, ...]:
+        return tuple(getattr(importlib.import_module(self._where[0]), self._where[1]))
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())

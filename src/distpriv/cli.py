@@ -17,11 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ._version import __version__
-from .accounting import CALIBRATIONS
-from .central import MECHANISMS, mechanism_info
 from .errors import DistPrivError, ParameterError
 from .pipeline.output import OutputError, check_output, write_atomic, write_files
+from .pipeline.scope import command_scope
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -68,17 +66,10 @@ def _progress(args: argparse.Namespace) -> Any:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .pipeline.html import render_html
+    from .pipeline.saved_report import render_saved_report
 
-    check_output(args.html, "--html")
-    try:
-        with open(args.report, encoding="utf-8") as fh:
-            report = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise ParameterError(f"REPORT {args.report!r} is not a JSON report: {exc}") from None
-    if not isinstance(report, dict):
-        raise ParameterError(f"REPORT {args.report!r} is not a JSON report (an object)")
-    write_atomic(args.html, render_html(report), "--html")
+    check_output(args.html, "--html", overwrite=False)
+    write_atomic(args.html, render_saved_report(args.report), "--html", overwrite=False)
     return 0
 
 
@@ -86,6 +77,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .pipeline import run_calibrate
     from .rendering import render_calibration
 
+    if args.out is not None:  # never overwritten (like a release's files)
+        check_output(args.out, "--out", overwrite=False)
     outcome = run_calibrate(
         args.model,
         mechanism=args.mechanism,
@@ -216,9 +209,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     for name in args.names:
         if name != "all" and name not in EXPERIMENTS:
             raise ParameterError(f"unknown experiment {name!r}; see 'distpriv experiment list'")
-    if args.doc is not None:  # fail before a minute of work, not after
-        Path(args.doc).parent.mkdir(parents=True, exist_ok=True)
-        check_output(args.doc, "--doc")
+    if args.doc is not None:  # fail before a minute of work, not after; folders made at the end
+        check_output(args.doc, "--doc", create_parents=True)
     results = []
     total = len(EXPERIMENTS) if "all" in args.names else len(set(args.names))
     with _progress(args) as bars:
@@ -236,7 +228,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         )
     if args.doc is not None:
         cmd = "distpriv experiment run " + " ".join(args.names) + (" --quick" if args.quick else "")
-        write_atomic(args.doc, reproduction_markdown(results, cmd), "--doc")
+        write_atomic(args.doc, reproduction_markdown(results, cmd), "--doc", create_parents=True)
     if args.json:
         sys.stdout.write(_dump([r.to_dict() for r in results]))
     else:
@@ -271,6 +263,8 @@ def _cmd_local(args: argparse.Namespace) -> int:
 
 
 def _cmd_mechanisms(args: argparse.Namespace) -> int:
+    from .central import MECHANISMS, mechanism_info
+
     rows = []
     for n in MECHANISMS:
         spec = mechanism_info(n)
@@ -294,7 +288,8 @@ def _cmd_mechanisms(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``distpriv`` command (see :mod:`distpriv._cli_parser`)."""
-    from ._cli_parser import add_commands
+    from ._cli_parser import LazyNames, add_commands
+    from ._version import __version__
 
     parser = _Parser(prog="distpriv", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"distpriv {__version__}")
@@ -311,7 +306,12 @@ def build_parser() -> argparse.ArgumentParser:
         "report": _cmd_report,
         "ledger": _cmd_ledger,
     }
-    add_commands(sub, handlers, mechanisms=MECHANISMS, calibrations=CALIBRATIONS)
+    add_commands(
+        sub,
+        handlers,
+        mechanisms=LazyNames("distpriv.central.registry", "MECHANISMS"),
+        calibrations=LazyNames("distpriv.accounting", "CALIBRATIONS"),
+    )
     return parser
 
 
@@ -335,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:  # not the main thread (embedded use): leave the handler alone
         previous = None
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, command_scope():
             warnings.simplefilter("always")
             try:
                 status = args.func(args)

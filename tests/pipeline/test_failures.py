@@ -192,7 +192,7 @@ def test_ctrl_c_during_a_long_command(tmp_path):
     out_file = tmp_path / "audit.json"
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "distpriv.cli", "audit", str(ADULT), "--repetitions", "100000",
+        [sys.executable, "-m", "distpriv.cli", "audit", str(ADULT), "--repetitions", "1000",
          "--out", str(out_file)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

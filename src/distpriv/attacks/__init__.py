@@ -1,19 +1,40 @@
 """Property-inference attacks, the privacy audit (Chen & Ohrimenko 2023 §5.3) and the
 data-level check of δ(ε) on resampled statistics (:func:`verify_on_data`)."""
 
-from .audit import (
-    UNDEFENDED,
-    AuditAttackResult,
-    AuditReport,
-    MechanismAudit,
-    accuracy_interval,
-    audit,
-)
-from .bounds import EpsilonBound, clopper_pearson, epsilon_lower_bound
-from .classifiers import CLASSIFIERS, make_classifier
-from .lattice import LatticeDecoder, detect_lattice, lattice_decoder
-from .likelihood import GaussianLikelihoodRatio
-from .verify import DataLevelCheck, DirectionCheck, NullControl, detectable_delta, verify_on_data
+from __future__ import annotations
+
+from .._lazy import attach
+
+# Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn. Submodule -> the names it defines.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "lattice": ("LatticeDecoder", "detect_lattice", "lattice_decoder"),
+    "audit": (
+        "UNDEFENDED",
+        "AuditAttackResult",
+        "AuditReport",
+        "MechanismAudit",
+        "accuracy_interval",
+        "audit",
+    ),
+    "bounds": (
+        "EpsilonBound",
+        "clopper_pearson",
+        "epsilon_lower_bound",
+    ),
+    "classifiers": (
+        "CLASSIFIERS",
+        "make_classifier",
+    ),
+    "likelihood": ("GaussianLikelihoodRatio",),
+    "verify": (
+        "DataLevelCheck",
+        "DirectionCheck",
+        "verify_on_data",
+        "NullControl",
+        "detectable_delta",
+    ),
+}
 
 __all__ = [
     "CLASSIFIERS",
@@ -37,3 +58,5 @@ __all__ = [
     "make_classifier",
     "verify_on_data",
 ]
+
+__getattr__, __dir__ = attach(__name__, _EXPORTS)

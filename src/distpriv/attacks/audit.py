@@ -205,6 +205,35 @@ class _Setting:
         return np.repeat([0, 1], [n // 2, n - n // 2]).astype(np.int8)
 
 
+# A bound on the work of one audit, checked before any data is read: each repetition trains
+# every classifier on n_shadow fresh datasets per mechanism (about a second in all on Adult);
+# 1,000 repetitions already take tens of minutes, and the Clopper–Pearson interval narrows
+# only as 1/sqrt(repetitions). Larger audits: run several with different seeds.
+MAX_REPETITIONS = 1_000
+MAX_DATASETS = 100_000  # n_shadow and n_test, each
+
+
+def check_audit_size(repetitions: object, n_shadow: object = 200, n_test: object = 200) -> int:
+    """``repetitions`` checked against :data:`MAX_REPETITIONS` (and the dataset counts against
+    :data:`MAX_DATASETS`); returns it as an int.
+
+    Raises
+    ------
+    ParameterError, ParameterTypeError
+        Not a positive integer, or above the bound (naming it and the parameter).
+    """
+    reps = check_positive_int(repetitions, "repetitions")
+    if reps > MAX_REPETITIONS:
+        raise ParameterError(
+            f"repetitions must be at most {MAX_REPETITIONS:,} (an audit of {reps:,} repetitions "
+            "would run for days); run several audits with different seeds instead"
+        )
+    for name, value in (("n_shadow", n_shadow), ("n_test", n_test)):
+        if check_positive_int(value, name, minimum=2) > MAX_DATASETS:
+            raise ParameterError(f"{name} must be at most {MAX_DATASETS:,}, got {value}")
+    return reps
+
+
 def _validate(
     secret: object,
     repetitions: int,
@@ -217,7 +246,7 @@ def _validate(
 ) -> _Setting:
     if not isinstance(secret, ProportionSecret):
         raise ParameterTypeError(f"secret must be a ProportionSecret, got {type(secret).__name__}")
-    reps = check_positive_int(repetitions, "repetitions")
+    reps = check_audit_size(repetitions, n_shadow, n_test)
     n_sh = check_positive_int(n_shadow, "n_shadow", minimum=2)
     n_te = check_positive_int(n_test, "n_test", minimum=2)
     conf = check_real(
@@ -501,7 +530,8 @@ def audit(
     pair : (float, float), optional
         The two secret values to tell apart; default the secret's first pair.
     repetitions : int
-        Fresh shadow and test datasets each time (the paper: 50).
+        Fresh shadow and test datasets each time (the paper: 50); at most
+        :data:`MAX_REPETITIONS` (1,000), refused before any work.
     n_shadow, n_test : int
         Datasets per repetition, half per value (the paper: 200 and 200).
     classifiers : sequence of str

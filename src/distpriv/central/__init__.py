@@ -1,39 +1,54 @@
 """Dataset-level (central) mechanisms: distribution privacy (Chen & Ohrimenko 2023) and
 attribute privacy (Zhang, Ohrimenko & Cummings 2022)."""
 
-from .apgm import (
-    GaussianAttributeBounds,
-    apgm_accuracy,
-    apgm_noise_variance,
-    attribute_query_model,
-    gaussian_attribute_bounds,
-    gaussian_attribute_model,
-    gaussian_conditional,
-    theta_grid,
-)
-from .apmqm import (
-    AttributeNetworkModel,
-    ColumnQuery,
-    QuiltNoise,
-    QuiltSearch,
-    apmqm_accuracy,
-    apmqm_quilts,
-    school_network,
-)
-from .base import CalibratedMechanism
-from .bayesnet import MarkovQuilt, ParameterNetwork
-from .registry import (
-    MECHANISMS,
-    MODEL_VIEWS,
-    MechanismSpec,
-    TableFacts,
-    calibrate,
-    default_options,
-    mechanism_info,
-    model_view_for,
-)
-from .relaxed import relax_max_divergence, relax_wasserstein, relaxed_parameters
-from .uncertainty import daum_variance
+from __future__ import annotations
+
+from .._lazy import attach
+
+# Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn. Submodule -> the names it defines.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "apgm": (
+        "GaussianAttributeBounds",
+        "apgm_accuracy",
+        "apgm_noise_variance",
+        "attribute_query_model",
+        "gaussian_attribute_bounds",
+        "gaussian_attribute_model",
+        "gaussian_conditional",
+        "theta_grid",
+    ),
+    "apmqm": (
+        "AttributeNetworkModel",
+        "ColumnQuery",
+        "QuiltNoise",
+        "QuiltSearch",
+        "apmqm_accuracy",
+        "apmqm_quilts",
+        "school_network",
+    ),
+    "base": ("CalibratedMechanism",),
+    "bayesnet": (
+        "MarkovQuilt",
+        "ParameterNetwork",
+    ),
+    "registry": (
+        "MECHANISMS",
+        "MODEL_VIEWS",
+        "MechanismSpec",
+        "TableFacts",
+        "calibrate",
+        "default_options",
+        "mechanism_info",
+        "model_view_for",
+    ),
+    "relaxed": (
+        "relax_max_divergence",
+        "relax_wasserstein",
+        "relaxed_parameters",
+    ),
+    "uncertainty": ("daum_variance",),
+}
 
 __all__ = [
     "MECHANISMS",
@@ -67,3 +82,5 @@ __all__ = [
     "school_network",
     "theta_grid",
 ]
+
+__getattr__, __dir__ = attach(__name__, _EXPORTS)

@@ -207,9 +207,7 @@ def mahalanobis(diff: np.ndarray, cov: np.ndarray) -> float:
     zero = inv == 0
     if np.any(diff[zero] != 0):
         return math.inf
-    if np.all(zero):
-        # Every statistic has zero variance (e.g. noise scaled to a zero sensitivity when
-        # the means are equal) and no difference survives the check above: distance 0.
+    if np.all(zero):  # every statistic constant and equal: nothing tells the pair apart
         return 0.0
     d = diff[~zero] * inv[~zero]
     w, v = np.linalg.eigh(std[np.ix_(~zero, ~zero)])

@@ -13,22 +13,33 @@
 
 from __future__ import annotations
 
-from .adult import (
-    ADULT_ATTRIBUTION,
-    ADULT_COLUMNS,
-    PAPER_SPLIT,
-    load_adult,
-    paper_split,
-    split,
-)
-from .hospital import (
-    HOSPITAL_COLUMNS,
-    HospitalParameters,
-    generate_hospital,
-    hospital_moments,
-    hospital_theta,
-)
-from .scenarios import SCENARIOS, adult_scenario, load_scenario, synthetic_city
+from .._lazy import attach
+
+# Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn. Submodule -> the names it defines.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "adult": (
+        "ADULT_ATTRIBUTION",
+        "ADULT_COLUMNS",
+        "PAPER_SPLIT",
+        "load_adult",
+        "paper_split",
+        "split",
+    ),
+    "hospital": (
+        "HOSPITAL_COLUMNS",
+        "HospitalParameters",
+        "generate_hospital",
+        "hospital_moments",
+        "hospital_theta",
+    ),
+    "scenarios": (
+        "SCENARIOS",
+        "adult_scenario",
+        "load_scenario",
+        "synthetic_city",
+    ),
+}
 
 __all__ = [
     "ADULT_ATTRIBUTION",
@@ -47,3 +58,5 @@ __all__ = [
     "split",
     "synthetic_city",
 ]
+
+__getattr__, __dir__ = attach(__name__, _EXPORTS)

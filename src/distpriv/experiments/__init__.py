@@ -1,8 +1,30 @@
 """Reproductions and demonstrations built on the library (Chen & Ohrimenko 2023 §5)."""
 
-from .base import Comparison, Experiment, ExperimentResult, single_run_interval
-from .paper import ADULT_STATISTICS, INCOME_SECRET, resolve_source
-from .registry import EXPERIMENTS, reproduction_markdown, run_experiment, run_experiments
+from __future__ import annotations
+
+from .._lazy import attach
+
+# Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn. Submodule -> the names it defines.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "base": (
+        "Comparison",
+        "Experiment",
+        "ExperimentResult",
+        "single_run_interval",
+    ),
+    "paper": (
+        "ADULT_STATISTICS",
+        "INCOME_SECRET",
+        "resolve_source",
+    ),
+    "registry": (
+        "EXPERIMENTS",
+        "reproduction_markdown",
+        "run_experiment",
+        "run_experiments",
+    ),
+}
 
 __all__ = [
     "ADULT_STATISTICS",
@@ -17,3 +39,5 @@ __all__ = [
     "run_experiments",
     "single_run_interval",
 ]
+
+__getattr__, __dir__ = attach(__name__, _EXPORTS)

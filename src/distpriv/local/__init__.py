@@ -22,41 +22,79 @@ obfuscation (that would need OS entropy and exact samplers, as :mod:`distpriv.no
 central releases).
 """
 
-from .bounds import TuplingBound, theorem3_bound, tupling_bound
-from .coupling import (
-    COUPLING_METHODS,
-    CouplingGuarantee,
-    CouplingMechanism,
-    coupling_guarantee,
-    coupling_mechanism,
-    north_west_corner,
-    optimal_coupling,
-    winf_coupling,
-)
-from .domains import METRICS, Domain, Grid, LocalScenario, build_grid, lift
-from .evaluate import MECHANISM_NAMES, LocalEvaluation, build_mechanism, evaluate
-from .mechanisms import (
-    MatrixMechanism,
-    matrix_mechanism,
-    planar_gaussian,
-    planar_laplace,
-    randomized_response,
-    restricted_laplace,
-)
-from .montecarlo import DistPEstimate, TuplingMonteCarlo, tupling_distp, tupling_monte_carlo
-from .profiles import (
-    DIVERGENCE_NAMES,
-    DistPProfile,
-    Divergences,
-    distp_delta,
-    distp_epsilon,
-    distp_profile,
-    divergence_distp,
-    theorem1_guarantee,
-    theorem2_guarantee,
-)
-from .tupling import TuplingMechanism, tupling_exact, tupling_mechanism
-from .utility import AttackResult, attack_success, bayes_attack, expected_loss
+from __future__ import annotations
+
+from .._lazy import attach
+
+# Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn. Submodule -> the names it defines.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "bounds": (
+        "TuplingBound",
+        "theorem3_bound",
+        "tupling_bound",
+    ),
+    "coupling": (
+        "COUPLING_METHODS",
+        "CouplingGuarantee",
+        "CouplingMechanism",
+        "coupling_guarantee",
+        "coupling_mechanism",
+        "north_west_corner",
+        "optimal_coupling",
+        "winf_coupling",
+    ),
+    "domains": (
+        "METRICS",
+        "Domain",
+        "Grid",
+        "LocalScenario",
+        "build_grid",
+        "lift",
+    ),
+    "evaluate": (
+        "MECHANISM_NAMES",
+        "LocalEvaluation",
+        "build_mechanism",
+        "evaluate",
+    ),
+    "mechanisms": (
+        "MatrixMechanism",
+        "matrix_mechanism",
+        "planar_gaussian",
+        "planar_laplace",
+        "randomized_response",
+        "restricted_laplace",
+    ),
+    "montecarlo": (
+        "DistPEstimate",
+        "TuplingMonteCarlo",
+        "tupling_distp",
+        "tupling_monte_carlo",
+    ),
+    "profiles": (
+        "DIVERGENCE_NAMES",
+        "DistPProfile",
+        "Divergences",
+        "distp_delta",
+        "distp_epsilon",
+        "distp_profile",
+        "divergence_distp",
+        "theorem1_guarantee",
+        "theorem2_guarantee",
+    ),
+    "tupling": (
+        "TuplingMechanism",
+        "tupling_exact",
+        "tupling_mechanism",
+    ),
+    "utility": (
+        "AttackResult",
+        "attack_success",
+        "bayes_attack",
+        "expected_loss",
+    ),
+}
 
 __all__ = [
     "COUPLING_METHODS",
@@ -107,3 +145,5 @@ __all__ = [
     "tupling_monte_carlo",
     "winf_coupling",
 ]
+
+__getattr__, __dir__ = attach(__name__, _EXPORTS)

@@ -17,7 +17,9 @@ Ohrimenko 2023, §3 and §5.1.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import sqlglot
@@ -25,6 +27,23 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from ..errors import ParameterError, ParameterTypeError
+
+
+def _drop(record: logging.LogRecord) -> bool:
+    return False
+
+
+@contextlib.contextmanager
+def quiet_sqlglot() -> Iterator[None]:
+    """Keep sqlglot's own log lines (e.g. "Falling back to parsing as a 'Command'") off
+    stderr while we parse untrusted text: our error already says what is wrong, once."""
+    logger = logging.getLogger("sqlglot")
+    logger.addFilter(_drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_drop)
+
 
 __all__ = [
     "ALLOWED_FUNCTIONS",
@@ -257,7 +276,8 @@ def parse_expression(
     if kind not in ("any", "aggregate", "scalar"):
         raise ParameterError(f"kind must be 'any', 'aggregate' or 'scalar', got {kind!r}")
     try:
-        trees = [t for t in sqlglot.parse(text, read="duckdb") if t is not None]
+        with quiet_sqlglot():
+            trees = [t for t in sqlglot.parse(text, read="duckdb") if t is not None]
     except SqlglotError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ParameterError(f"{what} ({text}) is not valid SQL: {first}") from exc
@@ -286,7 +306,8 @@ def parse_expression(
     # parses to something else).
     rendered = tree.sql(dialect="duckdb")
     try:
-        reparsed = sqlglot.parse_one(rendered, read="duckdb")
+        with quiet_sqlglot():
+            reparsed = sqlglot.parse_one(rendered, read="duckdb")
     except SqlglotError as exc:
         raise ParameterError(f"{what} ({text}) is not valid SQL") from exc
     for node in reparsed.walk():

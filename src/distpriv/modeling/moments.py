@@ -18,6 +18,7 @@ counts) keep integer shifted values whose power sums are exact in float64.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,7 @@ import numpy as np
 from ..errors import ParameterError
 from .engines import missing_condition
 from .expressions import ParsedExpression
+from .sql_literals import sql_double
 from .tables import MissingReport, Table, check_missing_policy
 
 __all__ = [
@@ -92,15 +94,10 @@ def _probe_shift(table: Table, features: list[str]) -> np.ndarray:
         f"LIMIT {_PROBE_ROWS}) AS probe"
     )
     row = table.engine.query(sql, "probing the statistics' scale")[0]
-    with np.errstate(over="ignore", invalid="ignore"):
-        shift = np.array([0.0 if v is None else float(np.round(float(v))) for v in row])
-    # A probe mean can overflow (values near 1e308): no shift rather than an infinite one.
-    return np.where(np.isfinite(shift), shift, 0.0)
-
-
-def _double(x: float) -> str:
-    """A finite float as a typed SQL literal (never the bare text of a number)."""
-    return f"CAST('{float(x)!r}' AS DOUBLE)"
+    # The shift only buys precision: any finite value is exact, so an average that overflowed
+    # (values near 1.8e308) falls back to no shift rather than an infinite one.
+    shifts = [0.0 if v is None else float(np.round(float(v))) for v in row]
+    return np.array([s if math.isfinite(s) else 0.0 for s in shifts])
 
 
 def table_moments(
@@ -153,7 +150,10 @@ def table_moments(
         [
             f"CAST(coalesce(CAST(({predicate.sql()}) AS BOOLEAN), false) AS INTEGER) AS s",
             f"CAST(({bad}) AS INTEGER) AS bad",
-            *(f"CAST(({f}) AS DOUBLE) - {_double(shift[j])} AS d{j}" for j, f in enumerate(feats)),
+            *(
+                f"CAST(({f}) AS DOUBLE) - {sql_double(shift[j])} AS d{j}"
+                for j, f in enumerate(feats)
+            ),
             *(f"CAST({flag} AS INTEGER) AS miss{i}" for i, flag in enumerate(flags)),
         ]
     )
@@ -216,6 +216,14 @@ def _stratum(row: tuple, m: int, shift: np.ndarray, names: list[str]) -> Stratum
             raise ParameterError(
                 f"statistic {names[j]!r}: {int(nonfinite[j])} row(s) give NULL, NaN or "
                 "infinite values; the statistic is undefined there"
+            )
+        if not np.isfinite(s1[j]) or not np.isfinite(s2[j]):
+            # Finite values whose squares or sums pass 1.8e308: the model's moments cannot be
+            # represented in double precision (and a mean/variance of inf would be garbage).
+            raise ParameterError(
+                f"statistic {names[j]!r}: its values are too large in magnitude for double "
+                "precision (the sum of their squares overflows 1.8e308); rescale the column "
+                "(e.g. divide by a power of ten) in the statistic's expression"
             )
     cross_raw = np.diag(s2)
     off = vals[5 * m : 5 * m + m * (m - 1) // 2]

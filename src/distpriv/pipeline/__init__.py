@@ -5,21 +5,69 @@ One function per command (:func:`run_release`, :func:`run_audit`, :func:`run_dem
 curator's ``private`` diagnostics; :func:`release` is the same process as a library call.
 """
 
-from .auto import AutoChoice, choose_mechanism
-from .compose import ComposedGuarantee, ReleaseSpec, compose
-from .config import (
-    ModelConfig,
-    ReleaseConfig,
-    load_model_config,
-    load_release_config,
-)
-from .demo import ADULT_STATISTICS, INCOME_SECRET, DemoReport, DemoRow
-from .html import render_html
-from .ledger import Budget, Ledger, LedgerEntry, parse_budget, release_with_ledger
-from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome, VerifyOutcome
-from .release import ReleaseReport, build_model, calibrate_for, release
-from .run import run_audit, run_calibrate, run_demo, run_release, run_verify
-from .sources import fingerprint, load_frame, resolve_source, table_facts
+from __future__ import annotations
+
+from .._lazy import attach
+
+# Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn. Submodule -> the names it defines.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "auto": (
+        "AutoChoice",
+        "choose_mechanism",
+    ),
+    "compose": (
+        "ComposedGuarantee",
+        "ReleaseSpec",
+        "compose",
+    ),
+    "config": (
+        "ModelConfig",
+        "ReleaseConfig",
+        "load_model_config",
+        "load_release_config",
+    ),
+    "demo": (
+        "ADULT_STATISTICS",
+        "INCOME_SECRET",
+        "DemoReport",
+        "DemoRow",
+    ),
+    "html": ("render_html",),
+    "ledger": (
+        "Budget",
+        "Ledger",
+        "LedgerEntry",
+        "parse_budget",
+        "release_with_ledger",
+    ),
+    "outcomes": (
+        "AuditOutcome",
+        "CalibrateOutcome",
+        "DemoOutcome",
+        "ReleaseOutcome",
+        "VerifyOutcome",
+    ),
+    "release": (
+        "ReleaseReport",
+        "build_model",
+        "calibrate_for",
+        "release",
+    ),
+    "run": (
+        "run_audit",
+        "run_calibrate",
+        "run_demo",
+        "run_release",
+        "run_verify",
+    ),
+    "sources": (
+        "fingerprint",
+        "load_frame",
+        "resolve_source",
+        "table_facts",
+    ),
+}
 
 __all__ = [
     "ADULT_STATISTICS",
@@ -60,3 +108,5 @@ __all__ = [
     "run_verify",
     "table_facts",
 ]
+
+__getattr__, __dir__ = attach(__name__, _EXPORTS)

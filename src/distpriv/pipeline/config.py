@@ -215,10 +215,21 @@ def _source(value: Any, key: str, base: Path, where: str) -> str | None:
             raise ConfigError(
                 f"{where}: [data] {key} {value!r} must read 'duckdb:<database file>#<table>'"
             )
-        path = Path(db).expanduser()
+        path = _expanduser(db, f"{where}: [data] {key}")
         return f"{DUCKDB_PREFIX}{path if path.is_absolute() else base / path}#{table}"
-    path = Path(value).expanduser()
+    path = _expanduser(value, f"{where}: [data] {key}")
     return str(path if path.is_absolute() else base / path)
+
+
+def _expanduser(value: str, what: str) -> Path:
+    """``~`` and ``~user`` expanded; an unknown user is a config error, not a RuntimeError."""
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:  # pathlib: "Could not determine home directory."
+        raise ConfigError(
+            f"{what} {value!r}: cannot expand {value.split('/')[0]!r} (no such user or no "
+            "home directory); give the full path"
+        ) from None
 
 
 def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dict[str, Any]]:
@@ -406,7 +417,7 @@ def _ledger_table(led: dict[str, Any], base: Path, where: str) -> dict[str, Any]
     if "path" in out:
         if not isinstance(out["path"], str) or not out["path"]:
             raise ConfigError(f"{where}: [ledger] path must be a non-empty string")
-        path = Path(out["path"]).expanduser()
+        path = _expanduser(out["path"], f"{where}: [ledger] path")
         out["path"] = str(path if path.is_absolute() else base / path)
     if "budget" in out:
         bud = out["budget"]

@@ -7,6 +7,7 @@ temporary file; on any failure, Ctrl-C included, nothing is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -28,12 +29,22 @@ def _mode() -> int:
     return 0o666 & ~mask
 
 
-def check_output(path: str | Path, flag: str, *, overwrite: bool = True) -> Path:
-    """Fail before any work if ``flag``'s file cannot be written (naming ``flag``)."""
+def check_output(
+    path: str | Path, flag: str, *, overwrite: bool = True, create_parents: bool = False
+) -> Path:
+    """Fail before any work if ``flag``'s file cannot be written (naming ``flag``).
+
+    With ``create_parents`` missing folders are allowed (the nearest existing one must be
+    writable); they are created only by the final :func:`write_files`, so a command that
+    fails leaves no empty folder behind.
+    """
     target = Path(path)
     parent = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
         raise OutputError(f"{flag} {str(target)!r} is a directory")
+    if create_parents:
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
     if not parent.is_dir():
         raise OutputError(f"{flag} {str(target)!r}: folder {str(parent)!r} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -46,17 +57,56 @@ def check_output(path: str | Path, flag: str, *, overwrite: bool = True) -> Path
     return target
 
 
-def write_files(files: Sequence[tuple[str | Path, str, str]]) -> None:
+def _link_new(tmp: str, target: Path, flag: str) -> None:
+    """Move ``tmp`` to ``target`` only if ``target`` does not exist (atomically: a hard link
+    fails on an existing name, so a file that appeared since :func:`check_output` survives)."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise OutputError(
+            f"{flag} {str(target)!r} already exists: distpriv never overwrites it; choose "
+            "another file"
+        ) from None
+    except OSError:  # no hard links here (some network or FAT file systems)
+        if target.exists():
+            raise OutputError(
+                f"{flag} {str(target)!r} already exists; choose another file"
+            ) from None
+        os.replace(tmp, target)
+
+
+def _make_parents(folder: Path, made: list[Path]) -> None:
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for d in reversed(missing):
+        d.mkdir()
+        made.append(d)
+
+
+def write_files(
+    files: Sequence[tuple[str | Path, str, str]],
+    *,
+    overwrite: bool = True,
+    create_parents: bool = False,
+) -> None:
     """Write every ``(path, text, flag)`` through a temporary file, then rename them all.
 
     Temporary files live in the target's folder (so the rename is atomic) and follow the
     umask; on any failure, including Ctrl-C, no temporary file is left and errors name the
-    flag, not the temporary file.
+    flag, not the temporary file. With ``overwrite=False`` an existing target is an error
+    even if it appeared after :func:`check_output`; with ``create_parents`` missing folders
+    are created here and removed again if the write fails.
     """
     temps: list[tuple[str, Path, str]] = []
+    made: list[Path] = []
+    done = False
     try:
         for path, text, flag in files:
             target = Path(path)
+            if create_parents:
+                _make_parents(target.parent, made)
             try:
                 fd, tmp = tempfile.mkstemp(
                     dir=target.parent if str(target.parent) else ".",
@@ -71,14 +121,31 @@ def write_files(files: Sequence[tuple[str | Path, str, str]]) -> None:
             os.chmod(tmp, _mode())
         for tmp, target, flag in temps:
             try:
-                os.replace(tmp, target)
+                if overwrite:
+                    os.replace(tmp, target)
+                else:
+                    _link_new(tmp, target, flag)
+            except OutputError:
+                raise
             except OSError as exc:
                 raise OutputError(f"{flag} {str(target)!r}: {exc.strerror}") from None
+        done = True
     finally:
         for tmp, _, _ in temps:
             Path(tmp).unlink(missing_ok=True)
+        if not done:
+            for d in reversed(made):
+                with contextlib.suppress(OSError):
+                    d.rmdir()
 
 
-def write_atomic(path: str | Path, text: str, flag: str = "--out") -> None:
+def write_atomic(
+    path: str | Path,
+    text: str,
+    flag: str = "--out",
+    *,
+    overwrite: bool = True,
+    create_parents: bool = False,
+) -> None:
     """Write one file atomically (see :func:`write_files`)."""
-    write_files([(path, text, flag)])
+    write_files([(path, text, flag)], overwrite=overwrite, create_parents=create_parents)

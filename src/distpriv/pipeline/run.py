@@ -652,6 +652,7 @@ def run_audit(
         ``secret`` and ``provenance``).
     """
     from ..attacks import audit  # scikit-learn: imported only when auditing
+    from ..attacks.audit import check_audit_size
 
     cfg = _config(config)
     aud = cfg.audit
@@ -671,6 +672,7 @@ def run_audit(
         )
         n_shadow = check_positive_int(aud.get("n_shadow", 200), "n_shadow", minimum=2)
         n_test = check_positive_int(aud.get("n_test", 200), "n_test", minimum=2)
+        reps = check_audit_size(reps, n_shadow, n_test)  # bounded work, before any data
         check_memory((n_shadow + n_test) * n * 8.0 * 3, f"n_shadow + n_test with subset_size={n}")
         model_frame = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
         mechs, model, notes = _audit_mechanisms(cfg, names, model_frame, query, secret, n)

@@ -27,6 +27,7 @@ from ..modeling.expressions import quote_column
 from ..modeling.lattice import query_lattices
 from ..modeling.tables import Table, as_table
 from .config import BUILTIN_PREFIX, DUCKDB_PREFIX, SPARK_PREFIX
+from .scope import command_cache
 
 __all__ = [
     "MEMORY_LIMIT_BYTES",
@@ -65,7 +66,14 @@ def _adult_split(part: str, split_seed: int) -> pd.DataFrame:
         from ..datasets import load_adult
 
         return load_adult()
-    return paper_split(rng=split_seed)[part]
+    cache = command_cache()
+    if cache is None:
+        return paper_split(rng=split_seed)[part]
+    # Split once per command and seed; a copy per request, so no caller sees another's edits.
+    key = ("adult-paper-split", split_seed)
+    if key not in cache:
+        cache[key] = paper_split(rng=split_seed)
+    return cache[key][part].copy()
 
 
 def load_frame(source: str, *, split_seed: int = 0, what: str = "data") -> pd.DataFrame:

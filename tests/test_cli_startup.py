@@ -1,0 +1,319 @@
+"""A fast start (issue 19.4): lazy imports, the flat public API, Ctrl-C during import.
+
+`distpriv --help`, argument errors and `ledger show` must not import scipy, pandas, sklearn,
+DuckDB or the attacks; each check runs in a fresh interpreter (subprocess) and reads
+``sys.modules`` after the command. Timing lives in benchmarks/bench_cold_start.py, never here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import distpriv
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+HEAVY = ("scipy", "pandas", "sklearn", "duckdb", "sqlglot", "matplotlib", "distpriv.attacks")
+PACKAGES = (
+    "distpriv",
+    "distpriv.attacks",
+    "distpriv.central",
+    "distpriv.datasets",
+    "distpriv.experiments",
+    "distpriv.local",
+    "distpriv.modeling",
+    "distpriv.pipeline",
+)
+
+# Runs the CLI in this interpreter, then prints which heavy modules it imported (as JSON, last
+# line of stderr) — the command's own output goes before it.
+_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    status = None
+    try:
+        from distpriv.__main__ import main
+        sys.argv = ["distpriv", *sys.argv[1:]]
+        status = main()
+    except SystemExit as exc:
+        status = exc.code
+    sys.stdout.flush()
+    heavy = sorted(m for m in {heavy!r} if m in sys.modules)
+    sys.stderr.write("\\n" + json.dumps({{"status": status, "heavy": heavy}}) + "\\n")
+    """
+).format(heavy=HEAVY)
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(SRC)}
+
+
+def probe(*argv: str, cwd: Path | None = None) -> tuple[int, str, str, list[str]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, *argv],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=cwd,
+        timeout=120,
+    )
+    *err, last = proc.stderr.rstrip("\n").split("\n")
+    info = json.loads(last)
+    return info["status"], proc.stdout, "\n".join(err).strip(), info["heavy"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--help",),
+        ("--version",),
+        ("release",),  # missing CONFIG
+        ("audit", "x.toml", "--repetitions", "many"),
+        ("release", "x.toml", "--bogus-flag"),
+        ("ledger", "show", "/nonexistent/ledger.db"),
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_help_and_argument_errors_import_nothing_heavy(argv):
+    status, out, err, heavy = probe(*argv)
+    assert heavy == [], f"`distpriv {' '.join(argv)}` imported {heavy}"
+    if argv[0].startswith("--"):
+        assert status == 0 and out
+    else:
+        assert status == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_the_probe_sees_heavy_imports(tmp_path):
+    """The check above can fail: `mechanisms` needs the registry, which imports scipy."""
+    status, out, _, heavy = probe("mechanisms")
+    assert status == 0 and "expm-g" in out
+    assert "scipy" in heavy
+
+
+def test_invalid_mechanism_choice_is_still_one_line():
+    status, _, err, _ = probe("calibrate", "x.toml", "--mechanism", "bogus", "--epsilon", "1")
+    assert status == 2
+    assert "invalid choice: 'bogus'" in err and "expm-g" in err and len(err.splitlines()) == 1
+
+
+def test_calibrate_help_lists_mechanisms_and_calibrations():
+    status, out, _, _ = probe("calibrate", "--help")
+    assert status == 0
+    assert "optimal-g" in out and "exact, analytic, classical" in " ".join(out.split())
+
+
+LEDGER_CONFIG = """
+title = "startup ledger"
+[data]
+model = "model.csv"
+release = "released.csv"
+[query]
+avg_age = "avg(age)"
+[secret]
+predicate = "income = '>50K'"
+values = [0.45, 0.55]
+[model]
+subset_size = 100
+method = "analytic"
+[mechanism]
+name = "daum"
+epsilon = 1.0
+delta = 1e-3
+"""
+
+
+def test_ledger_show_of_a_real_ledger_imports_nothing_heavy(tmp_path):
+    from distpriv.pipeline import run_release
+    from distpriv.pipeline.sources import load_frame
+
+    load_frame("adult:modeling", split_seed=0, what="model").iloc[:3000].to_csv(
+        tmp_path / "model.csv", index=False
+    )
+    load_frame("adult:test", split_seed=0, what="test").iloc[:100].to_csv(
+        tmp_path / "released.csv", index=False
+    )
+    (tmp_path / "release.toml").write_text(LEDGER_CONFIG)
+    ledger = tmp_path / "ledger.db"
+    run_release(tmp_path / "release.toml", ledger=ledger, insecure_seed=1)
+    for argv in (("ledger", "show", str(ledger)), ("ledger", "show", str(ledger), "--json")):
+        status, out, err, heavy = probe(*argv)
+        assert status == 0, err
+        assert heavy == [], f"`distpriv {' '.join(argv)}` imported {heavy}"
+        assert "avg_age" in out
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_public_api_sees_every_name(package):
+    """Every name of ``__all__`` resolves, is listed by dir(), and is the object defined in
+    its submodule (so the lazy map cannot point at the wrong place)."""
+    mod = importlib.import_module(package)
+    listed = dir(mod)
+    for name in mod.__all__:
+        assert name in listed, name
+        value = getattr(mod, name)
+        module, attr = mod._lazy_exports[name]
+        sub = importlib.import_module(f"{package}.{module}")
+        assert value is (sub if attr is None else getattr(sub, attr)), name
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        mod.not_a_name  # noqa: B018
+
+
+def test_lazy_map_and_all_agree():
+    for package in PACKAGES:
+        mod = importlib.import_module(package)
+        assert set(mod._lazy_exports) == set(mod.__all__), package
+
+
+def test_function_named_like_its_module_stays_the_function():
+    """`distpriv.pipeline.release` was the function under eager imports; importing the
+    submodule of the same name must not rebind it to the module."""
+    importlib.import_module("distpriv.pipeline.release")
+    importlib.import_module("distpriv.attacks.audit")
+    importlib.import_module("distpriv.local.evaluate")
+    assert callable(distpriv.pipeline.release) and not isinstance(
+        distpriv.pipeline.release, type(os)
+    )
+    from distpriv.attacks import audit
+    from distpriv.local import evaluate
+
+    assert callable(audit) and callable(evaluate)
+    assert distpriv.release is distpriv.pipeline.release
+
+
+def test_from_import_star_still_works():
+    ns: dict = {}
+    exec("from distpriv import *", ns)
+    assert {"calibrate", "release", "Query", "local"} <= set(ns)
+
+
+# A hook in the meta path that, when TARGET is about to be imported, says "ready" and sleeps:
+# SIGINT then arrives deterministically in the middle of that import.
+_SLOW_IMPORT = textwrap.dedent(
+    """
+    import runpy, sys, time
+    TARGET = sys.argv[1]
+
+    class SlowImport:
+        def find_spec(self, name, path=None, target=None):
+            if name == TARGET:
+                sys.stdout.write("ready\\n")
+                sys.stdout.flush()
+                time.sleep(60)
+            return None
+
+    sys.meta_path.insert(0, SlowImport())
+    sys.argv = ["distpriv", *sys.argv[2:]]
+    runpy.run_module("distpriv", run_name="__main__", alter_sys=True)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("target", "argv"),
+    [
+        ("distpriv.cli", ("--help",)),  # the command line itself is still loading
+        ("distpriv._cli_parser", ("--help",)),
+        (
+            "scipy",
+            (
+                "calibrate",
+                str(ROOT / "examples" / "eigm-example.toml"),
+                "--mechanism",
+                "eigm",
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-3",
+            ),
+        ),
+    ],
+    ids=["import-cli", "import-parser", "import-scipy"],
+)
+def test_ctrl_c_during_import_exits_130_with_one_line(target, argv):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_IMPORT, target, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err == "distpriv: interrupted; nothing was written\n"
+
+
+def _count_splits(monkeypatch):
+    from distpriv.pipeline import sources
+
+    calls = []
+    real = sources.paper_split
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("rng"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sources, "paper_split", counting)
+    return calls
+
+
+def test_adult_is_split_once_per_command_scope(monkeypatch):
+    from distpriv.datasets import paper_split
+    from distpriv.pipeline.scope import command_scope
+    from distpriv.pipeline.sources import load_frame
+
+    calls = _count_splits(monkeypatch)
+    parts = ("modeling", "auxiliary", "test", "test")
+    with command_scope():
+        got = [load_frame(f"adult:{p}", split_seed=3) for p in parts]
+        load_frame("adult:test", split_seed=4)
+    assert calls == [3, 4]
+    reference = paper_split(rng=3)  # independent: a fresh split outside any scope
+    for part, frame in zip(parts, got, strict=True):
+        assert frame.equals(reference[part])
+    assert got[2] is not got[3]  # copies: one caller's edits never reach another
+    # outside a scope nothing is cached: another command, another split
+    load_frame("adult:test", split_seed=3)
+    assert calls == [3, 4, 3]
+
+
+def test_cli_runs_each_command_in_its_own_scope(monkeypatch, capsys):
+    from distpriv import cli
+    from distpriv.pipeline.sources import load_frame
+
+    calls = _count_splits(monkeypatch)
+
+    def fake_report(args):  # stands in for audit: model, auxiliary and test tables
+        for part in ("modeling", "auxiliary", "test"):
+            load_frame(f"adult:{part}", split_seed=0)
+        return 0
+
+    monkeypatch.setattr(cli, "_cmd_report", fake_report)
+    assert cli.main(["report", "x.json", "--html", "x.html"]) == 0
+    assert cli.main(["report", "x.json", "--html", "x.html"]) == 0
+    assert calls == [0, 0]  # once per command, and not shared across the two commands
+
+
+def test_import_distpriv_imports_nothing_heavy():
+    code = (
+        "import json, sys, distpriv, distpriv.pipeline, distpriv.central, distpriv.attacks\n"
+        f"print(json.dumps(sorted(m for m in {HEAVY[:-1]!r} if m in sys.modules)))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
