@@ -12,6 +12,7 @@ engine as a statement. Column names are quoted by sqlglot, values are SQL litera
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -51,14 +52,18 @@ def _cells(
         return [(f"{_slug(column)}_{_slug(v)}", f"{col} = {_literal(v)}") for v in values]
     # Integral edges stay integers in the SQL (17, not 17.0).
     e = [int(x) if float(x).is_integer() else float(x) for x in edges]  # type: ignore[union-attr]
-    if len(e) < 2 or any(not math.isfinite(x) for x in e) or any(b <= a for a, b in zip(e, e[1:])):
+    if (
+        len(e) < 2
+        or any(not math.isfinite(x) for x in e)
+        or any(b <= a for a, b in itertools.pairwise(e))
+    ):
         raise ParameterError(
             f"edges for column {column!r} must be at least two finite increasing numbers, "
             f"got {list(edges)}"  # type: ignore[arg-type]
         )
     out = []
-    for a, b in zip(e, e[1:]):
-        name = f"{_slug(column)}_{_slug(f'{a:g}')}_{_slug(f'{b:g}')}"  # noqa: E231
+    for a, b in itertools.pairwise(e):
+        name = f"{_slug(column)}_{_slug(f'{a:g}')}_{_slug(f'{b:g}')}"
         out.append((name, f"{col} >= {_literal(a)} AND {col} < {_literal(b)}"))
     return out
 
@@ -97,8 +102,11 @@ def histogram_queries(
 
     Examples
     --------
-    >>> histogram_queries("age", edges=[17, 30, 50])
-    {'n_age_17_30': 'count_if("age" >= 17 AND "age" < 30)', 'n_age_30_50': 'count_if("age" >= 30 AND "age" < 50)'}
+    >>> q = histogram_queries("age", edges=[17, 30, 50])
+    >>> q["n_age_17_30"]
+    'count_if("age" >= 17 AND "age" < 30)'
+    >>> len(histogram_queries("age", edges=range(17, 68), by="sex", by_values=["Female", "Male"]))
+    100
     """
     cells = _cells(column, edges, values)
     if by is not None:
