@@ -43,9 +43,9 @@ __all__ = ["calibrate_optimal", "single_pair_optimum"]
 # Solver target: a hair inside D* so that the solver's tolerance rarely needs the
 # isotropic correction; the verification below is exact either way.
 _SOLVER_MARGIN = 1e-6
-# Up to this many statistics the generic program (cvxpy, Clarabel) is fast (≲ 0.2 s) and
+# Up to this many statistics the generic program (cvxpy, Clarabel) is fast (≲ 1 s) and
 # is kept; above it the structured solver takes over (199 s against ≲ 1 s at m = 100).
-_GENERIC_MAX_DIM = 12
+_GENERIC_MAX_DIM = 30
 
 
 def single_pair_optimum(cov: np.ndarray, diff: np.ndarray, distance: float) -> np.ndarray:
