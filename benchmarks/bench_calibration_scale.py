@@ -19,7 +19,9 @@ as optimal-g did before the structured solver — obtained by raising
 ``distpriv.central.optimal._GENERIC_MAX_DIM`` above m. It is run only for m ≤ ``--old-max``
 (it takes minutes beyond m = 50). Printed: the median wall time per (mechanism, m), the
 ratio optimal-g / expm-g, and old / new optimal-g with both E‖Z‖² (the new one must not
-be noisier beyond the solver tolerance; exit status 1 if it is by more than 1e-5 relative).
+be noisier beyond the solver tolerance; exit status 1 if it is by more than 1e-5
+relative). A second line per m gives the CPU time of the process, which a shared machine
+does not inflate as it does the wall time.
 """
 
 from __future__ import annotations
@@ -62,12 +64,19 @@ def synthetic(m: int, seed: int = 0):
     return GaussianQueryModel(np.stack([mu, mu + d]), np.array(covs), labels=[0.45, 0.55])
 
 
-def timed(fn, repeats: int):
-    out, times = None, []
+CPU: dict[tuple[str, int], float] = {}
+
+
+def timed(fn, repeats: int, key: tuple[str, int] | None = None):
+    """Median wall time of ``fn`` (and its median CPU time, kept in CPU under ``key``)."""
+    out, times, cpu = None, [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = fn()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    if key is not None:
+        CPU[key] = statistics.median(cpu)
     return statistics.median(times), out
 
 
@@ -95,7 +104,9 @@ def main() -> int:
         for name in MECHANISMS:
             try:
                 t, mech = timed(
-                    partial(calibrate, name, model, epsilon=EPSILON, delta=DELTA), args.repeats
+                    partial(calibrate, name, model, epsilon=EPSILON, delta=DELTA),
+                    args.repeats,
+                    (name, m),
                 )
                 row[name], mse[name] = t, mech.mse()
             except Exception as exc:  # a mechanism may not apply: print why
@@ -103,7 +114,9 @@ def main() -> int:
                 print(f"  {name} at m={m}: {type(exc).__name__}: {exc}", file=sys.stderr)
         if m <= args.auto_max:
             row["auto"], _ = timed(
-                partial(choose_mechanism, model, epsilon=EPSILON, delta=DELTA), args.repeats
+                partial(choose_mechanism, model, epsilon=EPSILON, delta=DELTA),
+                args.repeats,
+                ("auto", m),
             )
         if m <= args.old_max:
             optimal._GENERIC_MAX_DIM = 10**9
@@ -111,6 +124,7 @@ def main() -> int:
                 row["old optimal-g"], old = timed(
                     partial(calibrate, "optimal-g", model, epsilon=EPSILON, delta=DELTA),
                     args.repeats,
+                    ("old optimal-g", m),
                 )
                 mse["old"] = old.mse()
             finally:
@@ -125,6 +139,9 @@ def main() -> int:
         )
         mse_ratio = f"{mse['optimal-g'] / mse['old']:>12.8f}" if "old" in mse else f"{'-':>12}"
         print(f"{m:>5} {cells}   {ratio:>8.2f} {old_new} {mse_ratio}", flush=True)
+        # CPU seconds of this process (the machine may be shared: wall time then inflates).
+        cpu = " ".join(f"{CPU[(c, m)]:>12.3f}s" if (c, m) in CPU else f"{'-':>13}" for c in cols)
+        print(f"{'cpu':>5} {cpu}", flush=True)
         if "old" in mse and mse["optimal-g"] > mse["old"] * (1 + 1e-5):
             failed = True
             print(f"  FAIL: new optimal-g noisier than old at m={m}", file=sys.stderr)
