@@ -12,7 +12,11 @@ gives (ε, δ)-distribution privacy. The cheapest such Σ_Z solves the convex pr
     minimise tr(W Σ_Z)  subject to  Σ_Z ⪰ 0,  [[Σ_θ + Σ_Z, d], [dᵀ, D*²]] ⪰ 0  for every pair,
 
 (the constraint is the Schur complement form of the quadratic one). For a single pair with
-W = I it has a rank-one closed form (:func:`single_pair_optimum`).
+W = I it has a rank-one closed form (:func:`single_pair_optimum`). With more than
+``_GENERIC_MAX_DIM`` statistics the program is solved by the structured solver of
+:mod:`distpriv.central._optimal_solver` (the optimum has rank at most the number of binding
+constraints; exact restricted programs on small subspaces; a duality-gap certificate),
+which scales to hundreds of statistics (docs/scale.md).
 """
 
 from __future__ import annotations
