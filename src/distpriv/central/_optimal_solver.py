@@ -39,14 +39,18 @@ feasible for the full program (a restriction can only cost more). In particular,
 the mean differences span k dimensions, every S with range in a subspace is checked
 exactly in k-dimensional terms; low-rank gaps (one pair: k = 1) keep the program small.
 
-The solver starts from Q = span{dₜ, W⁻¹Σₜ⁻¹dₜ} (the directions of the optimum at S = 0),
-solves the restricted program, evaluates the dual bound of fact 2 with the current gₜ
-(the λₜ solved as a p-variable program), and stops when the gap between the restricted
-optimum (an upper bound) and the dual bound (a lower bound) is below ``rtol`` relative;
-otherwise it adds the directions W⁻¹gₜ — where fact 2 says the optimum lives — and
-re-solves (warm start: the subspace only grows). When k would reach m it solves the full
-program in the S ⪰ Aₜ form. Cost per round O(p m² k) plus a k × k program; the
-Cholesky factors of the Σₜ are computed once (O(p m³)).
+The solver starts from Q = span{dₜ, W⁻¹Σₜ⁻¹dₜ} (the directions of the optimum at S = 0)
+and, when there are few constraints, the resolvents W⁻¹(Σₜ + σI)⁻¹dₜ on a geometric grid
+of shifts σ over Σₜ's spectrum (for one pair and W = I the optimum is such a resolvent).
+It solves the restricted program and evaluates the dual bound of fact 2 with the current
+gₜ (the λₜ solved as a p-variable program); it stops when the gap between the restricted
+optimum (an upper bound) and the dual bound (a lower bound) is below ``rtol`` relative.
+Otherwise a first-order solve of the low-rank form (minimise tr(UᵀWU) subject to
+dₜᵀ(Σₜ + UUᵀ)⁻¹dₜ ≤ D², U with p columns; augmented Lagrangian, L-BFGS) finds the
+optimum's range, and the following rounds add the directions W⁻¹gₜ — where fact 2 says
+the optimum lives — keeping the subspace (warm start). When k would reach ``_FULL_SHARE``
+of m it solves the full program in the S ⪰ Aₜ form. Cost per round O(p m² k) plus a
+k × k program; the Cholesky factors of the Σₜ are computed once (O(p m³)).
 
 A singular Σₜ (e.g. histogram counts that sum to the subset size) is factored with a
 jitter of ``_JITTER`` relative to its mean variance. That weakens each constraint by at
