@@ -12,7 +12,11 @@ gives (ε, δ)-distribution privacy. The cheapest such Σ_Z solves the convex pr
     minimise tr(W Σ_Z)  subject to  Σ_Z ⪰ 0,  [[Σ_θ + Σ_Z, d], [dᵀ, D*²]] ⪰ 0  for every pair,
 
 (the constraint is the Schur complement form of the quadratic one). For a single pair with
-W = I it has a rank-one closed form (:func:`single_pair_optimum`).
+W = I it has a rank-one closed form (:func:`single_pair_optimum`). With more than
+``_GENERIC_MAX_DIM`` statistics the program is solved by the structured solver of
+:mod:`distpriv.central._optimal_solver` (the optimum has rank at most the number of binding
+constraints; exact restricted programs on small subspaces; a duality-gap certificate),
+which scales to hundreds of statistics (docs/scale.md).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from ._common import (
     make_guarantee,
     target_distance,
 )
+from ._optimal_solver import solve_structured
 from .base import CalibratedMechanism
 from .expected_value import gaussian_diagnostics
 
@@ -42,6 +47,9 @@ __all__ = ["calibrate_optimal", "single_pair_optimum"]
 # Solver target: a hair inside D* so that the solver's tolerance rarely needs the
 # isotropic correction; the verification below is exact either way.
 _SOLVER_MARGIN = 1e-6
+# Up to this many statistics the generic program (cvxpy, Clarabel) is fast (≲ 1 s) and
+# is kept; above it the structured solver takes over (199 s against ≲ 1 s at m = 100).
+_GENERIC_MAX_DIM = 30
 
 
 def single_pair_optimum(cov: np.ndarray, diff: np.ndarray, distance: float) -> np.ndarray:
@@ -180,9 +188,14 @@ def calibrate_optimal(
     -----
     Each pair is constrained with both covariances of the pair (they are equal when the
     equal-covariance assumption holds). Pairs with zero mean difference impose nothing.
-    A single constraint with W = I uses the closed form; otherwise cvxpy solves the
-    program (Clarabel, then SCS). The solution's tiny negative eigenvalues are clipped,
-    every constraint is re-checked in floating point, and the smallest isotropic
+    A single constraint with W = I uses the closed form; otherwise, up to
+    ``_GENERIC_MAX_DIM`` statistics, cvxpy solves the program (Clarabel, then SCS), and
+    above it the structured solver of :mod:`distpriv.central._optimal_solver` does: it
+    uses that the optimum has rank at most p (the number of binding constraints), solves
+    the program restricted to small subspaces exactly (a k × k program), and stops on a
+    relative duality gap below 1e-7 (weak duality gives the lower bound); inactive
+    constraints are redundant there and dropped. The solution's tiny negative eigenvalues
+    are clipped, every constraint is re-checked in floating point, and the smallest isotropic
     correction τI is added if the solver's tolerance left one short (reported in the
     diagnostics). When the model alone satisfies every constraint, no noise is added.
     """
@@ -210,8 +223,13 @@ def calibrate_optimal(
     ):
         sigma = single_pair_optimum(active[0][0], active[0][1], d_target)
         method = "closed form (single pair, rank one)"
-    else:
+    elif m <= _GENERIC_MAX_DIM:
         sigma, method = _solve_sdp(constraints, wmat, d_target * (1 - _SOLVER_MARGIN))
+    else:
+        # Many statistics: the structured solver (rank ≤ p, small restricted programs,
+        # a duality-gap certificate); see distpriv.central._optimal_solver.
+        result = solve_structured(active, wmat, d_target * (1 - _SOLVER_MARGIN))
+        sigma, method = result.sigma, result.describe()
     sigma = _repair(sigma)
     tau = _isotropic_correction(constraints, sigma, d_target)
     if tau > 0:
