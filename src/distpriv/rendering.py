@@ -66,6 +66,8 @@ def _guarantee_lines(console: Console, g: dict[str, Any]) -> None:
     )
     for a in g["assumptions"]:
         console.print(f"  {_e(a['name'])}: {_MARK[a['holds']]} — {_e(a['detail'])}")
+    for a in g.get("premises", []):  # what the verified headline rests on (not checked here)
+        console.print(f"  premise {_e(a['name'])}: {_e(a['detail'])}")
     fb = g.get("fallback")
     if fb:
         console.print(

@@ -193,3 +193,15 @@ def test_noiseless_refusal_suggests_only_accepted_mechanisms():
     for name in suggested:
         mech = dp.calibrate(name, model, epsilon=1.0, delta=1e-3)
         assert mech.noise_rank == model.dim  # what auto accepts by default
+
+
+def test_public_report_states_no_stratum_size_in_words(hospital):
+    # Premises and notes are text: a data-derived count inside a sentence is still a leak.
+    import re
+
+    out = _quiet(run_release, hospital, insecure_seed=5, ledger=False)
+    sizes = out.private["model"]["stratum_sizes"]
+    text = json.dumps(out.public)
+    for n in sizes:
+        assert not re.search(rf"(?<![\d.]){n}(?![\d.])", text), n
+    assert "population" in text  # the premise is stated, without the counts

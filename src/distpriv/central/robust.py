@@ -319,19 +319,16 @@ def population_premise(
             "statistics): the guarantee holds on the fitted model; check it on the data "
             "(distpriv.attacks.verify_on_data) or use linear statistics",
         )
-    sizes = ", ".join(str(n) for n in gm.uncertainty.stratum_sizes)
     if beta is None:
         return Assumption(
             "population",
             "the modelling table's moments equal the population's (beta = none: the "
             "sampling uncertainty of the moments was not covered)",
             None,
-            f"the moments are estimated from strata of {sizes} rows; the guarantee holds "
-            "on the fitted model, with no stated confidence for the population",
+            "the moments are estimated from the modelling table's strata; the guarantee "
+            "holds on the fitted model, with no stated confidence for the population",
         )
     cs = confidence_set(gm, beta=beta)
-    lo = float(cs.variance_factors[..., 0].min())
-    hi = float(cs.variance_factors[..., 1].max())
     return Assumption(
         "population",
         f"with probability at least {1 - beta:g} over the draw of the modelling table "
@@ -340,10 +337,12 @@ def population_premise(
         "(epsilon, delta) with the mean gaps at their upper confidence bound and the "
         "covariances at the corners of their confidence box",
         None,
-        f"{gm.uncertainty.method}; strata of {sizes} rows; mean gaps: the (1 - {beta / 2:g}) "
+        # No stratum size or factor here: this text is public, and both are data-derived
+        # (the curator's PRIVATE diagnostics carry the model with its strata).
+        f"{gm.uncertainty.method}; mean gaps: the (1 - {beta / 2:g}) "
         "upper quantile of their distance in the output metric (one-sided normal bound "
-        "along the gap, Laurent-Massart bound across it); variances within factors "
-        f"[{lo:.3g}, {hi:.3g}] (z = {cs.z:.3g}, Bonferroni, level {1 - beta / 2:g}); "
+        "along the gap, Laurent-Massart bound across it); variances within their "
+        f"confidence factors (z = {cs.z:.3g}, Bonferroni, level {1 - beta / 2:g}); "
         "asymptotic (central-limit) laws; worst members searched among the corners, "
         "checked for the final noise",
     )

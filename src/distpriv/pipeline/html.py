@@ -332,12 +332,22 @@ def release_page(
     rep = outcome.report
     g = rep.release.guarantee
     epsilon, delta = g.target  # the request, which the figure compares mechanisms at
+    # The floored mechanisms need the grid of the statistics: the one the release used.
+    lattice = rep.mechanism.diagnostics.get("lattice_steps")
+    options = None
+    if lattice is not None:
+        from ..central import MECHANISMS, mechanism_info
+
+        options = {
+            n: {"lattice": lattice} for n in MECHANISMS if "lattice" in mechanism_info(n).options
+        }
     public["utility"] = utility_curve(
         rep.model,
         delta=delta,
         epsilon=epsilon,
         chosen=rep.mechanism.name,
         weights=public.get("choice_weights"),
+        options=options,
         epsilons=epsilons,
         progress=progress,
     )

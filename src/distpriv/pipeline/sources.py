@@ -22,6 +22,7 @@ from ..central import TableFacts
 from ..datasets import PAPER_SPLIT, paper_split
 from ..errors import ParameterError, PrivacyLeakWarning
 from ..modeling import Query
+from ..modeling import tables as _tables
 from ..modeling.engines import DuckDBEngine, file_reader
 from ..modeling.expressions import quote_column
 from ..modeling.lattice import query_lattices
@@ -465,7 +466,7 @@ def engine_table_facts(
         if v is None or not np.isfinite(float(v)):
             raise ParameterError(f"{name}: the span over the modelling data is not finite")
         spans.append(float(v))
-    steps = _lattice_steps(complete, query, subset_size)
+    steps = _lattice_steps(table, query, subset_size, missing)
     return TableFacts(subset_size, tuple(spans), tuple(s.scale for s in query.statistics), steps)
 
 
@@ -473,15 +474,20 @@ def engine_table_facts(
 LATTICE_SAMPLE_ROWS = 200_000
 
 
-def _lattice_steps(table: Table, query: Query, subset_size: int) -> tuple[float, ...]:
-    """The grid step of each statistic (NaN where none), detected on at most
-    :data:`LATTICE_SAMPLE_ROWS` rows drawn in the engine (a bounded sample, never the
-    whole table; a Spark table larger than that gets no grid, so no floored mechanism)."""
-    if table.n_rows > LATTICE_SAMPLE_ROWS:
+def _lattice_steps(table: Table, query: Query, subset_size: int, missing: str) -> tuple[float, ...]:
+    """The grid step of each statistic (NaN where none), detected on a bounded sample drawn
+    in the engine: at most :data:`LATTICE_SAMPLE_ROWS` rows and a quarter of the in-memory
+    limit, never the whole table. A subsample can only find a multiple of the true step
+    (the gcd of fewer differences), so the floor it sets is never smaller than intended.
+    A Spark table larger than the sample gets no grid (so no floored mechanism)."""
+    limit = max(1, min(LATTICE_SAMPLE_ROWS, _tables.MAX_IN_MEMORY_ROWS // 4))
+    if table.n_rows > limit:
         if table.engine.dialect != "duckdb":
             return tuple(math.nan for _ in query.statistics)
         rng = np.random.default_rng(0)  # which public rows: no privacy role
-        table = sample_table(table, LATTICE_SAMPLE_ROWS, rng, "grid detection")
+        table = sample_table(table, limit, rng, "grid detection")
+    if missing != "error":
+        table = table.complete(query.columns, missing=missing, what="modelling data")[0]
     return tuple(
         math.nan if lat.step is None else lat.step
         for lat in query_lattices(table, query, subset_size)
