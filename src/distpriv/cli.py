@@ -55,6 +55,13 @@ def _finish(
     return 0
 
 
+def _claim_outputs(args: argparse.Namespace, *flags: str) -> None:
+    """Refuse, before any work, an output file that exists (outputs are never overwritten)."""
+    for flag in flags:
+        if (path := getattr(args, flag[2:].replace("-", "_"), None)) is not None:
+            check_output(path, flag, overwrite=False)
+
+
 def _progress(args: argparse.Namespace) -> Any:
     """Progress bars on stderr when it is a terminal, unless --json or --quiet."""
     from .pipeline.progress import ProgressDisplay, progress_enabled
@@ -77,8 +84,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .pipeline import run_calibrate
     from .rendering import render_calibration
 
-    if args.out is not None:  # never overwritten (like a release's files)
-        check_output(args.out, "--out", overwrite=False)
+    _claim_outputs(args, "--out")
     outcome = run_calibrate(
         args.model,
         mechanism=args.mechanism,
@@ -125,8 +131,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from .pipeline import run_verify
     from .rendering import render_verification
 
-    if args.out is not None:
-        check_output(args.out, "--out", overwrite=False)
+    _claim_outputs(args, "--out")
     public = run_verify(args.config).public
     status = _finish(args, public, lambda: render_verification(public))
     # Exit status 1 on a certified violation, so a script can gate a release on it.
@@ -146,9 +151,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from .pipeline import run_demo
     from .rendering import render_demo
 
-    for path, flag in ((args.out, "--out"), (args.html, "--html")):
-        if path is not None:
-            check_output(path, flag)
+    _claim_outputs(args, "--out", "--html")
     with _progress(args) as bars:
         with bars.phase("calibrating every mechanism, releasing and attacking"):
             outcome = run_demo(
@@ -170,9 +173,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from .pipeline import run_audit
     from .rendering import render_audit
 
-    for path, flag in ((args.out, "--out"), (args.html, "--html")):
-        if path is not None:
-            check_output(path, flag)
+    _claim_outputs(args, "--out", "--html")
     with _progress(args) as bars, bars.phase("modelling, calibrating and attacking"):
         outcome = run_audit(
             args.config,
@@ -242,8 +243,7 @@ def _cmd_local(args: argparse.Namespace) -> int:
     from .local import evaluate
     from .rendering import render_local
 
-    if args.out is not None:
-        check_output(args.out, "--out")
+    _claim_outputs(args, "--out")
     scenario = load_scenario(args.scenario, seed=args.seed)
     with _progress(args) as bars, bars.phase("evaluating the local mechanism"):
         report = evaluate(
@@ -263,26 +263,11 @@ def _cmd_local(args: argparse.Namespace) -> int:
 
 
 def _cmd_mechanisms(args: argparse.Namespace) -> int:
-    from .central import MECHANISMS, mechanism_info
+    from .central.registry import mechanisms_table
 
-    rows = []
-    for n in MECHANISMS:
-        spec = mechanism_info(n)
-        rows.append(
-            {
-                "name": n,
-                "summary": spec.summary,
-                "theorem": spec.theorem,
-                "gaussian": spec.gaussian,
-                "model_view": spec.model_view,
-                "options": list(spec.options),
-            }
-        )
-    if args.json:
-        sys.stdout.write(_dump(rows))
-    else:
-        for r in rows:
-            sys.stdout.write(f"{r['name']:<20} {r['summary']} ({r['theorem']})\n")
+    rows = mechanisms_table()
+    lines = (f"{r['name']:<20} {r['summary']} ({r['theorem']})\n" for r in rows)
+    sys.stdout.write(_dump(rows) if args.json else "".join(lines))
     return 0
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "calibrate",
     "default_options",
     "mechanism_info",
+    "mechanisms_table",
     "model_view_for",
 ]
 
@@ -472,3 +473,19 @@ def calibrate(
         diag = {**mech.diagnostics, "exact_check": check.to_dict()}
         mech = dataclasses.replace(mech, guarantee=guarantee, diagnostics=diag)
     return mech
+
+
+def mechanisms_table() -> list[dict[str, Any]]:
+    """Every registered mechanism as a JSON-safe row (``distpriv mechanisms``): name,
+    summary, theorem, whether it is Gaussian, the model view it needs and its options."""
+    return [
+        {
+            "name": name,
+            "summary": spec.summary,
+            "theorem": spec.theorem,
+            "gaussian": spec.gaussian,
+            "model_view": spec.model_view,
+            "options": list(spec.options),
+        }
+        for name, spec in ((n, mechanism_info(n)) for n in MECHANISMS)
+    ]
