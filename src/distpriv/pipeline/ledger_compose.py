@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -224,8 +224,13 @@ def release_with_ledger(
     options: Any = None,
     rng: Any = None,
     missing: str = "error",
+    population: bool = False,
+    beta: float | None = 0.05,
 ) -> LedgeredRelease:
     """:func:`distpriv.pipeline.release` judged together with the ledger's earlier releases.
+
+    ``population`` and ``beta`` as in :func:`distpriv.pipeline.release` (the confidence on
+    the population); declared ranges of the query clamp the released values the same way.
 
     The modelling and calibration of the new release happen first (outside the lock);
     then, in one ledger transaction (:func:`ledgered_draw`), the earlier releases of the
@@ -279,6 +284,8 @@ def release_with_ledger(
         options=options,
         rng=rng,
         missing=missing,
+        population=population,
+        beta=beta,
     )
     table, gen = prep.table, prep.rng
     model_frame = as_table(model_data).frame
@@ -298,6 +305,8 @@ def release_with_ledger(
         noise_rng=gen,
         model_rng=None if gen is None else int(gen.integers(2**63)),
     )
+    if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
+        rel = replace(rel, value=prep.query.clamp(rel.value)[0])
     report = ReleaseReport(rel, prep.mechanism, prep.model, prep.value, table.n_rows)
     return LedgeredRelease(report=report, entry=entry, composed=composed, budget=effective)
 
