@@ -14,7 +14,7 @@ from scipy.stats import multivariate_normal
 from distpriv import calibrate
 from distpriv.accounting import gaussian_pair_epsilon, gaussian_pair_profile
 from distpriv.attacks import GaussianLikelihoodRatio, clopper_pearson
-from distpriv.errors import CompositionError
+from distpriv.errors import CompositionError, ParameterError
 from distpriv.modeling import Query, model_query
 from distpriv.noise import Noise
 from distpriv.pipeline.compose import ReleaseSpec, compose, gaussian_pair_composition
@@ -362,3 +362,46 @@ def test_pair_composition_is_scale_free_and_handles_duplicates():
         means3, covs3, noise3, mdl.pairs, delta=DELTA, budget_epsilon=5.0
     )
     assert eps == np.inf and dlt == 1.0 and "no finite epsilon" in rows[0]["note"]
+
+
+# -- the first release is composed on its own model (issue #19: one scan fewer) ----------
+
+
+@pytest.mark.parametrize("name", ["daum", "expm-g"])
+def test_first_release_on_its_own_model_equals_the_remodelled_one(name):
+    """With no earlier release, compose(newest_model=…) must give what modelling the table
+    again gives (the joint model of one release is that release's model)."""
+    m = mech(STATS, name)
+    again = composed([spec(STATS, m)], method="analytic", rng=0)
+    reused = composed([spec(STATS, m)], newest_model=model(tuple(STATS.items())))
+    assert reused.epsilon == pytest.approx(again.epsilon, rel=1e-12, abs=1e-15)
+    assert reused.alone == again.alone
+    assert reused.epsilon == pytest.approx(single_release_epsilon(STATS, m.noise_covariance))
+    for r, a in zip(reused.per_pair, again.per_pair, strict=True):
+        assert r["pair"] == a["pair"]
+        assert r["epsilon"] == pytest.approx(a["epsilon"], rel=1e-12, abs=1e-15)
+
+
+def test_newest_model_is_ignored_with_earlier_releases_and_checked_for_size():
+    m1, m2 = mech(STATS), mech(OTHER, "eigm")
+    own = model(tuple(OTHER.items()))  # the second release's own model lacks the first's
+    both = composed([spec(STATS, m1), spec(OTHER, m2)], newest_model=own)
+    assert both.epsilon == pytest.approx(
+        composed([spec(STATS, m1), spec(OTHER, m2)]).epsilon, rel=1e-12
+    )
+    with pytest.raises(ParameterError, match="newest_model has 3 statistics"):
+        composed([spec(STATS, m1)], newest_model=own)
+
+
+def test_population_reaches_the_joint_model():
+    """``population=True`` composes on the finite-population model, as the release was."""
+    data, secret = adult()
+    m = mech(STATS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fpc = model_query(data, STATS, secret, subset_size=N, method="analytic", population=True)
+    sample = composed([spec(STATS, m)])
+    pop = composed([spec(STATS, m)], population=True)
+    direct = composed([spec(STATS, m)], newest_model=fpc)
+    assert pop.epsilon == pytest.approx(direct.epsilon, rel=1e-12)
+    assert pop.epsilon != pytest.approx(sample.epsilon, rel=1e-6)

@@ -320,3 +320,28 @@ def test_huge_values_are_never_spliced_into_sql(tmp_path):
         quiet(config, insecure_seed=1)
     assert "Binder" not in str(info.value) and '"inf"' not in str(info.value)
     assert "finite" in str(info.value) or "double precision" in str(info.value)
+
+
+def test_a_first_release_models_the_table_once_a_second_builds_the_joint_model(
+    tmp_path, monkeypatch
+):
+    """The ledger composes a first release on the model it was calibrated on (no second
+    aggregate over the modelling table); a later release needs the joint model (one more)."""
+    from distpriv.modeling import model as model_module
+
+    calls = []
+    real = model_module.table_moments
+
+    def counted(table, features, *args, **kwargs):
+        calls.append(len(features))
+        return real(table, features, *args, **kwargs)
+
+    monkeypatch.setattr(model_module, "table_moments", counted)
+    config = _hospital(tmp_path)
+    first = quiet(config, insecure_seed=1)  # the default ledger next to the config
+    assert first.public["ledger"]["n_releases"] == 1
+    m = len(first.public["statistics"])
+    assert calls == [m]
+    second = quiet(config, insecure_seed=2)
+    assert second.public["ledger"]["n_releases"] == 2
+    assert calls == [m, m, 2 * m]  # its own model, then the joint model of both releases

@@ -354,6 +354,7 @@ def joint_model(
     method: str,
     n_samples: int,
     rng: np.random.Generator | int | None = None,
+    population: bool = False,
 ) -> Any:
     """The query model of every release's statistics stacked, from one table.
 
@@ -380,6 +381,7 @@ def joint_model(
             method=meth,
             n_samples=n_samples,
             rng=rng,
+            population=population,
         )
     notes = tuple(dict.fromkeys(str(w.message) for w in caught))
     return model, notes
@@ -396,6 +398,8 @@ def compose(
     delta: float | None = None,
     budget: Any = None,
     rng: np.random.Generator | int | None = None,
+    newest_model: Any = None,
+    population: bool = False,
 ) -> ComposedGuarantee:
     """The exact guarantee of several releases of one dataset, as one mechanism.
 
@@ -424,6 +428,16 @@ def compose(
         When given, also δ at the budget's ε (Gaussian family), for the check.
     rng : int, Generator or None
         Randomness of the modelling (never of any published noise).
+    newest_model : DataQueryModel, optional
+        The query model the newest release was calibrated on (its statistics, in order).
+        With no earlier release the joint model *is* that model, so a Gaussian
+        composition uses it as it is instead of modelling the table again (issue #19:
+        one scan of a large modelling table fewer); ignored when there are earlier
+        releases or for the Laplace family (which needs Monte Carlo datasets).
+    population : bool
+        The modelling table is the whole population (finite-population correction), as
+        for :func:`distpriv.model_query`; the joint model is then built the way the
+        releases' own models were.
 
     Returns
     -------
@@ -450,29 +464,41 @@ def compose(
                 "Gaussian releases have no finite epsilon at delta = 0: give a delta > 0 "
                 "(or a budget with delta > 0)"
             )
-        model, warn = joint_model(
-            specs,
-            model_data=model_data,
-            secret=secret,
-            subset_size=subset_size,
-            method=method,
-            n_samples=n_samples,
-            rng=rng,
-        )
-        notes += list(warn)
+        if newest_model is not None and len(specs) == 1:
+            if newest_model.dim != specs[0].noise.dim:
+                raise ParameterError(
+                    f"newest_model has {newest_model.dim} statistics but the release's noise "
+                    f"has {specs[0].noise.dim}"
+                )
+            model = newest_model
+        else:
+            model, warn = joint_model(
+                specs,
+                model_data=model_data,
+                secret=secret,
+                subset_size=subset_size,
+                method=method,
+                n_samples=n_samples,
+                rng=rng,
+                population=population,
+            )
+            notes += list(warn)
         noise_cov = block_diag(*[s.noise.covariance for s in specs])
         b_eps = None if budget is None else budget.epsilon
         eps, dat, rows = gaussian_pair_composition(
             model.means, model.covariances, noise_cov, model.pairs, delta=dlt, budget_epsilon=b_eps
         )
-        last = slice(model.dim - specs[-1].noise.dim, model.dim)
-        alone_eps, _, _ = gaussian_pair_composition(
-            model.means[:, last],
-            model.covariances[:, last, last],
-            specs[-1].noise.covariance,
-            model.pairs,
-            delta=dlt,
-        )
+        if len(specs) == 1:  # the newest release alone is the whole composition
+            alone_eps = eps
+        else:
+            last = slice(model.dim - specs[-1].noise.dim, model.dim)
+            alone_eps, _, _ = gaussian_pair_composition(
+                model.means[:, last],
+                model.covariances[:, last, last],
+                specs[-1].noise.covariance,
+                model.pairs,
+                delta=dlt,
+            )
         theorem = GAUSSIAN_THEOREM
         notes.append(
             "Gaussian approximation of the joint query model: " + (model.fitted or "given moments")
@@ -486,6 +512,7 @@ def compose(
             method="montecarlo",
             n_samples=n_samples,
             rng=rng,
+            population=population,
         )
         notes += [w for w in warn if "not Gaussian" not in w]  # no Gaussian assumption here
         weight = block_diag(*[_laplace_map(s.noise) for s in specs])

@@ -119,6 +119,8 @@ def ledgered_draw(
     budget: Budget | None = None,
     noise_rng: Any = None,
     model_rng: Any = 0,
+    model: Any = None,
+    population: bool = False,
 ) -> tuple[LedgerEntry, Any, Any, Budget | None]:
     """Compose with the earlier releases, check the budget, draw the noise and record.
 
@@ -148,6 +150,11 @@ def ledgered_draw(
         ``None``: the secure sampler (:meth:`CalibratedMechanism.release`).
     model_rng : int or Generator
         Randomness of the joint modelling (Monte Carlo datasets), never of the noise.
+    model : DataQueryModel, optional
+        The model ``mechanism`` was calibrated on: the first release of this data and
+        secret is composed on it rather than on the table modelled again.
+    population : bool
+        The modelling table is the whole population (as the release's model was built).
 
     Returns
     -------
@@ -183,6 +190,8 @@ def ledgered_draw(
             n_samples=n_samples,
             budget=effective,
             rng=model_rng,
+            newest_model=model,
+            population=population,
         )
 
     return ledger.guarded_release(
@@ -304,6 +313,8 @@ def release_with_ledger(
         budget=budget,
         noise_rng=gen,
         model_rng=None if gen is None else int(gen.integers(2**63)),
+        model=prep.model,
+        population=population,
     )
     if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
         rel = replace(rel, value=prep.query.clamp(rel.value)[0])
@@ -339,6 +350,8 @@ class LedgerSession:
         model_rng: Any = 0,
         data_fingerprint: str | None = None,
         model_fingerprint: str | None = None,
+        model: Any = None,
+        population: bool = False,
     ) -> tuple[Any, dict[str, Any]]:
         """Compose, check, draw and record (:func:`ledgered_draw`).
 
@@ -346,6 +359,8 @@ class LedgerSession:
         released and modelling tables under ``self.ledger.identity_key`` when the caller
         computed them in the engine (then ``released_frame`` is not needed); otherwise
         computed here from the frames (:func:`~.ledger_identity.table_fingerprint`).
+        ``model``/``population``: the mechanism's own model and how it was built
+        (:func:`ledgered_draw`).
 
         Returns
         -------
@@ -370,6 +385,8 @@ class LedgerSession:
             budget=self.budget,
             noise_rng=noise_rng,
             model_rng=model_rng,
+            model=model,
+            population=population,
         )
         return rel, LedgeredRelease(None, entry, composed, effective).ledger_summary()
 

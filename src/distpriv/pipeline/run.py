@@ -329,6 +329,7 @@ def _draw(
     session: Any,
     cfg: ReleaseConfig,
     mech: CalibratedMechanism,
+    model: DataQueryModel,
     value: np.ndarray,
     query: Query,
     secret: ProportionSecret,
@@ -362,6 +363,8 @@ def _draw(
         model_rng=cfg.model.get("seed", 0),
         data_fingerprint=data_fp if ledger_key is not None else None,
         model_fingerprint=model_fp if ledger_key is not None else None,
+        model=model,
+        population=bool(cfg.model.get("population", False)),
     )
 
 
@@ -446,7 +449,7 @@ def run_release(
             _model_fingerprint(model_frame, query, secret, key),
         )
         rel, ledger_block = _draw(
-            session, cfg, mech, value, query, secret, released, model_frame, fps, ledger_key
+            session, cfg, mech, model, value, query, secret, released, model_frame, fps, ledger_key
         )
         prov = provenance(rel=rel, data_sha256=fps[0], model_data_sha256=fps[1], insecure_seed=seed)
         public = public_release(
