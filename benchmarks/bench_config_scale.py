@@ -13,8 +13,10 @@ with DuckDB ``COPY … TO``, and ``[data] release`` a 100-row CSV from the Adult
 Measured, each release in a fresh subprocess (wall time of ``run_release`` after the
 imports; peak resident memory of the process, ``VmHWM``, imports included):
 
-* the release with the ``--small``-row table (default 10⁴) and with each ``--rows`` table;
-  the *marginal* time is the difference;
+* the release with the ``--small``-row table (default 10⁴) and with each ``--rows`` table,
+  each into a fresh ledger (the ledger is on by default: the first release of its data);
+  the *marginal* time is the difference. Then the same release again into that ledger
+  ("2nd": composed with the first on the joint model of both, one aggregate more);
 * the baseline: ONE hand-written DuckDB aggregate of every sum the analytic model needs (per
   stratum: count, Σx, Σx², Σx³, Σx⁴ of each statistic's row feature and Σxᵢxⱼ of each
   pair), on the same file, best of 3, in the same run;
@@ -120,7 +122,15 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def child_duckdb(config: str) -> None:
+def fresh_ledger(config: str | Path, tag: str) -> Path:
+    """A new, empty ledger file for one release: every measured release is the first of
+    its data (a second release adds the joint model's aggregate; measured separately)."""
+    path = Path(config).with_name(f"ledger-{tag}-{os.getpid()}.sqlite")
+    path.unlink(missing_ok=True)
+    return path
+
+
+def child_duckdb(config: str, ledger: str) -> None:
     import warnings
 
     from distpriv.pipeline import run_release
@@ -128,7 +138,7 @@ def child_duckdb(config: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
-        outcome = run_release(config)
+        outcome = run_release(config, ledger=ledger)
         took = time.perf_counter() - start
     rss = peak_mib()
     values = [s["value"] for s in outcome.public["statistics"]]
@@ -156,9 +166,11 @@ def child_spark(configs: list[str], paths: list[str]) -> None:
         spark.read.parquet(path).createOrReplaceTempView(f"bench_model_{k}")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            ledger = fresh_ledger(config, f"spark{k}")
             start = time.perf_counter()
-            run_release(config)
+            run_release(config, ledger=ledger)
             took = time.perf_counter() - start
+            ledger.unlink(missing_ok=True)
         best = float("inf")
         for _ in range(3):
             start = time.perf_counter()
@@ -208,7 +220,7 @@ def main() -> int:
         if mode == "generate":
             print(json.dumps({"seconds": generate(Path(rest[0]), int(rest[1]))}))
         elif mode == "duckdb":
-            child_duckdb(rest[0])
+            child_duckdb(rest[0], rest[1])
         else:
             half = len(rest) // 2
             child_spark(rest[:half], rest[half:])
@@ -236,25 +248,38 @@ def main() -> int:
         k = sizes.index(n)
         spark_configs[n].write_text(CONFIG.format(model=f"spark:bench_model_{k}", release=release))
 
-    print("\nDuckDB (each release in a fresh process)")
+    print(
+        "\nDuckDB (each release in a fresh process and a fresh ledger: the first release of "
+        "its data; '2nd' = the same release again into that ledger, composed on the joint "
+        "model of both)"
+    )
     print(
         f"{'rows':>12} {'release s':>10} {'marginal s':>11} {'1 aggregate s':>14} "
-        f"{'ratio':>6} {'peak MiB':>9}"
+        f"{'ratio':>6} {'peak MiB':>9} {'2nd s':>7} {'2nd marg.':>9}"
     )
-    base = run_child(["--child", "duckdb", str(configs[args.small])])
+
+    def duck(n: int) -> tuple[dict, dict]:
+        ledger = fresh_ledger(configs[n], str(n))
+        first = run_child(["--child", "duckdb", str(configs[n]), str(ledger)])
+        second = run_child(["--child", "duckdb", str(configs[n]), str(ledger)])
+        ledger.unlink(missing_ok=True)
+        return first, second
+
+    base, base2 = duck(args.small)
     print(
         f"{args.small:>12,} {base['seconds']:>10.2f} {'':>11} {'':>14} {'':>6} "
-        f"{base['rss_mib']:>9.0f}"
+        f"{base['rss_mib']:>9.0f} {base2['seconds']:>7.2f}"
     )
     ok = True
     for n in sizes[1:]:
-        res = run_child(["--child", "duckdb", str(configs[n])])
+        res, res2 = duck(n)
         agg = duckdb_aggregate(files[n])
         marginal = res["seconds"] - base["seconds"]
         ratio = marginal / agg
         print(
             f"{n:>12,} {res['seconds']:>10.2f} {marginal:>11.2f} {agg:>14.3f} "
-            f"{ratio:>6.1f} {res['rss_mib']:>9.0f}"
+            f"{ratio:>6.1f} {res['rss_mib']:>9.0f} {res2['seconds']:>7.2f} "
+            f"{res2['seconds'] - base2['seconds']:>9.2f}"
         )
         ok = ok and res["rss_mib"] < 1024 and marginal <= 3 * agg + 5.0
     if not args.no_spark:

@@ -141,3 +141,26 @@ def test_spark_and_duckdb_agree(spark, frame):
     # The native hash is per engine: Spark's is stable under reordering, and differs.
     native = multiset_fingerprint(sdf, key=KEY, portable=False)
     assert native == multiset_fingerprint(spark.createDataFrame(frame), key=KEY, portable=False)
+
+
+def test_spark_native_sums_equal_the_python_sum_of_the_row_hashes(spark, frame):
+    """The two 32-bit halves summed in Spark recombine to Σ xxhash64 mod 2⁶⁴ (summed here
+    in Python over the collected per-row hashes, negative hashes included)."""
+    from distpriv.modeling.identity import native_sums
+    from distpriv.modeling.tables import Table
+
+    sdf = spark.createDataFrame(frame)
+    cols = ["age", "income", "sex"]
+    count, sums = native_sums(Table(sdf), KEY, cols)
+    assert count == len(frame)
+    sdf.createOrReplaceTempView("identity_rows")
+    for lane, total in enumerate(sums):
+        seed = int.from_bytes(
+            hmac.new(KEY, f"native|{lane}".encode(), hashlib.sha256).digest()[:7], "big"
+        )
+        rows = spark.sql(
+            f"SELECT xxhash64({seed}, `age`, `income`, `sex`) AS h FROM identity_rows"
+        ).collect()
+        hashes = [r.h for r in rows]
+        assert min(hashes) < 0 < max(hashes)
+        assert total == sum(hashes) % 2**64

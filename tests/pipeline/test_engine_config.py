@@ -345,3 +345,51 @@ def test_a_first_release_models_the_table_once_a_second_builds_the_joint_model(
     second = quiet(config, insecure_seed=2)
     assert second.public["ledger"]["n_releases"] == 2
     assert calls == [m, m, 2 * m]  # its own model, then the joint model of both releases
+
+
+@pytest.mark.parametrize("n_rows", [50_000, 1_200_000])
+def test_overlap_and_duplicate_rate_in_one_scan_match_pandas(tmp_path, n_rows):
+    """k (released rows found in the modelling table) is exact; the duplicate rate is exact
+    below 400,000 rows and a hash-partition sample estimate above, checked against pandas'
+    exact count (the released table has fewer columns: rows are compared on shared ones)."""
+    from distpriv.modeling.tables import Table
+    from distpriv.pipeline.sources import _hash_mask, table_overlap
+
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 10**9, size=n_rows)
+    dup = rng.random(n_rows) < 0.3  # about 30 % of rows copy an earlier row's key
+    base[dup] = base[rng.integers(0, n_rows, size=n_rows)[dup]]
+    model = pd.DataFrame({"a": base, "b": base % 7, "extra": rng.random(n_rows)})
+    released = pd.concat(
+        [model[["a", "b"]].iloc[:30], pd.DataFrame({"a": [-1, -2], "b": [0, 1]})]
+    ).reset_index(drop=True)
+    path = tmp_path / "model.parquet"
+    model.to_parquet(path, index=False)
+    k, rate = table_overlap(Table(path), Table(released))
+    assert k == 30
+    exact = model.duplicated(["a", "b"], keep=False).mean()
+    assert _hash_mask(n_rows) == (0 if n_rows < 400_000 else 3)  # 1.2M rows: a quarter
+    if _hash_mask(n_rows) == 0:
+        assert rate == pytest.approx(exact, abs=1e-12)
+    else:
+        share = 1 / (_hash_mask(n_rows) + 1)  # rows sampled, by the hash
+        se = np.sqrt(exact * (1 - exact) / (n_rows * share))
+        assert abs(rate - exact) < 5 * se + 0.01, (rate, exact)
+
+
+def test_overlap_through_spark_equals_duckdb(spark):
+    from distpriv.modeling.tables import Table
+    from distpriv.pipeline.sources import table_overlap
+
+    rng = np.random.default_rng(6)
+    a = rng.integers(0, 300, size=2_000)  # many chance duplicates
+    model = pd.DataFrame({"a": a, "b": (a % 5).astype(float), "s": [f"x{v % 3}" for v in a]})
+    released = pd.concat([model.iloc[:7], pd.DataFrame({"a": [-1], "b": [0.0], "s": ["y"]})])
+    through_duckdb = table_overlap(Table(model), Table(released.reset_index(drop=True)))
+    through_spark = table_overlap(
+        Table(spark.createDataFrame(model)), Table(spark.createDataFrame(released))
+    )
+    assert through_duckdb[0] == through_spark[0] == 7
+    exact = model.duplicated(keep=False).mean()
+    assert through_duckdb[1] == pytest.approx(exact, abs=1e-12)
+    assert through_spark[1] == pytest.approx(exact, abs=1e-12)

@@ -223,12 +223,18 @@ def native_sums(table: Table, key: bytes, columns: list[str]) -> tuple[int, list
         word = hmac.new(key, f"native|{lane}".encode(), hashlib.sha256).digest()[:7]
         params[f"s{lane}"] = int.from_bytes(word, "big")
         if d == "spark":
-            lanes.append(f"sum(CAST(xxhash64(:s{lane}, {cols}) AS DECIMAL(38, 0)))")
+            # Two 32-bit halves summed as BIGINT (exact below 2³¹ rows): a DECIMAL sum of
+            # the 64-bit hash doubled the cost of this scan in Spark.
+            h = f"xxhash64(:s{lane}, {cols})"
+            lanes += [f"sum(shiftright({h}, 32))", f"sum({h} & 4294967295)"]
         else:
             lanes.append(f"sum(hash($s{lane}, {cols}))")
     sql = f"SELECT count(*), {', '.join(lanes)} FROM {engine.relation}"
     row = engine.query_native(sql, f"fingerprinting {table.source}", params)[0]
-    return int(row[0]), [0 if v is None else int(v) % _MOD for v in row[1:]]
+    sums = [0 if v is None else int(v) for v in row[1:]]
+    if d == "spark":  # Σh = 2³²·Σ(h >> 32) + Σ(h & (2³² − 1)), h signed, >> arithmetic
+        sums = [(hi << 32) + lo for hi, lo in zip(sums[::2], sums[1::2], strict=True)]
+    return int(row[0]), [v % _MOD for v in sums]
 
 
 def multiset_fingerprint(

@@ -383,17 +383,34 @@ def _row_hash(columns: list[str], types: dict[str, str], other: dict[str, str], 
     return f"{func}({', '.join(parts)})"
 
 
+# Rows of the modelling table on which its duplicate rate is measured (at least this many
+# in expectation): the rows whose row hash is 0 modulo a power of two (all copies of a row
+# share its hash, so the duplicates of a sampled row are all sampled too).
+DUPLICATE_SAMPLE_ROWS = 200_000
+
+
+def _hash_mask(n_rows: int) -> int:
+    """``2**j - 1`` with ``2**j`` the largest power of two at most n_rows / 200,000 (0: all)."""
+    return (1 << max(0, (n_rows // DUPLICATE_SAMPLE_ROWS).bit_length() - 1)) - 1
+
+
 def table_overlap(model: Table, released: Table) -> tuple[int, float | None]:
-    """Released rows also in the modelling table (all shared columns equal), in the engine.
+    """Released rows also in the modelling table (all shared columns equal), and the
+    modelling table's duplicate rate, in ONE scan of the modelling table in its engine.
 
     The ``n`` released rows (shared columns only) are registered in the modelling table's
-    engine and matched against it by a 64-bit hash in one scan; the modelling table's
-    duplicate rate (share of its rows equal to another of its rows) is computed, by one
-    grouped query, only when some row matched (it is needed only then).
+    engine and matched against it by a 64-bit row hash (a broadcast hash join); in the same
+    grouped pass, the duplicate rate (share of rows equal to another row on the shared
+    columns: what a chance match needs) is measured on
+    the rows whose hash is 0 modulo 2ʲ, a hash-partition sample of about
+    :data:`DUPLICATE_SAMPLE_ROWS` rows (every row of a table of fewer than 400,000 rows:
+    then exact). All copies of a row share its hash, so a sampled row's duplicates are
+    sampled too and the sample's share is unbiased for the table's.
 
     Returns
     -------
     (k, duplicate rate or None)
+        ``None`` when no column is shared.
     """
     shared = [c for c in released.columns if c in set(model.columns)]
     if not shared:
@@ -405,22 +422,28 @@ def table_overlap(model: Table, released: Table) -> tuple[int, float | None]:
     mine, theirs = _types_of(engine, engine.relation), _types_of(engine, view)
     h_model = _row_hash(shared, mine, theirs, engine.dialect)
     h_rel = _row_hash(shared, theirs, mine, engine.dialect)
+    released_hashes = [
+        r[0] for r in engine.query_native(f"SELECT {h_rel} FROM {view}", "hashing released rows")
+    ]
+    mask = _hash_mask(model.n_rows)
+    sampled = f"(g.h & {mask}) = 0"
+    hits = (
+        "collect_list(CASE WHEN g.hit = 1 THEN g.h END)"
+        if engine.dialect == "spark"
+        else "list(g.h) FILTER (WHERE g.hit = 1)"
+    )
     sql = (
-        f"WITH r AS (SELECT {h_rel} AS h FROM {view}), "
-        f"hit AS (SELECT m.h FROM (SELECT {h_model} AS h FROM {engine.relation}) AS m "
-        "WHERE m.h IN (SELECT h FROM r) GROUP BY m.h) "
-        "SELECT count(*) FROM r WHERE h IN (SELECT h FROM hit)"
+        f"WITH r AS (SELECT DISTINCT {h_rel} AS h FROM {view}), "
+        f"m AS (SELECT {h_model} AS h FROM {engine.relation}), "
+        "g AS (SELECT m.h AS h, count(*) AS c, max(CASE WHEN r.h IS NULL THEN 0 ELSE 1 END) "
+        f"AS hit FROM m LEFT JOIN r ON m.h = r.h WHERE r.h IS NOT NULL OR (m.h & {mask}) = 0 "
+        "GROUP BY m.h) "
+        f"SELECT {hits}, sum(CASE WHEN {sampled} THEN g.c ELSE 0 END), "
+        f"sum(CASE WHEN {sampled} AND g.c > 1 THEN g.c ELSE 0 END) FROM g"
     )
-    k = int(engine.query_native(sql, "checking the overlap of the two tables")[0][0])
-    if k == 0:
-        return 0, None
-    h_all = _row_hash(list(model.columns), mine, mine, engine.dialect)
-    dup_sql = (
-        "SELECT sum(c), sum(CASE WHEN c > 1 THEN c ELSE 0 END) FROM "
-        f"(SELECT h, count(*) AS c FROM (SELECT {h_all} AS h FROM {engine.relation}) AS x "
-        "GROUP BY h) AS g"
-    )
-    total, dup = engine.query_native(dup_sql, "counting duplicate rows of the modelling table")[0]
+    matched, total, dup = engine.query_native(sql, "checking the overlap of the two tables")[0]
+    found = set(matched or ())
+    k = sum(1 for h in released_hashes if h in found)
     return k, (float(dup or 0) / float(total) if total else 0.0)
 
 
