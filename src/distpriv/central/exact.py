@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from ..accounting import GaussianPairProfile, gaussian_pair_epsilon, pair_profile_unchecked
+from ..accounting import GaussianPairProfile, gaussian_pair_epsilon, pair_profiles_unchecked
 from ..errors import MechanismNotApplicableError
 from ..guarantees import Assumption, PrivacyGuarantee
 from ..querymodel import GaussianQueryModel
@@ -125,13 +125,8 @@ def pair_deltas(
     for i, j in model.pairs:
         ci = model.covariances[i] + noise_cov
         cj = model.covariances[j] + noise_cov
-        mi, mj = model.means[i], model.means[j]
-        out.append(
-            (
-                pair_profile_unchecked(mi, ci, mj, cj, epsilon, tol),
-                pair_profile_unchecked(mj, cj, mi, ci, epsilon, tol),
-            )
-        )
+        # Both directions share one joint whitening (the two eigendecompositions).
+        out.append(pair_profiles_unchecked(model.means[i], ci, model.means[j], cj, epsilon, tol))
     return PairCheck(epsilon, tuple(out), model.pair_labels)
 
 
