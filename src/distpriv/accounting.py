@@ -883,12 +883,12 @@ def _profile_raw(
 def _profile_from(
     dec: _Decomposition, epsilon: float, tol: float, *, reverse: bool
 ) -> GaussianPairProfile:
+    if reverse:
+        dec = dec.swapped()
     if dec.kind == "different supports":
         return GaussianPairProfile(epsilon, 1.0, 1.0, 0.0, dec.kind, 0, dec.detail)
     if dec.kind == "identical":
         return GaussianPairProfile(epsilon, 0.0, 0.0, 0.0, dec.kind, 0, dec.detail)
-    if reverse:
-        dec = dec.swapped()
     loss = _loss(dec)
     dim = int(dec.a.size)
     if np.all(loss.lam == 0.0) and np.all(loss.beta == 0.0):
