@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
+from .._threads import one_blas_thread
 from ..accounting import GaussianPairProfile, gaussian_pair_epsilon, pair_profiles_unchecked
 from ..errors import MechanismNotApplicableError
 from ..guarantees import Assumption, PrivacyGuarantee
@@ -122,11 +123,13 @@ def pair_deltas(
     """
     out = []
     noise_cov = (noise_cov + noise_cov.T) / 2
-    for i, j in model.pairs:
-        ci = model.covariances[i] + noise_cov
-        cj = model.covariances[j] + noise_cov
-        # Both directions share one joint whitening (the two eigendecompositions).
-        out.append(pair_profiles_unchecked(model.means[i], ci, model.means[j], cj, epsilon, tol))
+    with one_blas_thread():
+        for i, j in model.pairs:
+            ci = model.covariances[i] + noise_cov
+            cj = model.covariances[j] + noise_cov
+            # Both directions share one joint whitening (the two eigendecompositions).
+            mi, mj = model.means[i], model.means[j]
+            out.append(pair_profiles_unchecked(mi, ci, mj, cj, epsilon, tol))
     return PairCheck(epsilon, tuple(out), model.pair_labels)
 
 
