@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "_validation": 0,
     "_version": 0,
+    "_threads": 0,  # one BLAS thread around the accountant's loops (threadpoolctl only)
     "_lazy": 0,  # lazy re-exports of the package __init__ files (importlib only)
     "_html": 0,  # templates for _repr_html_ and the report (jinja2 only)
     "accounting": 1,

@@ -373,6 +373,23 @@ class _Decomposition:
     shift: np.ndarray
     detail: str = ""
     condition: float = 1.0
+    degenerate: str = ""  # "P" or "Q": which one is degenerate (kind "different supports")
+
+    def swapped(self) -> _Decomposition:
+        """Q against P in the same whitening: a and b exchanged, the shift negated.
+
+        Exchanging P and Q leaves the standardised sum and its eigendecomposition as they
+        are (floating-point addition commutes) and negates A − B, whose eigenvectors are
+        the same: the whitening of (Q, P) is this one, up to the order, signs and rounding
+        of its eigenvectors, none of which changes the privacy loss's distribution.
+        """
+        who = {"P": "Q", "Q": "P"}.get(self.degenerate, "")
+        detail = _degenerate_detail(who) if who else self.detail
+        return _Decomposition(self.kind, self.b, self.a, -self.shift, detail, self.condition, who)
+
+
+def _degenerate_detail(who: str) -> str:
+    return f"{who} is degenerate in a direction where the other is not"
 
 
 def _check_pair(
@@ -451,7 +468,8 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
         return _Decomposition(
             "different supports",
             *(np.zeros(0),) * 3,
-            detail=f"{who} is degenerate in a direction where the other is not",
+            detail=_degenerate_detail(who),
+            degenerate=who,
         )
     if float(np.max(np.abs(shift))) > 1e50:
         # The means are more than 1e50 standard deviations apart: δ = 1 to double
@@ -865,12 +883,12 @@ def _profile_raw(
 def _profile_from(
     dec: _Decomposition, epsilon: float, tol: float, *, reverse: bool
 ) -> GaussianPairProfile:
+    if reverse:
+        dec = dec.swapped()
     if dec.kind == "different supports":
         return GaussianPairProfile(epsilon, 1.0, 1.0, 0.0, dec.kind, 0, dec.detail)
     if dec.kind == "identical":
         return GaussianPairProfile(epsilon, 0.0, 0.0, 0.0, dec.kind, 0, dec.detail)
-    if reverse:
-        dec = _Decomposition(dec.kind, dec.b, dec.a, -dec.shift, condition=dec.condition)
     loss = _loss(dec)
     dim = int(dec.a.size)
     if np.all(loss.lam == 0.0) and np.all(loss.beta == 0.0):
@@ -894,7 +912,7 @@ def _profile_from(
         # inversion's tail is unreliable (measured, issue 18). If Q is nowhere far wider
         # than P, the reverse loss is well conditioned: δ_{P‖Q}(ε) = 1 − e^ε + e^ε
         # δ_{Q‖P}(−ε) (the hockey-stick divergence's symmetry, same supports).
-        rev = _loss(_Decomposition(dec.kind, dec.b, dec.a, -dec.shift))
+        rev = _loss(dec.swapped())
         if float(np.max(rev.lam)) <= _MAX_LAMBDA and epsilon <= 30.0:
             scale = math.exp(epsilon)
             checked = _inversion_checked(rev, -epsilon, tol / scale)
@@ -1027,6 +1045,37 @@ def pair_profile_unchecked(
 ) -> GaussianPairProfile:
     """:func:`gaussian_pair_profile` without input validation (for internal loops)."""
     return _profile_raw(mean_p, cov_p, mean_q, cov_q, epsilon, tol)
+
+
+def pair_profiles_unchecked(
+    mean_p: np.ndarray,
+    cov_p: np.ndarray,
+    mean_q: np.ndarray,
+    cov_q: np.ndarray,
+    epsilon: float,
+    tol: float = _DEFAULT_TOL,
+) -> tuple[GaussianPairProfile, GaussianPairProfile]:
+    """Both directions, P against Q and Q against P, from one joint whitening.
+
+    The same answers as two calls of :func:`pair_profile_unchecked` with the arguments
+    exchanged, without computing the whitening twice (:meth:`_Decomposition.swapped`): up
+    to rounding in the general case (the second eigendecomposition is of A − B instead of
+    B − A), bit for bit for equal covariances (the closed form depends on the distance
+    only) and one statistic (computed per direction as before).
+    """
+    if np.array_equal(cov_p, cov_q):
+        same = _equal_covariance_profile(mean_p - mean_q, cov_p, epsilon)
+        return same, same
+    if mean_p.shape[0] == 1:
+        return (
+            _profile_raw_1d(mean_p, cov_p, mean_q, cov_q, epsilon),
+            _profile_raw_1d(mean_q, cov_q, mean_p, cov_p, epsilon),
+        )
+    dec = _decompose(mean_p, cov_p, mean_q, cov_q)
+    return (
+        _profile_from(dec, epsilon, tol, reverse=False),
+        _profile_from(dec, epsilon, tol, reverse=True),
+    )
 
 
 def _equal_covariance_profile(

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from ..accounting import GaussianPairProfile, gaussian_pair_epsilon, pair_profile_unchecked
+from .._threads import one_blas_thread
+from ..accounting import GaussianPairProfile, gaussian_pair_epsilon, pair_profiles_unchecked
 from ..errors import MechanismNotApplicableError
 from ..guarantees import Assumption, PrivacyGuarantee
 from ..querymodel import GaussianQueryModel
@@ -36,6 +37,7 @@ __all__ = [
     "PairCheck",
     "gaussian_premise",
     "pair_deltas",
+    "search_tolerance",
     "smallest_scale",
     "verified_headline",
 ]
@@ -122,17 +124,19 @@ def pair_deltas(
     """
     out = []
     noise_cov = (noise_cov + noise_cov.T) / 2
-    for i, j in model.pairs:
-        ci = model.covariances[i] + noise_cov
-        cj = model.covariances[j] + noise_cov
-        mi, mj = model.means[i], model.means[j]
-        out.append(
-            (
-                pair_profile_unchecked(mi, ci, mj, cj, epsilon, tol),
-                pair_profile_unchecked(mj, cj, mi, ci, epsilon, tol),
-            )
-        )
+    with one_blas_thread():
+        for i, j in model.pairs:
+            ci = model.covariances[i] + noise_cov
+            cj = model.covariances[j] + noise_cov
+            # Both directions share one joint whitening (the two eigendecompositions).
+            mi, mj = model.means[i], model.means[j]
+            out.append(pair_profiles_unchecked(mi, ci, mj, cj, epsilon, tol))
     return PairCheck(epsilon, tuple(out), model.pair_labels)
+
+
+def search_tolerance(delta: float) -> float:
+    """Accuracy of the profile during a scale search (relative to the target δ)."""
+    return max(delta * _SEARCH_RTOL, 1e-15)
 
 
 def smallest_scale(
@@ -143,6 +147,7 @@ def smallest_scale(
     delta: float,
     start: float,
     name: str,
+    known: dict[float, float] | None = None,
 ) -> tuple[float, PairCheck]:
     """Least s ≥ 0 with every pair's exact δ(ε) ≤ δ for the noise Σ_Z = ``noise_of(s)``.
 
@@ -151,6 +156,7 @@ def smallest_scale(
     brackets the root starting from ``start`` (e.g. the papers' calibration), solves
     log δ(s) = log δ with Brent's method on log s, and returns the upper end, re-checked
     with the strict accuracy: the returned scale is verified, not extrapolated.
+    ``known`` maps scales to the worst δ already computed at :func:`search_tolerance`.
 
     Raises
     ------
@@ -158,10 +164,14 @@ def smallest_scale(
         No scale meets the target (δ(ε) stays above δ as the noise grows: the noise shape
         leaves a direction where the hypotheses differ unprotected).
     """
-    search_tol = max(delta * _SEARCH_RTOL, 1e-15)
+    search_tol = search_tolerance(delta)
+    # Brent's method starts by evaluating both ends of the bracket, already known.
+    seen: dict[float, float] = dict(known or {})
 
     def worst(s: float) -> float:
-        return pair_deltas(model, noise_of(s), epsilon=epsilon, tol=search_tol).worst
+        if s not in seen:
+            seen[s] = pair_deltas(model, noise_of(s), epsilon=epsilon, tol=search_tol).worst
+        return seen[s]
 
     s0 = start if start > 0 and math.isfinite(start) else 1.0
     lo, hi = 0.0, s0
@@ -200,8 +210,11 @@ def smallest_scale(
                 )
             f_hi = worst(hi)
 
+    # The ends map back to the scales evaluated (exp(log s) may differ from s by an ulp).
+    ends = {math.log(lo): lo, math.log(hi): hi} if lo > 0.0 else {}
+
     def g(x: float) -> float:
-        s = math.exp(x) if lo > 0.0 else x
+        s = ends.get(x, math.exp(x)) if lo > 0.0 else x
         return math.log(max(worst(s), 1e-300)) - math.log(delta)
 
     if lo > 0.0:

@@ -31,6 +31,7 @@ from .exact import (
     exact_assumption,
     gaussian_premise,
     pair_deltas,
+    search_tolerance,
     smallest_scale,
 )
 from .robust import confidence_set, population_model, population_premise
@@ -101,8 +102,11 @@ def _search(
     start: float,
     epsilon: float,
     delta: float,
+    known: dict[float, float] | None = None,
 ) -> tuple[np.ndarray, float, PairCheck]:
-    scale, check = smallest_scale(gm, family, epsilon=epsilon, delta=delta, start=start, name=name)
+    scale, check = smallest_scale(
+        gm, family, epsilon=epsilon, delta=delta, start=start, name=name, known=known
+    )
     return family(scale), scale, check
 
 
@@ -144,16 +148,17 @@ def _optimal(
     best: tuple[np.ndarray, float, PairCheck, str] | None = None
     errors = []
     for label, fam, start in families:
+        known = None
         if best is not None:
             # Prune: at the scale where this shape costs as much as the best so far, it
             # must already meet the target, or its least scale would cost more.
             cap = _scale_at_cost(fam, weights, float(np.trace(weights @ best[0])), start)
-            loose = max(delta * 1e-4, 1e-15)
-            if pair_deltas(gm, fam(cap), epsilon=epsilon, tol=loose).worst > delta:
+            at_cap = pair_deltas(gm, fam(cap), epsilon=epsilon, tol=search_tolerance(delta))
+            if at_cap.worst > delta:
                 continue
-            start = cap
+            start, known = cap, {cap: at_cap.worst}  # the search starts where this left off
         try:
-            cov, s, chk = _search("optimal-g", gm, fam, start, epsilon, delta)
+            cov, s, chk = _search("optimal-g", gm, fam, start, epsilon, delta, known)
         except MechanismNotApplicableError as exc:
             errors.append(str(exc))
             continue

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .._threads import on_one_blas_thread
 from .._validation import check_choice, check_epsilon, check_real
 from ..accounting import CALIBRATIONS, DISTANCE_CALIBRATIONS
 from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
@@ -328,6 +329,7 @@ def _check_range(model: GaussianQueryModel | SampledQueryModel) -> None:
         )
 
 
+@on_one_blas_thread
 def calibrate(
     name: str,
     model: GaussianQueryModel | SampledQueryModel | AttributeNetworkModel,

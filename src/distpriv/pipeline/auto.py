@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._threads import on_one_blas_thread
 from .._validation import check_array, check_delta, check_epsilon
 from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
 from ..central.registry import default_options
@@ -323,6 +324,7 @@ def calibrate_candidates(
     return tuple(out)
 
 
+@on_one_blas_thread
 def choose_mechanism(
     model: GaussianQueryModel | SampledQueryModel,
     *,
