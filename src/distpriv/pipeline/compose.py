@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from scipy.linalg import block_diag
 
+from .._threads import on_one_blas_thread
 from .._validation import check_delta
 from ..distances import winf_distance
 from ..errors import CompositionError, ParameterError
@@ -207,6 +208,7 @@ class ComposedGuarantee:
 # ---------------------------------------------------------------------------------------
 
 
+@on_one_blas_thread
 def gaussian_pair_composition(
     means: np.ndarray,
     covariances: np.ndarray,
