@@ -102,3 +102,23 @@ def test_known_values_are_used_not_recomputed(monkeypatch):
     )
     assert float(np.trace(start * start * shape)) not in seen
     assert root * (1 - 1e-6) <= scale <= root * (1 + 5e-5)
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("start_factor", [1e-9, 1e-4, 1e3, 1e7, 1e12])
+def test_far_starts_still_find_the_least_scale(seed, start_factor):
+    """A start many orders of magnitude off (a papers' calibration far from the exact
+    one) still yields the least verified scale, not a refusal."""
+    model, shape = _model(seed), _shape(seed)
+    root = _bisect(model, shape)
+    scale, check = smallest_scale(
+        model,
+        lambda s: s * s * shape,
+        epsilon=EPS,
+        delta=DELTA,
+        start=root * start_factor,
+        name="test",
+    )
+    assert check.worst <= DELTA
+    assert pair_deltas(model, scale * scale * shape, epsilon=EPS).worst <= DELTA
+    assert root * (1 - 1e-6) <= scale <= root * (1 + 5e-5)

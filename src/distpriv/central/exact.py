@@ -179,29 +179,42 @@ def smallest_scale(
     # The papers' scale is usually within a few percent of the answer: the first step
     # of the bracket is small (1.25), the following ones large (4).
     if f_hi <= delta:
-        # Walk down; below 1e-6 of the start, try no noise at all.
+        # Walk down; below 1e-6 of the start, see whether no noise at all will do: if so
+        # (strictly) that is the answer, if only to within the search accuracy the root
+        # is verified upward from there, else walk on until the target fails (δ(s) →
+        # δ(0) > δ as s → 0, so it does: a start far above the root).
         lo = hi / 1.25
         while worst(lo) <= delta:
             hi, lo = lo, lo / 4.0
-            if lo < 1e-6 * s0:
+            if lo < 1e-6 * s0 and worst(0.0) <= delta:
+                check = pair_deltas(model, noise_of(0.0), epsilon=epsilon)
+                if check.worst <= delta:
+                    return 0.0, check
+                lo = 0.0  # no noise meets the target only to within the search accuracy
+                break
+            if lo < 1e-300:  # pragma: no cover - a root below the smallest float
                 lo = 0.0
-                if worst(0.0) <= delta:
-                    check = pair_deltas(model, noise_of(0.0), epsilon=epsilon)
-                    if check.worst <= delta:
-                        return 0.0, check
                 break
     else:
-        f_prev = math.inf
+        # δ(s) decreases to the δ of the directions the noise does not reach; but it also
+        # stays flat while the noise is negligible against the model's spread (a start
+        # far below the answer). So a step without progress means "no scale will do"
+        # only once the noise is at least the model's spread on every statistic it
+        # touches; and 20 steps (a 4²⁰-fold growth) without progress always do.
+        spread = np.max(np.diagonal(model.covariances, axis1=1, axis2=2), axis=0)
+        history: list[float] = []
         step = 1.25
         while f_hi > delta:
+            d = np.diag(noise_of(hi))
+            touched = d > 0
+            matters = bool(touched.any()) and bool(np.all(d[touched] >= spread[touched]))
             lo = hi
             hi *= step
             step = 4.0
-            # δ(s) decreases to the δ of the directions the noise does not reach; once it
-            # stalls above the target (or the scale is absurd), no scale will do.
-            stalled = f_hi > 0.999 * f_prev
-            f_prev = f_hi
-            if stalled or hi > _MAX_GROWTH * s0:
+            history.append(f_hi)
+            flat = len(history) > 1 and f_hi > 0.999 * history[-2]
+            stalled = (flat and matters) or (len(history) > 20 and f_hi > 0.999 * history[-21])
+            if stalled or (matters and hi > _MAX_GROWTH * s0) or hi > 1e250:
                 raise MechanismNotApplicableError(
                     f"{name}: no scale of its noise shape meets ({epsilon:g}, {delta:g}) under "
                     f"the exact profile of the model's covariances (delta({epsilon:g}) stays at "
@@ -217,17 +230,20 @@ def smallest_scale(
         s = ends.get(x, math.exp(x)) if lo > 0.0 else x
         return math.log(max(worst(s), 1e-300)) - math.log(delta)
 
-    if lo > 0.0:
+    if lo == 0.0 and worst(0.0) <= delta:
+        root = hi  # the search accuracy cannot place the root below hi: verify upward
+    elif lo > 0.0:
         root = math.exp(brentq(g, math.log(lo), math.log(hi), xtol=_SCALE_RTOL))
     else:
         root = brentq(g, 0.0, hi, xtol=_SCALE_RTOL * hi)
     hi = min(hi, root * (1.0 + 2 * _SCALE_RTOL))
-    # The strict check; step up if the search accuracy left the root a hair short.
-    for _ in range(60):
+    # The strict check; step up if the search accuracy left the root short, by steps
+    # that double (1e-6, 2e-6, … relative): a hair costs one step, 1 % about fifteen.
+    for k in range(60):
         check = pair_deltas(model, noise_of(hi), epsilon=epsilon)
         if check.worst <= delta:
             return hi, check
-        hi *= 1.0 + 1e-6
+        hi *= 1.0 + 1e-6 * 2.0**k
     raise MechanismNotApplicableError(  # pragma: no cover - the search bracket was wrong
         f"{name}: the exact calibration could not be verified; use calibration='analytic'"
     )
