@@ -4,6 +4,19 @@ from __future__ import annotations
 
 import os
 
+# One BLAS/OpenMP thread per pytest-xdist worker. `pytest -n auto` already runs one worker
+# per core; each numpy/scipy/scikit-learn call then starting a thread per core as well
+# oversubscribes the machine (2 workers x 2 threads on 2 cores made the classifier audits
+# several times slower). The variables reach subprocesses and the libraries loaded later;
+# threadpoolctl (a scikit-learn dependency) limits the ones already loaded. Outside xdist
+# nothing changes.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = "1"
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
