@@ -4,6 +4,19 @@ from __future__ import annotations
 
 import os
 
+# One BLAS/OpenMP thread per pytest-xdist worker. `pytest -n auto` already runs one worker
+# per core; each numpy/scipy/scikit-learn call then starting a thread per core as well
+# oversubscribes the machine (2 workers x 2 threads on 2 cores made the classifier audits
+# several times slower). The variables reach subprocesses and the libraries loaded later;
+# threadpoolctl (a scikit-learn dependency) limits the ones already loaded. Outside xdist
+# nothing changes.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = "1"
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
@@ -61,3 +74,27 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+SHORT_UTILITY_GRID = (2.0,)
+
+
+@pytest.fixture
+def short_utility_grid(monkeypatch):
+    """The privacy-utility figure of ``--html`` pages on the grid ``SHORT_UTILITY_GRID``
+    (plus the requested ε, which utility_curve always adds) instead of its seven default ε.
+
+    The figure recalibrates every candidate mechanism at every ε of the grid, which is most
+    of the run time of an ``--html`` release or demo. Use it only in tests whose assertions
+    do not depend on the grid's length (what the page marks, what it leaks, which mechanisms
+    it draws or explains); the default grid itself is tested in
+    tests/pipeline/test_html.py::test_utility_curve_matches_calibration."""
+    from distpriv.pipeline import html
+
+    full = html.utility_curve
+
+    def short(*args, **kwargs):
+        return full(*args, **{**kwargs, "epsilons": SHORT_UTILITY_GRID})
+
+    monkeypatch.setattr(html, "utility_curve", short)
+    return SHORT_UTILITY_GRID

@@ -93,26 +93,52 @@ def test_query_clamp_is_the_projection_on_the_box():
 # -- verify: a dry run ---------------------------------------------------------------
 
 
-def test_verify_draws_no_noise_and_writes_only_its_report(hospital, monkeypatch, capsys):
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory):
+    """One `distpriv verify` of the hospital example (a dry run of ~10 s), shared by the two
+    tests below: it runs with noise drawing made to fail, and the outcome of the
+    run_verify call the command makes is kept for the library-level assertions."""
+    folder = tmp_path_factory.mktemp("verify")
+    for f in HOSPITAL.iterdir():
+        if f.suffix in (".csv", ".toml"):
+            shutil.copy(f, folder / f.name)
+    config = folder / "hospital.toml"
+
     def no_noise(*args, **kwargs):
         raise AssertionError("verify drew noise")
 
-    monkeypatch.setattr(CalibratedMechanism, "release", no_noise)
-    monkeypatch.setattr(dp.noise, "secure_sample", no_noise)
-    before = sorted(p.name for p in hospital.parent.iterdir())
-    out = hospital.parent / "check.json"
-    status = cli.main(["verify", str(hospital), "--out", str(out), "--quiet"])
-    assert status in (0, 1)
-    after = sorted(p.name for p in hospital.parent.iterdir())
-    assert after == sorted([*before, "check.json"])  # no ledger, no other file
-    report = json.loads(out.read_text())
+    import distpriv.pipeline as pipeline
+
+    outcomes = []
+
+    def spy(*args, **kwargs):
+        outcomes.append(run_verify(*args, **kwargs))
+        return outcomes[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(CalibratedMechanism, "release", no_noise)
+        mp.setattr(dp.noise, "secure_sample", no_noise)
+        mp.setattr(pipeline, "run_verify", spy)  # the command imports it from here
+        before = sorted(p.name for p in folder.iterdir())
+        out = folder / "check.json"
+        status = cli.main(["verify", str(config), "--out", str(out), "--quiet"])
+        after = sorted(p.name for p in folder.iterdir())
+    (outcome,) = outcomes
+    return {"status": status, "before": before, "after": after, "out": out, "outcome": outcome}
+
+
+def test_verify_draws_no_noise_and_writes_only_its_report(verified):
+    assert verified["status"] in (0, 1)
+    # no ledger, no other file
+    assert verified["after"] == sorted([*verified["before"], "check.json"])
+    report = json.loads(verified["out"].read_text())
     assert report["kind"] == "verification" and report["noise_drawn"] is False
     assert report["verification"]["target_delta"] == pytest.approx(1e-3)
     assert "released" not in json.dumps(report["statistics"])
 
 
-def test_run_verify_uses_the_release_mechanism(hospital):
-    out = _quiet(run_verify, hospital)
+def test_run_verify_uses_the_release_mechanism(verified):
+    out = verified["outcome"]  # run_verify(<the hospital config>), as the command calls it
     assert out.public["mechanism"]["name"] == "expm-g"
     assert out.public["guarantee"]["epsilon"] == pytest.approx(1.0)
 

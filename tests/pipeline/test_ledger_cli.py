@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import multiprocessing
 import os
 import sqlite3
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +17,6 @@ from distpriv.pipeline import run_release
 from distpriv.pipeline.compose import ReleaseSpec, compose
 from distpriv.pipeline.ledger import Ledger
 from distpriv.pipeline.sources import load_frame
-
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 CONFIG = """
 title = "ledger test"
@@ -126,16 +124,30 @@ def test_json_report_carries_the_ledger_block(setting, capsys):
     assert block["composed"]["delta"] == 1e-3
 
 
+def _release_in_a_child(argv, start, conn):
+    """One `distpriv release` in its own process: its exit status, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    start.wait(timeout=600)  # all eight start together
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as exc:
+            status = exc.code
+    conn.send((status, out.getvalue(), err.getvalue()))
+    conn.close()
+
+
 def test_eight_concurrent_releases_with_a_budget_for_three(setting):
+    """Eight separate processes, each with its own SQLite connection, race for a budget of
+    three. They are forked from one forkserver that has imported distpriv once, instead of
+    eight `python -m distpriv.cli` launches that each spent ~3 s importing it (the CLI entry
+    itself runs as a real subprocess in tests/test_cli.py): the processes, their connections
+    and the race on the ledger file are the same, and they start closer together."""
     eps3, eps4 = composed_epsilons(setting, (3, 4))
     assert eps4 > eps3 + 0.1
     budget = f"{(eps3 + eps4) / 2:.6f},1e-3"
     led = setting / "concurrent.ledger"
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
     argv = [
-        sys.executable,
-        "-m",
-        "distpriv.cli",
         "release",
         str(setting / "release.toml"),
         "--ledger",
@@ -144,15 +156,30 @@ def test_eight_concurrent_releases_with_a_budget_for_three(setting):
         budget,
         "--quiet",
     ]
-    procs = [
-        subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(8)
-    ]
-    results = [(p.wait(timeout=600), *p.communicate()) for p in procs]
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["distpriv.cli", "distpriv.pipeline.run", __name__])
+    start = ctx.Event()
+    pipes, procs = [], []
+    for _ in range(8):
+        receive, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_release_in_a_child, args=(argv, start, send))
+        proc.start()
+        send.close()
+        pipes.append(receive)
+        procs.append(proc)
+    start.set()
+    results = []
+    for receive, proc in zip(pipes, procs, strict=True):
+        assert receive.poll(600), "a release process did not answer"
+        results.append(receive.recv())
+        proc.join(timeout=60)
+        assert proc.exitcode == 0, proc.exitcode
     ok = [r for r in results if r[0] == 0]
     refused = [r for r in results if r[0] != 0]
     assert len(ok) == 3, results
     assert all("refused" in err and "budget" in err for _, _, err in refused), refused
+    pids = {proc.pid for proc in procs}
+    assert len(pids) == 8 and os.getpid() not in pids  # eight distinct processes
     rows = Ledger(led).releases()
     assert len(rows) == 3
     assert [r.composed["n_releases"] for r in rows] == [1, 2, 3]
