@@ -152,7 +152,7 @@ def _optimal(
         if best is not None:
             # Prune: at the scale where this shape costs as much as the best so far, it
             # must already meet the target, or its least scale would cost more.
-            cap = _scale_at_cost(fam, weights, float(np.trace(weights @ best[0])), start)
+            cap = scale_at_cost(fam, weights, float(np.trace(weights @ best[0])), start)
             at_cap = pair_deltas(gm, fam(cap), epsilon=epsilon, tol=search_tolerance(delta))
             if at_cap.worst > delta:
                 continue
@@ -169,7 +169,7 @@ def _optimal(
     return best
 
 
-def _scale_at_cost(
+def scale_at_cost(
     fam: Callable[[float], np.ndarray], weights: np.ndarray, cost: float, start: float
 ) -> float:
     """The s with tr(W Σ_Z(s)) = cost (bisection; the cost is non-decreasing in s).

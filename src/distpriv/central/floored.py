@@ -53,10 +53,11 @@ from .exact import (
     exact_assumption,
     gaussian_premise,
     pair_deltas,
+    search_tolerance,
     smallest_scale,
     verified_headline,
 )
-from .exact_calibration import calibrate_exact
+from .exact_calibration import calibrate_exact, scale_at_cost
 from .expected_value import calibrate_dirm, calibrate_expm
 from .optimal import calibrate_optimal
 from .uncertainty import calibrate_daum, calibrate_eigm
@@ -466,22 +467,36 @@ def _search_best(
     beta: float | None = None,
 ) -> tuple[Noise, str, float, PairCheck]:
     robust = beta is not None and getattr(gm, "uncertainty", None) is not None
+
+    def target(cov: np.ndarray) -> GaussianQueryModel:
+        if not robust:
+            return gm
+        from .robust import population_model  # issue 18 (robust calibration)
+
+        return population_model(gm, beta=beta, noise_cov=cov)
+
     best = None
     errors = []
-    for label, fam, start, noise_of in cands:
+    # Covariances already verified first (one check each): a best to prune against.
+    for label, fam, start, noise_of in sorted(cands, key=lambda c: c[2] >= 0):
         if start < 0:  # a fixed covariance (it must not shrink below the floor)
-            if robust:
-                from .robust import population_model  # issue 18 (robust calibration)
-
-                target = population_model(gm, beta=beta, noise_cov=fam(1.0))
-            else:
-                target = gm
-            check = pair_deltas(target, fam(1.0), epsilon=epsilon)
+            check = pair_deltas(target(fam(1.0)), fam(1.0), epsilon=epsilon)
             if check.worst <= delta:
                 cost = float(np.trace(weights @ fam(1.0)))
                 if best is None or cost < best[0]:
                     best = (cost, noise_of(1.0), label, 1.0, check)
             continue
+        if best is not None:
+            # Prune (exact): δ(ε) is non-increasing and the cost non-decreasing in the
+            # scale, so a family that fails the target where it costs as much as the best
+            # so far can only verify at a higher cost. Otherwise search from there.
+            cap = scale_at_cost(fam, weights, best[0], start)
+            at_cap = pair_deltas(
+                target(fam(cap)), fam(cap), epsilon=epsilon, tol=search_tolerance(delta)
+            )
+            if at_cap.worst > delta:
+                continue
+            start = cap
         try:
             if robust:
                 s, check = _population_search(name, gm, fam, start, epsilon, delta, beta)
