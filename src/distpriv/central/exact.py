@@ -23,6 +23,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
@@ -37,6 +38,7 @@ __all__ = [
     "PairCheck",
     "gaussian_premise",
     "pair_deltas",
+    "published_noise",
     "search_tolerance",
     "smallest_scale",
     "verified_headline",
@@ -246,6 +248,52 @@ def smallest_scale(
         hi *= 1.0 + 1e-6 * 2.0**k
     raise MechanismNotApplicableError(  # pragma: no cover - the search bracket was wrong
         f"{name}: the exact calibration could not be verified; use calibration='analytic'"
+    )
+
+
+def published_noise(
+    build: Callable[[float], Any],
+    members: Callable[[np.ndarray], GaussianQueryModel],
+    *,
+    epsilon: float,
+    delta: float,
+    name: str,
+) -> tuple[Any, PairCheck]:
+    """The noise to publish for a verified scale, checked as it is published.
+
+    A :class:`~distpriv.noise.Noise` holds its covariance as an eigendecomposition (tiny
+    or negative eigenvalues dropped), which differs by rounding from the covariance the
+    scale search verified; where δ(ε) is at the target, or the accountant is at the edge
+    between two of its methods, that can cross the target. So the strict check is
+    repeated on ``noise.covariance`` itself, with the models ``members(covariance)``
+    (the fitted model, or the population set's worst members for that noise), and the
+    noise is raised by doubling relative steps (variance × (1 + 1e-6 · 2ᵏ)) until it
+    passes: the guarantee is about the covariance that is sampled.
+
+    Parameters
+    ----------
+    build : callable(factor) -> Noise
+        The noise with every variance multiplied by ``factor`` (1: as verified).
+    members : callable(covariance) -> GaussianQueryModel
+    epsilon, delta : float
+    name : str
+        The mechanism, for the message.
+
+    Raises
+    ------
+    MechanismNotApplicableError
+        No small raise verifies (not expected: the search verified the scale).
+    """
+    for k in range(40):
+        factor = 1.0 if k == 0 else 1.0 + 1e-6 * 2.0 ** (k - 1)
+        noise = build(factor)
+        cov = noise.covariance
+        check = pair_deltas(members(cov), cov, epsilon=epsilon)
+        if check.worst <= delta:
+            return noise, check
+    raise MechanismNotApplicableError(  # pragma: no cover - the search verified the scale
+        f"{name}: the noise as published could not be verified at ({epsilon:g}, {delta:g}); "
+        "use calibration='analytic'"
     )
 
 

@@ -53,6 +53,7 @@ from .exact import (
     exact_assumption,
     gaussian_premise,
     pair_deltas,
+    published_noise,
     search_tolerance,
     smallest_scale,
     verified_headline,
@@ -512,7 +513,14 @@ def _search_best(
             best = (cost, noise_of(s), label, s, check)
     if best is None:
         raise MechanismNotApplicableError("; ".join(errors))
-    return best[1], best[2], best[3], best[4]
+    _, _, label, s, _ = best
+    noise_of = next(c[3] for c in cands if c[0] == label)
+    # Checked again as published (central.exact.published_noise): the Noise drops tiny
+    # eigenvalues of the searched covariance.
+    noise, check = published_noise(
+        lambda f: noise_of(s * math.sqrt(f)), target, epsilon=epsilon, delta=delta, name=name
+    )
+    return noise, label, s, check
 
 
 def _assemble(
