@@ -23,7 +23,11 @@ LAYERS: dict[str, int] = {
     "_threads": 0,  # one BLAS thread around the accountant's loops (threadpoolctl only)
     "_lazy": 0,  # lazy re-exports of the package __init__ files (importlib only)
     "_html": 0,  # templates for _repr_html_ and the report (jinja2 only)
-    "accounting": 1,
+    "accounting": 1,  # calibrations; imports pair_profile (same rank), never the reverse
+    "pair_profile": 1,  # exact δ(ε) of two Gaussians; imports the three _pair_* below
+    "_pair_whitening": 1,
+    "_pair_inversion": 1,  # imports _pair_whitening
+    "_pair_region": 1,  # imports _pair_inversion (its Gauss–Legendre nodes)
     "distances": 2,
     "divergences": 2,
     "noise": 3,

@@ -14,13 +14,7 @@ from ._lazy import attach
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "_version": ("__version__",),
     "accounting": (
-        "GaussianPairProfile",
         "gaussian_constant",
-        "gaussian_delta",
-        "gaussian_epsilon",
-        "gaussian_pair_delta",
-        "gaussian_pair_epsilon",
-        "gaussian_pair_profile",
         "max_mahalanobis_distance",
     ),
     "attacks": (
@@ -53,6 +47,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "PrivacyLeakWarning",
         "SamplerError",
         "UtilityWarning",
+    ),
+    "pair_profile": (
+        "GaussianPairProfile",
+        "gaussian_delta",
+        "gaussian_epsilon",
+        "gaussian_pair_delta",
+        "gaussian_pair_epsilon",
+        "gaussian_pair_profile",
     ),
     "guarantees": (
         "Assumption",

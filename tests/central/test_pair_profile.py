@@ -19,7 +19,8 @@ from distpriv import (
     gaussian_pair_epsilon,
     gaussian_pair_profile,
 )
-from distpriv.accounting import _decompose, _profile_from
+from distpriv._pair_whitening import _decompose
+from distpriv.pair_profile import _profile_from
 
 from ._mc import mc_delta
 

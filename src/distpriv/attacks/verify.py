@@ -53,10 +53,10 @@ import numpy as np
 from scipy.stats import beta, binom
 
 from .._validation import check_positive_int, check_real, check_rng
-from ..accounting import gaussian_pair_delta
 from ..central import CalibratedMechanism
 from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
+from ..pair_profile import gaussian_pair_delta
 from ..querymodel import SampledQueryModel
 from .bounds import clopper_pearson
 from .lattice import detect_lattice, lattice_decoder

@@ -29,9 +29,9 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .._threads import one_blas_thread
-from ..accounting import GaussianPairProfile, gaussian_pair_epsilon, pair_profiles_unchecked
 from ..errors import MechanismNotApplicableError
 from ..guarantees import Assumption, PrivacyGuarantee
+from ..pair_profile import GaussianPairProfile, gaussian_pair_epsilon, pair_profiles_unchecked
 from ..querymodel import GaussianQueryModel
 
 __all__ = [

@@ -242,7 +242,7 @@ def gaussian_pair_composition(
     -------
     (epsilon, delta_at_budget_epsilon or None, per-pair list of dicts)
     """
-    from ..accounting import gaussian_pair_delta, gaussian_pair_epsilon
+    from ..pair_profile import gaussian_pair_delta, gaussian_pair_epsilon
 
     eps_max, dlt_max, rows = 0.0, None if budget_epsilon is None else 0.0, []
     for i, j in pairs:
