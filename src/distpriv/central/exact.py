@@ -31,7 +31,12 @@ from scipy.optimize import brentq
 from .._threads import one_blas_thread
 from ..errors import MechanismNotApplicableError
 from ..guarantees import Assumption, PrivacyGuarantee
-from ..pair_profile import GaussianPairProfile, gaussian_pair_epsilon, pair_profiles_unchecked
+from ..pair_profile import (
+    GaussianPairProfile,
+    gaussian_pair_epsilon,
+    gaussian_pair_profile,
+    pair_profiles_unchecked,
+)
 from ..querymodel import GaussianQueryModel
 
 __all__ = [
@@ -122,18 +127,37 @@ def pair_deltas(
         Σ_Z.
     epsilon : float
     tol : float
-        Absolute accuracy asked of each profile.
+        Absolute accuracy asked of each profile. At the strict accuracy (the default:
+        the checks behind a guarantee) each direction is computed exactly as the public
+        :func:`~distpriv.gaussian_pair_profile` computes it, on the same matrices, so a
+        guarantee never states less than the public accountant reports for its noise
+        (where the inversion is near ill-conditioned, the rounding of a different
+        whitening can move the accountant to its looser certified bound). During a
+        scale search (a looser ``tol``) both directions share one joint whitening.
     """
     out = []
-    noise_cov = (noise_cov + noise_cov.T) / 2
+    strict = tol <= _STRICT_TOL
+    if not strict:
+        noise_cov = (noise_cov + noise_cov.T) / 2
     with one_blas_thread():
         for i, j in model.pairs:
             ci = model.covariances[i] + noise_cov
             cj = model.covariances[j] + noise_cov
-            # Both directions share one joint whitening (the two eigendecompositions).
             mi, mj = model.means[i], model.means[j]
-            out.append(pair_profiles_unchecked(mi, ci, mj, cj, epsilon, tol))
+            if strict:
+                out.append(
+                    (
+                        gaussian_pair_profile(mi, ci, mj, cj, epsilon=epsilon, tol=tol),
+                        gaussian_pair_profile(mj, cj, mi, ci, epsilon=epsilon, tol=tol),
+                    )
+                )
+            else:  # both directions share one joint whitening (two eigendecompositions)
+                out.append(pair_profiles_unchecked(mi, ci, mj, cj, epsilon, tol))
     return PairCheck(epsilon, tuple(out), model.pair_labels)
+
+
+# The accuracy of the checks behind a guarantee (pair_deltas' default).
+_STRICT_TOL = 1e-12
 
 
 def search_tolerance(delta: float) -> float:
