@@ -51,7 +51,9 @@ def _bisect(model, shape) -> float:
 
 
 @pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("start_factor", [0.3, 0.97, 1.5, 40.0])
+# Far starts (a papers' calibration many orders of magnitude off) included: the search
+# must walk to the root, not refuse or stop short.
+@pytest.mark.parametrize("start_factor", [1e-9, 1e-4, 0.3, 0.97, 1.5, 40.0, 1e3, 1e7, 1e12])
 def test_least_verified_scale_without_repeated_evaluations(seed, start_factor, monkeypatch):
     model, shape = _model(seed), _shape(seed)
     root = _bisect(model, shape)
@@ -101,24 +103,4 @@ def test_known_values_are_used_not_recomputed(monkeypatch):
         known={start: at_start.worst},
     )
     assert float(np.trace(start * start * shape)) not in seen
-    assert root * (1 - 1e-6) <= scale <= root * (1 + 5e-5)
-
-
-@pytest.mark.parametrize("seed", range(2))
-@pytest.mark.parametrize("start_factor", [1e-9, 1e-4, 1e3, 1e7, 1e12])
-def test_far_starts_still_find_the_least_scale(seed, start_factor):
-    """A start many orders of magnitude off (a papers' calibration far from the exact
-    one) still yields the least verified scale, not a refusal."""
-    model, shape = _model(seed), _shape(seed)
-    root = _bisect(model, shape)
-    scale, check = smallest_scale(
-        model,
-        lambda s: s * s * shape,
-        epsilon=EPS,
-        delta=DELTA,
-        start=root * start_factor,
-        name="test",
-    )
-    assert check.worst <= DELTA
-    assert pair_deltas(model, scale * scale * shape, epsilon=EPS).worst <= DELTA
     assert root * (1 - 1e-6) <= scale <= root * (1 + 5e-5)
