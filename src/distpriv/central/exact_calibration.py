@@ -35,7 +35,7 @@ from .exact import (
     search_tolerance,
     smallest_scale,
 )
-from .robust import confidence_set, population_model, population_premise
+from .robust import checked_members, confidence_set, population_model, population_premise
 
 __all__ = ["EXACT_MECHANISMS", "calibrate_exact"]
 
@@ -353,18 +353,12 @@ def calibrate_exact(
             cov, scale, check, method = _calibrate_on(name, gm, paper, build, epsilon, delta)
     # The guarantee is about the covariance that is sampled (rebuilt from _noise's
     # eigendecomposition): checked again as published.
-    if robust:
-
-        def members(c: np.ndarray) -> Any:
-            return population_model(gm, beta=beta, noise_cov=c)
-
-    else:
-
-        def members(c: np.ndarray) -> Any:
-            return gm
-
     noise, check = published_noise(
-        lambda f: _noise(cov * f), members, epsilon=epsilon, delta=delta, name=name
+        lambda f: _noise(cov * f),
+        checked_members(gm, beta if robust else None),
+        epsilon=epsilon,
+        delta=delta,
+        name=name,
     )
     cov = noise.covariance
     if paper is None:

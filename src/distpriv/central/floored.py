@@ -61,6 +61,7 @@ from .exact import (
 from .exact_calibration import calibrate_exact, scale_at_cost
 from .expected_value import calibrate_dirm, calibrate_expm
 from .optimal import calibrate_optimal
+from .robust import checked_members
 from .uncertainty import calibrate_daum, calibrate_eigm
 
 __all__ = [
@@ -468,14 +469,7 @@ def _search_best(
     beta: float | None = None,
 ) -> tuple[Noise, str, float, PairCheck]:
     robust = beta is not None and getattr(gm, "uncertainty", None) is not None
-
-    def target(cov: np.ndarray) -> GaussianQueryModel:
-        if not robust:
-            return gm
-        from .robust import population_model  # issue 18 (robust calibration)
-
-        return population_model(gm, beta=beta, noise_cov=cov)
-
+    target = checked_members(gm, beta)
     best = None
     errors = []
     # Covariances already verified first (one check each): a best to prune against.

@@ -45,6 +45,7 @@ the exact accountant (docs/guarantees.md, "Holds on the population").
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +60,7 @@ __all__ = [
     "DEFAULT_BETA",
     "ConfidenceSet",
     "check_beta",
+    "checked_members",
     "confidence_set",
     "population_model",
     "population_premise",
@@ -219,6 +221,17 @@ def _worst_shift(
 
 def _corners(n_strata: int) -> list[tuple[int, ...]]:
     return [tuple((c >> s) & 1 for s in range(n_strata)) for c in range(2**n_strata)]
+
+
+def checked_members(
+    model: GaussianQueryModel, beta: float | None
+) -> Callable[[np.ndarray], GaussianQueryModel]:
+    """What a noise covariance must be checked on: ``model`` itself, or — when it carries
+    the uncertainty of its moments and β is set — the worst members of the (1 − β)
+    confidence set for that noise (:func:`population_model`)."""
+    if beta is None or getattr(model, "uncertainty", None) is None:
+        return lambda noise_cov: model
+    return lambda noise_cov: population_model(model, beta=beta, noise_cov=noise_cov)
 
 
 def population_model(
