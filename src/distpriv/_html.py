@@ -157,11 +157,14 @@ def repr_model(model: dict[str, Any]) -> str:
     return render_template("repr.html.j2", kind="model", model=model, guarantee=None)
 
 
-def repr_report(report: dict[str, Any], *, private_hidden: bool = False) -> str:
+def repr_report(
+    report: dict[str, Any], *, private_hidden: bool = False, private_method: str = ".private_view()"
+) -> str:
     """Compact HTML of a public report (release, audit, calibration, demo) for notebooks.
 
     Only the public dict is rendered; ``private_hidden`` adds a line saying that the
-    curator's diagnostics exist and are not shown.
+    curator's diagnostics exist and are not shown, and that ``private_method`` of the
+    displayed object shows them.
     """
     g = report.get("guarantee") if isinstance(report, dict) else None
     return render_template(
@@ -170,6 +173,7 @@ def repr_report(report: dict[str, Any], *, private_hidden: bool = False) -> str:
         report=report,
         guarantee=g if isinstance(g, dict) and "epsilon" in g else None,
         private_hidden=private_hidden,
+        private_method=private_method,
     )
 
 

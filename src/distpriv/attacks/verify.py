@@ -296,8 +296,8 @@ def advice(
             "resampled datasets before publishing, or publish knowing it could not be ruled out"
         )
     return (
-        f"no evidence of a violation: the estimate {estimate:.3g} is within the claimed "
-        f"{target:g}; the check would have detected delta >= {detectable:.3g} with "
+        f"no evidence of a violation: the estimate {estimate:.3g} is within sampling error of "
+        f"the claimed {target:g}; the check would have detected delta >= {detectable:.3g} with "
         f"{POWER:.0%} power, smaller excesses are not ruled out"
     )
 

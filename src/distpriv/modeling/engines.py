@@ -98,7 +98,14 @@ class DuckDBEngine:
         return self
 
     def _lock_and_describe(self) -> None:
-        self.conn.execute("SET enable_progress_bar = false")  # never draw on the user's terminal
+        try:
+            self.conn.execute("SET enable_progress_bar = false")  # never draw on the terminal
+        except duckdb.Error:
+            # In Jupyter without ipywidgets DuckDB refuses any change of the setting, with
+            # the bar already off (docs/tutorial.ipynb found it): nothing left to do then.
+            off = self.conn.execute("SELECT current_setting('enable_progress_bar')").fetchone()
+            if off != (False,):
+                raise
         self.conn.execute("SET enable_external_access = false")
         self.conn.execute("SET lock_configuration = true")
         described = self.conn.sql(f"SELECT * FROM {self.relation} LIMIT 0")

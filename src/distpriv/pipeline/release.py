@@ -65,20 +65,33 @@ class ReleaseReport:
     choice: Any = field(default=None, repr=False)
 
     def _repr_html_(self) -> str:
-        """The publishable part as compact HTML (for notebooks); never the true values."""
+        """The publishable part as compact HTML (for notebooks); never the true values.
+
+        Each statistic with its noise and the 95 % interval of the noise around the
+        released value (:func:`distpriv.pipeline.report.intervals95`, as in the public
+        report of ``distpriv release``).
+        """
         from .._html import repr_report
+        from .report import intervals95
 
         public = {"kind": "release", **self.to_dict()}
+        half, _ = intervals95(self.mechanism)
         public["statistics"] = [
-            {"name": name, "value": float(v), "noise_sd": float(np.sqrt(max(c, 0.0)))}
-            for name, v, c in zip(
+            {
+                "name": name,
+                "value": float(v),
+                "noise_sd": float(np.sqrt(max(c, 0.0))),
+                "interval95": [float(v - h), float(v + h)],
+            }
+            for name, v, c, h in zip(
                 self.release.statistics,
                 np.asarray(self.release.value, dtype=float).reshape(-1),
                 np.diag(self.mechanism.noise_covariance),
+                half,
                 strict=False,
             )
         ]
-        return repr_report(public, private_hidden=True)
+        return repr_report(public, private_hidden=True, private_method=".diagnostics()")
 
     def to_dict(self) -> dict[str, Any]:
         """The publishable part: statistics, noisy values, noise, guarantee."""
