@@ -196,6 +196,40 @@ def test_repr_html_mechanism_and_guarantee(model):
         assert f"{name} {fmt_number(sd)}" in words
 
 
+@pytest.mark.parametrize("name", ["eigm", "expm-l"])
+def test_repr_html_release_report_shows_each_95_interval(name):
+    # The 95 % interval of each statistic's noise around the released value (issue #28:
+    # the notebook display left the column empty); reference: scipy's quantiles.
+    from scipy import stats
+
+    from distpriv.pipeline import ReleaseReport
+
+    far = GaussianQueryModel(  # means far apart for their spread: noise is needed
+        [[100.0, 101.0], [90.0, 112.0]],
+        [[22.0, -6.0], [-6.0, 13.0]],
+        labels=["0.45", "0.55"],
+        statistics=["avg_age", "n_female"],
+    )
+    mech = calibrate(name, far, epsilon=1.0, delta=1e-3)
+    assert np.all(np.diag(mech.noise_covariance) > 1.0)
+    true = np.array([100.0, 101.0])
+    rel = mech.release(true, rng=7)
+    report = ReleaseReport(rel, mech, far, true, n_rows=100)
+    words = parse(report._repr_html_()).words
+    for k, stat in enumerate(mech.statistics):
+        if name == "eigm":  # Gaussian noise: 1.96 sd
+            half = stats.norm.ppf(0.975) * np.sqrt(mech.noise_covariance[k, k])
+        else:  # one Laplace term of scale b per coordinate: b ln 20
+            (comp,) = mech.noise.components
+            b = np.abs(comp.basis[k] * comp.scales).max()
+            half = stats.laplace.ppf(0.975, scale=b)
+        v = rel.value[k]
+        shown = f"[{fmt_number(v - half, 5)}, {fmt_number(v + half, 5)}]"
+        assert f"{stat} {fmt_number(v, 5)}" in words and shown in words
+    assert "not shown ( .diagnostics() )" in words and "private_view" not in words
+    assert fmt_number(true[0], 5) not in words  # never the true values
+
+
 def test_repr_html_release_shows_failed_assumption():
     unequal = GaussianQueryModel(
         [[0.0, 0.0], [1.0, 0.0]], [[[1.0, 0.0], [0.0, 1.0]], [[2.0, 0.0], [0.0, 1.0]]]
