@@ -257,7 +257,7 @@ def test_doc_folders_are_made_at_the_final_write_and_removed_if_it_fails(tmp_pat
 
 
 def test_audit_refuses_a_billion_repetitions_before_any_work(capsys, monkeypatch):
-    from distpriv.pipeline import run as run_module
+    from distpriv.pipeline import audit_command as run_module
 
     def no_data(*args, **kwargs):
         raise AssertionError("data was loaded")

@@ -14,8 +14,8 @@ import pytest
 
 from distpriv.cli import main
 from distpriv.pipeline import run_release
-from distpriv.pipeline.compose import ReleaseSpec, compose
 from distpriv.pipeline.ledger import Ledger
+from distpriv.pipeline.ledger.compose import ReleaseSpec, compose
 from distpriv.pipeline.sources import load_frame
 
 CONFIG = """
