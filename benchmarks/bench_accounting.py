@@ -119,8 +119,8 @@ def old_profile(mp, sp, mq, sq, eps, tol=1e-12):
     Laplace inversion ``_hockey_stick``), without the 1-D quadratic region, the second
     contour and the Rényi fallback. Returns (estimate, error_bound).
     """
-    from distpriv._pair_inversion import _hockey_stick
-    from distpriv._pair_whitening import _decompose, _loss
+    from distpriv.accounting._inversion import _hockey_stick
+    from distpriv.accounting._whitening import _decompose, _loss
 
     dec = _decompose(mp, sp, mq, sq)
     if dec.kind != "regular":

@@ -28,7 +28,7 @@ from scipy.integrate import quad
 from scipy.stats import norm
 
 from distpriv import calibrate, gaussian_pair_delta, gaussian_pair_epsilon, gaussian_pair_profile
-from distpriv._pair_region import _profile_1d
+from distpriv.accounting._region import _profile_1d
 from distpriv.errors import DistPrivError, MechanismNotApplicableError
 from distpriv.querymodel import GaussianQueryModel
 

@@ -1,6 +1,6 @@
 """Both directions of a pair from one joint whitening (``pair_profiles_unchecked``).
 
-The reused whitening (:meth:`distpriv._pair_whitening._Decomposition.swapped`) must give what
+The reused whitening (:meth:`distpriv.accounting._whitening._Decomposition.swapped`) must give what
 two independent calls give, with P and Q exchanged in the second: the same method and
 detail, δ equal to rounding (1e-12 absolute), and certified intervals that overlap.
 Checked on a seeded grid of ill-conditioned, badly scaled pairs (condition numbers up to
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from distpriv.accounting.pair_profile import pair_profile_unchecked, pair_profiles_unchecked
 from distpriv.central.exact import pair_deltas
-from distpriv.pair_profile import pair_profile_unchecked, pair_profiles_unchecked
 from distpriv.querymodel import GaussianQueryModel
 
 TOL = 1e-12

@@ -33,7 +33,6 @@ class _LazyPackage(types.ModuleType):
             and exports[name][1] is not None
             and isinstance(value, types.ModuleType)
             and value.__name__ == f"{self.__name__}.{name}"
-            and exports[name][0] == name
             and hasattr(value, exports[name][1])
         ):
             value = getattr(value, exports[name][1])

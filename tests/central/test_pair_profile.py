@@ -19,8 +19,8 @@ from distpriv import (
     gaussian_pair_epsilon,
     gaussian_pair_profile,
 )
-from distpriv._pair_whitening import _decompose
-from distpriv.pair_profile import _profile_from
+from distpriv.accounting._whitening import _decompose
+from distpriv.accounting.pair_profile import _profile_from
 
 from ._mc import mc_delta
 

@@ -17,8 +17,8 @@ from distpriv.attacks import GaussianLikelihoodRatio, clopper_pearson
 from distpriv.errors import CompositionError, ParameterError
 from distpriv.modeling import Query, model_query
 from distpriv.noise import Noise
-from distpriv.pipeline.compose import ReleaseSpec, compose, gaussian_pair_composition
 from distpriv.pipeline.ledger import Budget
+from distpriv.pipeline.ledger.compose import ReleaseSpec, compose, gaussian_pair_composition
 
 STATS = {
     "avg_age": "avg(age)",

@@ -20,7 +20,7 @@ from distpriv.pipeline.ledger import (
     release_with_ledger,
     secret_key,
 )
-from distpriv.pipeline.ledger_identity import data_account
+from distpriv.pipeline.ledger.identity import data_account
 
 STATS = {
     "avg_age": "avg(age)",

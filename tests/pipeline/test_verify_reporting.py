@@ -63,7 +63,7 @@ def test_release_verify_refuses_a_violation(tmp_path, monkeypatch, capsys):
     # one line, a non-zero exit, and no file written.
     from pathlib import Path
 
-    import distpriv.pipeline.run as run_mod
+    import distpriv.pipeline.verify_command as run_mod
     from distpriv.cli import main
 
     monkeypatch.setattr(run_mod, "VERIFY_SAMPLES", 3000)  # the fast version of the check

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..accounting import classical_covers, max_distance
+from ..accounting.pair_profile import covariance_gap, gaussian_delta
 from ..errors import AssumptionWarning
 from ..guarantees import Assumption, PrivacyGuarantee
-from ..pair_profile import covariance_gap, gaussian_delta
 from ..querymodel import GaussianQueryModel, SampledQueryModel
 
 QueryModel = GaussianQueryModel | SampledQueryModel

@@ -29,14 +29,14 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .._threads import one_blas_thread
-from ..errors import MechanismNotApplicableError
-from ..guarantees import Assumption, PrivacyGuarantee
-from ..pair_profile import (
+from ..accounting.pair_profile import (
     GaussianPairProfile,
     gaussian_pair_epsilon,
     gaussian_pair_profile,
     pair_profiles_unchecked,
 )
+from ..errors import MechanismNotApplicableError
+from ..guarantees import Assumption, PrivacyGuarantee
 from ..querymodel import GaussianQueryModel
 
 __all__ = [

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accounting.pair_profile import gaussian_delta
 from ..noise import Noise
-from ..pair_profile import gaussian_delta
 from ._common import (
     QueryModel,
     calibration_assumptions,

@@ -16,7 +16,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "AutoChoice",
         "choose_mechanism",
     ),
-    "compose": (
+    "ledger.compose": (
         "ComposedGuarantee",
         "ReleaseSpec",
         "compose",

@@ -8,7 +8,7 @@ to agree. The same moment generating function gives the certified Rényi/Chernof
 bound (Canonne, Kamath & Steinke 2020, Prop. 12) used where the inversion is
 ill-conditioned.
 
-Private: one method of :mod:`distpriv.pair_profile` (split from ``accounting.py``, code
+Private: one method of :mod:`distpriv.accounting.pair_profile` (split from ``accounting.py``, code
 unchanged), which chooses between it and the closed forms.
 """
 
@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 from scipy.integrate import IntegrationWarning, quad
 
-from ._pair_whitening import _Loss
+from ._whitening import _Loss
 
 _GAUSS_NODES, _GAUSS_WEIGHTS = np.polynomial.legendre.leggauss(15)
 _FINE_NODES, _FINE_WEIGHTS = np.polynomial.legendre.leggauss(30)

@@ -6,7 +6,7 @@ computed in log space in each Gaussian's own standardised coordinate, with a fir
 bound on the rounding of the roots. Used for one statistic, and for one whitened direction
 carrying the whole difference (``method="quadratic region"``).
 
-Private: one method of :mod:`distpriv.pair_profile` (split from ``accounting.py``, code
+Private: one method of :mod:`distpriv.accounting.pair_profile` (split from ``accounting.py``, code
 unchanged).
 """
 
@@ -17,8 +17,8 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
-from ._pair_inversion import _FINE_NODES, _FINE_WEIGHTS
-from .errors import ParameterError
+from ..errors import ParameterError
+from ._inversion import _FINE_NODES, _FINE_WEIGHTS
 
 # ---------------------------------------------------------------------------------------
 # One dimension: the loss region {log p/q > ε} is given by a quadratic, so δ(ε) is a sum

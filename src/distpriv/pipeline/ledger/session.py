@@ -2,8 +2,8 @@
 
 The glue between a release and the ledger: which ledger a release goes into (always one,
 unless the curator opts out: :func:`open_ledger`, :func:`default_ledger_path`), the data's
-keyed account (:mod:`.ledger_identity`), and the locked step that composes exactly
-(:func:`distpriv.pipeline.compose.compose`), checks the budget, draws the noise and
+keyed account (:mod:`.identity`), and the locked step that composes exactly
+(:func:`distpriv.pipeline.ledger.compose.compose`), checks the budget, draws the noise and
 records (:func:`ledgered_draw`).
 
 Distribution privacy does not compose sequentially (Kifer & Machanavajjhala 2014, the
@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ParameterError, ParameterTypeError
-from .ledger_identity import data_account, public_account, table_fingerprint
-from .ledger_records import Budget, LedgerEntry, NewRelease, parse_budget
-from .ledger_store import Ledger
+from ...errors import ParameterError, ParameterTypeError
+from .identity import data_account, public_account, table_fingerprint
+from .records import Budget, LedgerEntry, NewRelease, parse_budget
+from .store import Ledger
 
 __all__ = [
     "DEFAULT_LEDGER_NAME",
@@ -71,7 +71,7 @@ class LedgeredRelease:
     report : distpriv.modeling.release.ReleaseReport
     entry : LedgerEntry
         The row recorded for it.
-    composed : distpriv.pipeline.compose.ComposedGuarantee
+    composed : distpriv.pipeline.ledger.compose.ComposedGuarantee
     budget : Budget or None
         The budget that was checked (the recorded one, or the one given with the first
         release of this data and secret).
@@ -86,7 +86,7 @@ class LedgeredRelease:
         """The ``"ledger"`` block of the public release report.
 
         The data are named only by the short form of their keyed account
-        (:func:`~distpriv.pipeline.ledger_identity.public_account`): no one without the
+        (:func:`~distpriv.pipeline.ledger.identity.public_account`): no one without the
         ledger's key can confirm a guessed table from it.
         """
         return {
@@ -128,7 +128,7 @@ def ledgered_draw(
     (:meth:`Ledger.guarded_release`): a mechanism already calibrated on the new release's
     own model, and F(data) already computed. The joint model of all the releases of the
     same data and secret is built inside the transaction
-    (:func:`distpriv.pipeline.compose.compose`).
+    (:func:`distpriv.pipeline.ledger.compose.compose`).
 
     Parameters
     ----------
@@ -139,7 +139,7 @@ def ledgered_draw(
     query : Query
     secret : ProportionSecret
     data_account, model_account : str
-        Keyed accounts (:func:`~distpriv.pipeline.ledger_identity.data_account`) of the
+        Keyed accounts (:func:`~distpriv.pipeline.ledger.identity.data_account`) of the
         released and the modelling data.
     model_data : table
         The modelling data (the joint model is built from it).
@@ -244,7 +244,7 @@ def release_with_ledger(
     The modelling and calibration of the new release happen first (outside the lock);
     then, in one ledger transaction (:func:`ledgered_draw`), the earlier releases of the
     same data and secret are composed exactly with this one
-    (:func:`distpriv.pipeline.compose.compose`), the release is refused if the composed
+    (:func:`distpriv.pipeline.ledger.compose.compose`), the release is refused if the composed
     guarantee exceeds the budget, and only then is the noise drawn and the row recorded.
 
     Parameters
@@ -273,8 +273,8 @@ def release_with_ledger(
     CompositionError
         The earlier releases cannot be composed exactly with this one.
     """
-    from ..modeling.tables import as_table
-    from .release import ReleaseReport, method_for, prepare_release
+    from ...modeling.tables import as_table
+    from ..release import ReleaseReport, method_for, prepare_release
 
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     if budget is not None and not isinstance(budget, Budget):
@@ -358,7 +358,7 @@ class LedgerSession:
         ``data_fingerprint``/``model_fingerprint``: the keyed multiset fingerprints of the
         released and modelling tables under ``self.ledger.identity_key`` when the caller
         computed them in the engine (then ``released_frame`` is not needed); otherwise
-        computed here from the frames (:func:`~.ledger_identity.table_fingerprint`).
+        computed here from the frames (:func:`~.identity.table_fingerprint`).
         ``model``/``population``: the mechanism's own model and how it was built
         (:func:`ledgered_draw`).
 

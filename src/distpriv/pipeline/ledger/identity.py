@@ -24,7 +24,7 @@ import hashlib
 import hmac
 from typing import Any
 
-from ..errors import ParameterError, ParameterTypeError
+from ...errors import ParameterError, ParameterTypeError
 
 __all__ = [
     "ACCOUNT_PREFIX",
@@ -122,7 +122,7 @@ def table_fingerprint(source: Any, *, key: bytes) -> str:
         The ledger's identity key.
     """
     try:
-        from ..modeling.identity import multiset_fingerprint  # type: ignore[import-not-found]
+        from ...modeling.identity import multiset_fingerprint  # type: ignore[import-not-found]
     except ImportError:
         multiset_fingerprint = None
     if multiset_fingerprint is not None:

@@ -1,6 +1,6 @@
 """The ledger: an append-only SQLite record of every release a curator makes.
 
-:class:`Ledger` reads and appends the rows of a ledger file (:mod:`.ledger_schema` owns the
+:class:`Ledger` reads and appends the rows of a ledger file (:mod:`.schema` owns the
 file itself: schema, creation and validation). Every read or write is preceded by the
 file's checks (SQLite ``integrity_check`` and a keyed checksum of every row): at open
 through a read-only connection, and again inside each write transaction, so a file damaged
@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._version import __version__
-from ..errors import BudgetExceededError, LedgerError, ParameterError, ParameterTypeError
-from ..guarantees import to_jsonable
-from .ledger_identity import secret_key
-from .ledger_records import Budget, LedgerEntry, NewRelease
-from .ledger_schema import (
+from ..._version import __version__
+from ...errors import BudgetExceededError, LedgerError, ParameterError, ParameterTypeError
+from ...guarantees import to_jsonable
+from .identity import secret_key
+from .records import Budget, LedgerEntry, NewRelease
+from .schema import (
     BUDGET_COLUMNS,
     RELEASE_COLUMNS,
     check_content,
@@ -73,7 +73,7 @@ class Ledger:
     identity_key : bytes
         The ledger's secret 32-byte key (from :mod:`secrets`, made with the ledger, stored
         in it). Data identities are keyed with it
-        (:func:`~distpriv.pipeline.ledger_identity.data_account`); it is only as secret
+        (:func:`~distpriv.pipeline.ledger.identity.data_account`); it is only as secret
         as the file (SECURITY.md).
 
     Raises
@@ -186,7 +186,7 @@ class Ledger:
         Parameters
         ----------
         data_account : str, optional
-            The data's account (:func:`~distpriv.pipeline.ledger_identity.data_account`).
+            The data's account (:func:`~distpriv.pipeline.ledger.identity.data_account`).
         secret : str, optional
             The secret's predicate (or its key, :func:`secret_key`).
         """
@@ -259,7 +259,7 @@ class Ledger:
         new : NewRelease
         compose : callable (earlier entries, effective budget) -> ComposedGuarantee
             Returns an object with ``alone``/``epsilon``/``delta``/``within(budget)``/
-            ``to_dict()`` (:class:`distpriv.pipeline.compose.ComposedGuarantee`).
+            ``to_dict()`` (:class:`distpriv.pipeline.ledger.compose.ComposedGuarantee`).
         draw : callable () -> Release-like
             Draws the noise and returns the release (an object with ``value``).
         budget : Budget, optional

@@ -2,7 +2,7 @@
 
 Schema 1 named the data by ``"sha256:<hex>"`` of the released table's CSV in row order
 (unkeyed, order-sensitive) or by ``"name:<data_name>"``. A new ledger keys accounts with
-its own secret (:mod:`.ledger_identity`), so:
+its own secret (:mod:`.identity`), so:
 
 * ``name:X`` becomes the account of ``data_name = X``: releases that keep using that name
   continue the same account and compose with the old history;
@@ -21,10 +21,10 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ..errors import LedgerError
-from .ledger_identity import data_account
-from .ledger_schema import APPLICATION_ID, BUDGET_COLUMNS, RELEASE_COLUMNS, dumps
-from .ledger_store import Ledger, _insert
+from ...errors import LedgerError
+from .identity import data_account
+from .schema import APPLICATION_ID, BUDGET_COLUMNS, RELEASE_COLUMNS, dumps
+from .store import Ledger, _insert
 
 __all__ = ["migrate_ledger"]
 

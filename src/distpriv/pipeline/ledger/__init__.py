@@ -4,26 +4,31 @@ One file per curator (by default ``distpriv-ledger.sqlite`` next to the config; 
 ``distpriv release`` records itself unless the curator opts out). Each row is one release:
 the data's keyed account, the secret and its pairs, the statistics, the mechanism and its
 noise, the guarantee of the release alone, the guarantee of all releases of the same data
-and secret composed exactly after it (:mod:`distpriv.pipeline.compose`), the time (UTC)
+and secret composed exactly after it (:mod:`distpriv.pipeline.ledger.compose`), the time (UTC)
 and the library version. Budgets (ε, δ) per data and secret are rows too.
 docs/composition.md explains why releases must be composed; SECURITY.md what the ledger
 cannot stop.
 
 This module gathers the public names; the code lives by concern in
 
-* :mod:`.ledger_schema` — the file: schema, creation, validation, row checksums;
-* :mod:`.ledger_records` — budgets and recorded releases (frozen values);
-* :mod:`.ledger_store` — :class:`Ledger`, reading and appending rows under a lock;
-* :mod:`.ledger_identity` — keyed, order-blind accounts of the data, secret keys;
-* :mod:`.ledger_compose` — which ledger a release goes into, and the locked
+* :mod:`.schema` — the file: schema, creation, validation, row checksums;
+* :mod:`.records` — budgets and recorded releases (frozen values);
+* :mod:`.store` — :class:`Ledger`, reading and appending rows under a lock;
+* :mod:`.identity` — keyed, order-blind accounts of the data, secret keys;
+* :mod:`.session` — which ledger a release goes into, and the locked
   compose–check–draw–record step;
-* :mod:`.ledger_report` — what ``distpriv ledger show`` prints;
-* :mod:`.ledger_migrate` — copying a schema-1 ledger into a new one.
+* :mod:`.report` — what ``distpriv ledger show`` prints;
+* :mod:`.migrate` — copying a schema-1 ledger into a new one.
 """
 
 from __future__ import annotations
 
-from .ledger_compose import (
+from .identity import data_account, public_account, secret_key, table_fingerprint
+from .migrate import migrate_ledger
+from .records import Budget, LedgerEntry, NewRelease, parse_budget
+from .report import ledger_report
+from .schema import APPLICATION_ID, SCHEMA_VERSION
+from .session import (
     DEFAULT_LEDGER_NAME,
     NOT_RECORDED,
     LedgeredRelease,
@@ -34,12 +39,7 @@ from .ledger_compose import (
     open_ledger,
     release_with_ledger,
 )
-from .ledger_identity import data_account, public_account, secret_key, table_fingerprint
-from .ledger_migrate import migrate_ledger
-from .ledger_records import Budget, LedgerEntry, NewRelease, parse_budget
-from .ledger_report import ledger_report
-from .ledger_schema import APPLICATION_ID, SCHEMA_VERSION
-from .ledger_store import Ledger
+from .store import Ledger
 
 __all__ = [
     "APPLICATION_ID",

@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..guarantees import to_jsonable
-from .ledger_identity import public_account
-from .ledger_schema import SCHEMA_VERSION
-from .ledger_store import Ledger
+from ...guarantees import to_jsonable
+from .identity import public_account
+from .schema import SCHEMA_VERSION
+from .store import Ledger
 
 __all__ = ["ledger_report"]
 

@@ -16,11 +16,9 @@ own, possibly unequal, covariances).
 Layout. This module holds the calibrations only (the classical constant, D*(ε, δ) and the
 tables of calibration names). The privacy profiles themselves (δ(ε; D) above, and the
 exact profile of two Gaussians with different, possibly singular, covariances: a
-generalised chi-square) are computed in :mod:`distpriv.pair_profile`, which this module
-imports for the analytic root and re-exports, so that every name stays importable from
-``distpriv.accounting`` as before the split. The dependency runs one way only:
-``accounting`` → ``pair_profile`` → ``_pair_whitening``, ``_pair_inversion``,
-``_pair_region``.
+generalised chi-square) are computed in :mod:`distpriv.accounting.pair_profile`, which this
+module imports for the analytic root. The dependency runs one way only:
+``calibration`` → ``pair_profile`` → ``_whitening``, ``_inversion``, ``_region``.
 
 References
 ----------
@@ -38,34 +36,16 @@ import warnings
 import numpy as np
 from scipy.optimize import brentq
 
-from ._validation import check_choice, check_delta, check_privacy
-from .errors import AssumptionWarning
-
-# The privacy profiles live in pair_profile since the split; re-exported so that every name
-# importable from here before it still is (_log_gaussian_delta: the analytic root below).
-from .pair_profile import (
-    GaussianPairProfile,
-    _log_gaussian_delta,
-    covariance_gap,  # noqa: F401 (re-exported, not in __all__)
-    gaussian_delta,
-    gaussian_epsilon,
-    gaussian_pair_delta,
-    gaussian_pair_epsilon,
-    gaussian_pair_profile,
-    pair_profile_unchecked,  # noqa: F401 (re-exported, not in __all__)
-    pair_profiles_unchecked,  # noqa: F401 (re-exported, not in __all__)
-)
+from .._validation import check_choice, check_delta, check_privacy
+from ..errors import AssumptionWarning
+from .pair_profile import _log_gaussian_delta
 
 __all__ = [
     "CALIBRATIONS",
-    "GaussianPairProfile",
+    "DISTANCE_CALIBRATIONS",
     "classical_covers",
     "gaussian_constant",
-    "gaussian_delta",
-    "gaussian_epsilon",
-    "gaussian_pair_delta",
-    "gaussian_pair_epsilon",
-    "gaussian_pair_profile",
+    "max_distance",
     "max_mahalanobis_distance",
 ]
 

@@ -1,8 +1,8 @@
 """The ledger file: schema, creation, and the checks an existing file passes before use.
 
 Storage only: what a distpriv ledger file is, how a new one is built, and how an existing
-one is validated. The records stored in it are :mod:`.ledger_records`; the class that
-reads and writes them is :mod:`.ledger_store`.
+one is validated. The records stored in it are :mod:`.records`; the class that
+reads and writes them is :mod:`.store`.
 
 File safety
 -----------
@@ -39,9 +39,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._version import __version__
-from ..errors import LedgerError
-from ..guarantees import to_jsonable
+from ..._version import __version__
+from ...errors import LedgerError
+from ...guarantees import to_jsonable
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "create_ledger_file", "validate_ledger_file"]
 

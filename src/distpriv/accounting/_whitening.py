@@ -8,7 +8,7 @@ chi-square variable of Imhof 1961 and Davies 1980). Shortcuts are detected here:
 Gaussians, and different supports (a covariance vanishing where the other does not, means
 differing where both vanish, an unresolvable condition number), where δ(ε) = 1.
 
-Private: one step of :mod:`distpriv.pair_profile` (split from ``accounting.py``, code
+Private: one step of :mod:`distpriv.accounting.pair_profile` (split from ``accounting.py``, code
 unchanged), which turns the decomposition into a profile.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ParameterError
+from ..errors import ParameterError
 
 # Eigenvalues of the standardised covariance sum at rounding level (relative to the
 # largest) are its null space: there both covariances vanish and only the means can

@@ -1,6 +1,6 @@
 """The records of the ledger: budgets, recorded releases and releases about to be recorded.
 
-Plain frozen values, built from and written to the file by :mod:`.ledger_store`.
+Plain frozen values, built from and written to the file by :mod:`.store`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from .._validation import check_privacy
-from ..errors import LedgerError, ParameterError, ParameterTypeError
-from .ledger_identity import secret_key
+from ..._validation import check_privacy
+from ...errors import LedgerError, ParameterError, ParameterTypeError
+from .identity import secret_key
 
 __all__ = ["Budget", "LedgerEntry", "NewRelease", "parse_budget"]
 
@@ -74,7 +74,7 @@ class LedgerEntry:
         When (ISO 8601, UTC) and by which distpriv version it was released.
     data_account : str
         ``"hmac-sha256:<hex>"``: the released data's keyed identity under the ledger's key
-        (:func:`~distpriv.pipeline.ledger_identity.data_account`), never an unkeyed hash.
+        (:func:`~distpriv.pipeline.ledger.identity.data_account`), never an unkeyed hash.
     secret_key : str
         The secret's predicate (see :func:`secret_key`).
     secret : dict

@@ -1,0 +1,381 @@
+"""Private statistics of the data-level check (split from ``verify.py``, code moved verbatim):
+the known noise's frame, candidate sets and their thresholds, Clopper–Pearson counts, the
+estimate of δ on the evaluation split, the null control and :func:`detectable_delta`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import beta, binom
+
+from ..accounting.pair_profile import gaussian_pair_delta
+from ..central import CalibratedMechanism
+from ..errors import MechanismNotApplicableError, ParameterError
+from .bounds import clopper_pearson
+from .likelihood import GaussianLikelihoodRatio
+from .verify_results import POWER, DirectionCheck, NullControl
+
+__all__ = ["detectable_delta"]
+
+
+# Mixture density evaluations per chunk (kept around 32 MB of float64).
+_CHUNK_ELEMENTS = 4_000_000
+
+
+# Centres of the kernel (mixture-density) classifier: more costs time and adds little.
+_MAX_CENTRES = 2000
+
+
+# A noise variance below this fraction of the largest is treated as no noise.
+_RANK_TOL = 1e-12
+
+
+# Threshold selection on the train split: maximise a one-sided CP bound at this level
+# (about one standard error), which favours sets whose value is not a fluke of few draws.
+_SELECT_CONF = 0.84
+
+
+_N_THRESHOLDS = 120
+
+
+@dataclass(frozen=True)
+class _NoiseFrame:
+    """Z in whitened coordinates: w = T y; the density of Z is a product in w."""
+
+    kind: str
+    transform: np.ndarray  # (r, m): rows span the noise range, scaled to unit noise
+    basis: np.ndarray  # (m, r) unit directions of the range
+    scales: np.ndarray  # (r,) noise scale along each direction (sd or Laplace b)
+
+    @property
+    def rank(self) -> int:
+        return int(self.transform.shape[0])
+
+    def log_kernel(self, w: np.ndarray, centers: np.ndarray) -> np.ndarray:
+        """log φ(w − c) up to a constant shared by all hypotheses, shape (len(w), len(c))."""
+        if self.kind == "gaussian":
+            sq = (
+                np.sum(w * w, axis=1)[:, None]
+                + np.sum(centers * centers, axis=1)[None, :]
+                - 2.0 * (w @ centers.T)
+            )
+            return -0.5 * np.maximum(sq, 0.0)
+        return -np.sum(np.abs(w[:, None, :] - centers[None, :, :]), axis=2)
+
+
+def _noise_frame(mechanism: CalibratedMechanism) -> _NoiseFrame:
+    comps = [c for c in mechanism.noise.components if np.any(c.scales > 0)]
+    kinds = {c.kind for c in comps}
+    m = mechanism.dim
+    if not comps:
+        return _NoiseFrame("gaussian", np.zeros((0, m)), np.zeros((m, 0)), np.zeros(0))
+    if kinds == {"gaussian"}:
+        # A sum of independent Gaussians is Gaussian with the summed covariance.
+        vals, vecs = np.linalg.eigh(mechanism.noise_covariance)
+        keep = vals > _RANK_TOL * max(float(vals.max()), 0.0)
+        sd = np.sqrt(vals[keep])
+        return _NoiseFrame("gaussian", (vecs[:, keep] / sd).T, vecs[:, keep], sd)
+    if kinds == {"laplace"} and len(comps) == 1:
+        c = comps[0]
+        keep = c.scales > 0
+        b = c.scales[keep]
+        return _NoiseFrame("laplace", (c.basis[:, keep] / b).T, c.basis[:, keep], b)
+    raise MechanismNotApplicableError(
+        f"verify_on_data: mechanism {mechanism.name!r} adds "
+        f"{' + '.join(c.kind for c in comps)} noise; the data-level check needs Gaussian "
+        "noise or one Laplace component (no closed-form density for the sum)"
+    )
+
+
+def _log_mixture(frame: _NoiseFrame, w: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """log of the mixture density (1/N) Σ_c φ(w − c) at each row of w, in chunks."""
+    n_c = centers.shape[0]
+    per_row = n_c * (1 if frame.kind == "gaussian" else max(frame.rank, 1))
+    step = max(1, _CHUNK_ELEMENTS // per_row)
+    out = np.empty(w.shape[0])
+    for start in range(0, w.shape[0], step):
+        block = frame.log_kernel(w[start : start + step], centers)
+        top = block.max(axis=1)
+        np.exp(block - top[:, None], out=block)
+        out[start : start + step] = top + np.log(block.sum(axis=1)) - math.log(n_c)
+    return out
+
+
+def _cp(k: np.ndarray, n: int, conf: float, side: str) -> np.ndarray:
+    """Vectorised one-sided Clopper–Pearson bound (see :func:`bounds.clopper_pearson`)."""
+    k = np.asarray(k, dtype=np.float64)
+    a = 1.0 - conf
+    with np.errstate(all="ignore"):
+        if side == "lower":
+            return np.where(k == 0, 0.0, beta.ppf(a, k, n - k + 1))
+        return np.where(k == n, 1.0, beta.ppf(1 - a, k + 1, n - k))
+
+
+def _counts(score: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """#{score > t} for each threshold (NaN scores never count)."""
+    s = np.sort(score[~np.isnan(score)])
+    return s.size - np.searchsorted(s, thresholds, side="right")
+
+
+def _choose(sp: np.ndarray, sq: np.ndarray, eps: float, fixed: float) -> tuple[float, float]:
+    """(threshold, criterion): the set {score > t} with the best CP value on the train split."""
+    finite = sp[np.isfinite(sp)]
+    levels = np.linspace(0.0, 1.0, _N_THRESHOLDS, endpoint=False)
+    ts = np.quantile(finite, levels) if finite.size else np.zeros(0)
+    ts = np.unique(np.concatenate([ts, [fixed]]))
+    kp, kq = _counts(sp, ts), _counts(sq, ts)
+    crit = _cp(kp, sp.size, _SELECT_CONF, "lower") - math.exp(eps) * _cp(
+        kq, sq.size, _SELECT_CONF, "upper"
+    )
+    best = int(np.argmax(crit))
+    return float(ts[best]), float(crit[best])
+
+
+def _evaluate(
+    in_p: np.ndarray, in_q: np.ndarray, eps: float, alpha: float
+) -> tuple[float, tuple[float, float]]:
+    """Estimate and two-sided interval (each side at 1 − α/2) of P(S) − e^ε Q(S)."""
+    kp, kq = int(np.sum(in_p)), int(np.sum(in_q))
+    np_, nq = in_p.size, in_q.size
+    e = math.exp(eps)
+    est = kp / np_ - e * kq / nq
+    lo = clopper_pearson(kp, np_, 1 - alpha / 2, "lower") - e * clopper_pearson(
+        kq, nq, 1 - alpha / 2, "upper"
+    )
+    hi = clopper_pearson(kp, np_, 1 - alpha / 2, "upper") - e * clopper_pearson(
+        kq, nq, 1 - alpha / 2, "lower"
+    )
+    return est, (max(0.0, lo), max(0.0, hi))
+
+
+def detectable_delta(
+    q: float,
+    n_p: int,
+    n_q: int,
+    *,
+    epsilon: float,
+    target: float,
+    alpha: float,
+    power: float = POWER,
+) -> float:
+    """Smallest δ = P(S) − e^ε Q(S) certified above ``target`` with probability ``power``.
+
+    Q(S) is held at ``q`` and its upper bound at its Clopper–Pearson value for ⌈q·n_q⌉
+    hits; the count of P-draws in S is binomial(n_p, P(S)), so the power is an exact
+    binomial tail, solved for P(S) by bisection.
+
+    Returns
+    -------
+    float
+        In (target, 1]; 1.0 when no δ is detectable at these sizes.
+    """
+    e = math.exp(epsilon)
+    kq = min(n_q, math.ceil(q * n_q))
+    q_hi = clopper_pearson(kq, n_q, 1 - alpha / 2, "upper")
+    ks = np.arange(n_p + 1)
+    lo = _cp(ks, n_p, 1 - alpha / 2, "lower") - e * q_hi
+    ok = np.nonzero(lo > target)[0]
+    if ok.size == 0:
+        return 1.0
+    k_star = int(ok[0])
+    a, b = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (a + b)
+        if binom.sf(k_star - 1, n_p, mid) >= power:
+            b = mid
+        else:
+            a = mid
+    return float(min(1.0, max(target, b - e * q)))
+
+
+@dataclass(frozen=True)
+class _Split:
+    fit: list[np.ndarray]
+    train: list[np.ndarray]  # releases
+    ev: list[np.ndarray]  # releases
+    ev_truth: list[np.ndarray]  # statistics behind ev (for the recovery rate)
+
+
+def _split(
+    samples: list[np.ndarray],
+    labels: list[str],
+    n_eval: int,
+    mechanism: CalibratedMechanism,
+    gen: np.random.Generator,
+) -> _Split:
+    fit, train, ev, truth = [], [], [], []
+    for lab, s in zip(labels, samples, strict=True):
+        if s.shape[0] < 6:
+            raise ParameterError(
+                f"samples for {lab!r} has {s.shape[0]} draws; the data-level check needs "
+                "at least 6 (it uses three independent splits), preferably thousands"
+            )
+        perm = gen.permutation(s.shape[0])
+        k = min(n_eval, s.shape[0] // 2)
+        rest = perm[k:]
+        h = rest.size // 2
+        e = s[perm[:k]]
+        truth.append(e)
+        ev.append(e + mechanism.noise.sample(e.shape[0], gen))
+        tr = s[rest[:h]]
+        train.append(tr + mechanism.noise.sample(tr.shape[0], gen))
+        fit.append(s[rest[h:]])
+    return _Split(fit, train, ev, truth)
+
+
+class _ScaledRatio:
+    """Gaussian log-ratio in standardised coordinates.
+
+    scipy's singular-covariance cut-off is relative to the largest eigenvalue, so
+    statistics on spreads 1e-3 and 1e3 would lose the small one; dividing every
+    coordinate by its pooled standard deviation first keeps each direction.
+    """
+
+    def __init__(self, lr: GaussianLikelihoodRatio, scale: np.ndarray) -> None:
+        self.lr, self.scale = lr, scale
+
+    def log_ratio(self, y: np.ndarray) -> np.ndarray:
+        return self.lr.log_ratio(y / self.scale)
+
+
+def _fit_gaussian(fit_i: np.ndarray, fit_j: np.ndarray, noise_cov: np.ndarray) -> _ScaledRatio:
+    """The Gaussian likelihood ratio of the fit split's moments (log p_i − log p_j)."""
+    m = fit_i.shape[1]
+    means = np.stack([fit_j.mean(axis=0), fit_i.mean(axis=0)])
+    covs = np.stack([np.cov(fit_j, rowvar=False), np.cov(fit_i, rowvar=False)]).reshape(2, m, m)
+    var = np.diag(covs[0] + covs[1]) / 2.0 + np.diag(noise_cov)
+    scale = np.sqrt(np.where(var > 0, var, 1.0))
+    outer = np.outer(scale, scale)
+    return _ScaledRatio(
+        GaussianLikelihoodRatio(means / scale, covs / outer, noise_cov / outer), scale
+    )
+
+
+def _scores(
+    sp: _Split, i: int, j: int, mechanism: CalibratedMechanism, frame: _NoiseFrame, decoder: Any
+) -> dict[str, tuple[dict[int, np.ndarray], dict[int, np.ndarray]]]:
+    """Per candidate set: scores (log p_i − log p_j style) on the train and eval releases."""
+    out: dict[str, tuple[dict[int, np.ndarray], dict[int, np.ndarray]]] = {}
+    lr = _fit_gaussian(sp.fit[i], sp.fit[j], mechanism.noise_covariance)
+    out["gaussian likelihood ratio"] = (
+        {h: lr.log_ratio(sp.train[h]) for h in (i, j)},
+        {h: lr.log_ratio(sp.ev[h]) for h in (i, j)},
+    )
+    if frame.rank:
+        t = frame.transform
+        cents = []
+        for h in (i, j):
+            c = sp.fit[h]
+            step = max(1, c.shape[0] // _MAX_CENTRES)
+            cents.append(c[::step][:_MAX_CENTRES] @ t.T)
+
+        def mix(y: np.ndarray) -> np.ndarray:
+            w = y @ t.T
+            return _log_mixture(frame, w, cents[0]) - _log_mixture(frame, w, cents[1])
+
+        out["mixture density"] = (
+            {h: mix(sp.train[h]) for h in (i, j)},
+            {h: mix(sp.ev[h]) for h in (i, j)},
+        )
+    if decoder is not None:
+        lr0 = _fit_gaussian(sp.fit[i], sp.fit[j], np.zeros((mechanism.dim, mechanism.dim)))
+        out["lattice decoding"] = (
+            {h: lr0.log_ratio(decoder.decode(sp.train[h])) for h in (i, j)},
+            {h: lr0.log_ratio(decoder.decode(sp.ev[h])) for h in (i, j)},
+        )
+    return out
+
+
+def _estimate(
+    sp: _Split,
+    pairs: list[tuple[int, int]],
+    labels: list[str],
+    mechanism: CalibratedMechanism,
+    frame: _NoiseFrame,
+    decoder: Any,
+    eps: float,
+    alpha: float,
+) -> list[DirectionCheck]:
+    """Both directions of every pair: choose a set on train, evaluate on eval."""
+    out = []
+    for i, j in pairs:
+        scores = _scores(sp, i, j, mechanism, frame, decoder)
+        for a, b, sign in ((i, j, 1.0), (j, i, -1.0)):
+            best, best_crit, chosen = "", -math.inf, 0.0
+            for name, (tr, _) in scores.items():
+                t, crit = _choose(sign * tr[a], sign * tr[b], eps, eps)
+                if crit > best_crit:
+                    best, best_crit, chosen = name, crit, t
+            ev = scores[best][1]
+            est, iv = _evaluate(sign * ev[a] > chosen, sign * ev[b] > chosen, eps, alpha)
+            tests = {best: iv[0]}
+            if decoder is not None and best != "lattice decoding":
+                tr, evd = scores["lattice decoding"]
+                t, _ = _choose(sign * tr[a], sign * tr[b], eps, eps)
+                tests["lattice decoding"] = _evaluate(
+                    sign * evd[a] > t, sign * evd[b] > t, eps, alpha
+                )[1][0]
+            out.append(
+                DirectionCheck(
+                    (str(labels[a]), str(labels[b])),
+                    max(0.0, est),
+                    iv,
+                    max(tests.values()),
+                    best,
+                    tests,
+                    int(sp.fit[a].shape[0]),
+                    int(sp.train[a].shape[0]),
+                    int(sp.ev[a].shape[0]),
+                    (float(np.mean(sign * ev[a] > chosen)), float(np.mean(sign * ev[b] > chosen))),
+                    _evaluate(sign * ev[a] > chosen, sign * ev[b] > chosen, eps, 0.32)[1][0],
+                )
+            )
+    return out
+
+
+def _null_control(
+    samples: list[np.ndarray],
+    pairs: list[tuple[int, int]],
+    labels: list[str],
+    mechanism: CalibratedMechanism,
+    frame: _NoiseFrame,
+    n_eval: int,
+    eps: float,
+    alpha: float,
+    gen: np.random.Generator,
+) -> NullControl:
+    """The estimator on the fitted Gaussian model, against its exact δ."""
+    moments = [(s.mean(axis=0), np.atleast_2d(np.cov(s, rowvar=False))) for s in samples]
+    draws = [
+        gen.multivariate_normal(mu, cov, s.shape[0], method="eigh")
+        for (mu, cov), s in zip(moments, samples, strict=True)
+    ]
+    sp = _split(draws, labels, n_eval, mechanism, gen)
+    checks = _estimate(sp, pairs, labels, mechanism, frame, None, eps, alpha)
+    nz = mechanism.noise_covariance
+    exact = []
+    for i, j in pairs:
+        for a, b in ((i, j), (j, i)):
+            exact.append(
+                float(
+                    gaussian_pair_delta(
+                        moments[a][0],
+                        moments[a][1] + nz,
+                        moments[b][0],
+                        moments[b][1] + nz,
+                        epsilon=eps,
+                    )
+                )
+            )
+    worst = int(np.argmax(exact))
+    return NullControl(
+        tuple(exact),
+        tuple(c.estimate for c in checks),
+        tuple(c.interval for c in checks),
+        checks[worst].estimate - exact[worst],
+        all(c.interval[0] <= x <= c.interval[1] for c, x in zip(checks, exact, strict=True)),
+    )

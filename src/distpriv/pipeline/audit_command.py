@@ -1,0 +1,218 @@
+"""``distpriv audit``: property-inference attacks against the configured mechanisms
+(Chen & Ohrimenko 2023 §5.3; split from ``run.py``, code moved verbatim).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._validation import check_positive_int, check_rng
+from .._version import __version__
+from ..central import MECHANISMS, CalibratedMechanism, mechanism_info
+from ..errors import (
+    ConfigError,
+    MechanismNotApplicableError,
+)
+from ..guarantees import to_jsonable
+from ..modeling import DataQueryModel, ProportionSecret, Query
+from ..modeling.identity import new_identity_key
+from ..modeling.tables import Table
+from .auto import AUTO, choose_for_table
+from .config import BUILTIN_PREFIX, ReleaseConfig
+from .outcomes import (
+    AuditOutcome,
+)
+from .release import build_model, calibrate_for, method_for
+from .report import PRIVATE_BANNER, secret_dict
+from .sources import (
+    check_memory,
+    engine_table_facts,
+    load_frame,
+    open_table,
+)
+from .steps import (
+    _check_model_memory,
+    _collect_warnings,
+    _config,
+    _model_fingerprint,
+    _pool_size,
+    _secret,
+    _subset_size,
+)
+
+__all__ = ["run_audit"]
+
+
+def _audit_sources(cfg: ReleaseConfig) -> tuple[str, str]:
+    builtin = cfg.model_source.startswith(BUILTIN_PREFIX)
+    aux = cfg.auxiliary_source or ("adult:auxiliary" if builtin else None)
+    test = cfg.test_source or ("adult:test" if builtin else None)
+    if aux is None or test is None:
+        raise ConfigError(
+            f"{cfg.path}: [data] needs 'auxiliary' and 'test' tables for the audit (the "
+            "attacker's shadow data and the data test datasets are drawn from)"
+        )
+    return aux, test
+
+
+def _audit_options(cfg: ReleaseConfig, name: str) -> dict[str, Any]:
+    # The config's options belong to its mechanism; others get only its calibration.
+    if name == cfg.mechanism:
+        return dict(cfg.options)
+    if "calibration" in cfg.options and mechanism_info(name).gaussian:
+        return {"calibration": cfg.options["calibration"]}
+    return {}
+
+
+def _audit_mechanisms(
+    cfg: ReleaseConfig,
+    names: Sequence[str],
+    model_frame: Table,
+    query: Query,
+    secret: ProportionSecret,
+    n: int,
+) -> tuple[list[CalibratedMechanism], DataQueryModel, list[str]]:
+    """Calibrate each mechanism on the same model its release would use."""
+    base = cfg.model.get("method", "analytic")
+    models: dict[str, DataQueryModel] = {}
+    facts = None
+    if any(nm != AUTO and mechanism_info(nm).defaults for nm in names):
+        facts = engine_table_facts(model_frame, query, n, missing=cfg.missing)  # once per table
+    mechs, notes = [], []
+    for name in [*names, None]:
+        method = method_for(name, base) if name not in (None, AUTO) else base
+        if method not in models:
+            n_samples = _check_model_memory(cfg, secret, n, method)
+            models[method] = build_model(
+                model_frame,
+                query,
+                secret,
+                mechanism="eigm" if (name or cfg.mechanism) == AUTO else (name or cfg.mechanism),
+                subset_size=n,
+                method=method,
+                n_samples=n_samples,
+                rng=cfg.model.get("seed", 0),
+                missing=cfg.missing,
+                population=cfg.model.get("population", False),
+                pool_size=_pool_size(model_frame, n),
+            )
+        if name is None:
+            break
+        if name == AUTO:
+            # Audit what is released: auto's choice on the same model as the release's.
+            choice = choose_for_table(
+                models[method],
+                epsilon=cfg.epsilon,
+                delta=cfg.delta,
+                options=cfg.options if cfg.mechanism == AUTO else {},
+                facts=engine_table_facts(model_frame, query, n, missing=cfg.missing),
+            )
+            mechs.append(choice.mechanism)
+            notes.append(
+                f"auto: audited {choice.name!r}, the mechanism 'distpriv release' chooses "
+                "for this configuration (least error among those whose guarantee verifies)"
+            )
+            continue
+        try:
+            opts = _audit_options(cfg, name)
+            mechs.append(
+                calibrate_for(
+                    name,
+                    models[method],
+                    epsilon=cfg.epsilon,
+                    delta=cfg.delta,
+                    options=opts,
+                    facts=facts,
+                )
+            )
+        except MechanismNotApplicableError as exc:
+            notes.append(f"{name} not audited: {exc}")
+    return mechs, models[base], notes
+
+
+def run_audit(
+    config: str | Path | ReleaseConfig,
+    *,
+    mechanisms: Sequence[str] | None = None,
+    repetitions: int | None = None,
+    classifiers: Sequence[str] | None = None,
+    confidence: float | None = None,
+    seed: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> AuditOutcome:
+    """Attack the configured mechanism(s) and test the claimed ε (Chen & Ohrimenko §5.3).
+
+    Each mechanism is calibrated on the same model as its release
+    (:func:`run_release`); arguments left ``None`` come from the config's ``[audit]``
+    table, then from the defaults (the config's mechanism, 10 repetitions, the logistic
+    classifier, confidence 0.95, a fresh seed).
+
+    Returns
+    -------
+    AuditOutcome
+        ``public``: the audit report (``AuditReport.to_dict()`` with ``kind``, ``title``,
+        ``secret`` and ``provenance``).
+    """
+    from ..attacks import audit  # scikit-learn: imported only when auditing
+    from ..attacks.audit import check_audit_size
+
+    cfg = _config(config)
+    aud = cfg.audit
+    names = list(mechanisms or aud.get("mechanisms") or [cfg.mechanism])
+    if names == ["all"]:
+        names = list(MECHANISMS)
+    for name in names:
+        if name != AUTO:  # "auto": the mechanism the release would choose, audited below
+            mechanism_info(name)
+    seed = aud.get("seed") if seed is None else seed
+    gen = check_rng(seed, "seed")
+    aux_src, test_src = _audit_sources(cfg)
+    with _collect_warnings() as caught:
+        secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
+        reps = check_positive_int(
+            aud.get("repetitions", 10) if repetitions is None else repetitions, "repetitions"
+        )
+        n_shadow = check_positive_int(aud.get("n_shadow", 200), "n_shadow", minimum=2)
+        n_test = check_positive_int(aud.get("n_test", 200), "n_test", minimum=2)
+        reps = check_audit_size(reps, n_shadow, n_test)  # bounded work, before any data
+        check_memory((n_shadow + n_test) * n * 8.0 * 3, f"n_shadow + n_test with subset_size={n}")
+        model_frame = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+        mechs, model, notes = _audit_mechanisms(cfg, names, model_frame, query, secret, n)
+        report = audit(
+            auxiliary=load_frame(aux_src, split_seed=cfg.split_seed, what="[data] auxiliary"),
+            test=load_frame(test_src, split_seed=cfg.split_seed, what="[data] test"),
+            query=query,
+            secret=secret,
+            subset_size=n,
+            mechanisms=["none", *mechs],
+            model=model,
+            repetitions=reps,
+            n_shadow=n_shadow,
+            n_test=n_test,
+            classifiers=tuple(classifiers or aud.get("classifiers") or ("logistic",)),
+            confidence=aud.get("confidence", 0.95) if confidence is None else confidence,
+            rng=gen,
+            progress=progress,
+        )
+    key = new_identity_key()
+    public = {
+        "kind": "audit",
+        "title": cfg.title,
+        "secret": secret_dict(secret),
+        **report.to_dict(),
+        "provenance": {
+            "version": __version__,
+            "model_data_sha256": _model_fingerprint(model_frame, query, secret, key),
+            "seed": seed,
+        },
+    }
+    public["notes"] = [*public.get("notes", []), *notes]
+    private = {
+        "kind": "audit-diagnostics",
+        "private": PRIVATE_BANNER,
+        "model": model.to_dict(),
+        "identity_key": key.hex(),
+    }
+    return AuditOutcome(to_jsonable(public), to_jsonable(private), caught.lines, report=report)

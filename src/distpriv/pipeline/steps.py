@@ -1,0 +1,254 @@
+"""Steps shared by the curator's commands (split from ``run.py``, code moved verbatim).
+
+Reading the configuration and the secret, opening the tables, building the model and
+calibrating the mechanism (fixed or ``auto``), the warnings collected on the way.
+DESIGN.md §2: config → data → model → calibrate.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from .._validation import check_positive_int
+from ..central import CalibratedMechanism, mechanism_info
+from ..errors import (
+    AssumptionWarning,
+    ConfigError,
+    ParameterError,
+    PrivacyLeakWarning,
+)
+from ..modeling import DataQueryModel, ProportionSecret, Query
+from ..modeling import tables as _tables_mod
+from ..modeling.identity import multiset_fingerprint
+from ..modeling.tables import Table
+from .auto import AUTO, AutoChoice, choose_for_table
+from .config import BUILTIN_PREFIX, ReleaseConfig, load_release_config
+from .release import build_model, calibrate_for, method_for
+from .sources import (
+    MIN_ROWS_PER_DRAWN_ROW,
+    check_memory,
+    check_model_support,
+    engine_table_facts,
+    open_table,
+    sample_table,
+    warn_overlap_tables,
+)
+
+__all__: list[str] = []  # private steps of the commands
+
+
+class _Caught:
+    lines: tuple[str, ...] = ()
+
+
+@contextmanager
+def _collect_warnings() -> Iterator[_Caught]:
+    """Record warnings as one-line strings, then re-emit them for the caller (the CLI)."""
+    box = _Caught()
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        yield box
+    seen: dict[str, type[Warning]] = {}
+    for w in log:
+        seen.setdefault(" ".join(str(w.message).split()), w.category)
+    box.lines = tuple(seen)
+    for text, cat in seen.items():
+        warnings.warn(text, cat, stacklevel=3)
+
+
+def _config(config: str | Path | ReleaseConfig) -> ReleaseConfig:
+    return config if isinstance(config, ReleaseConfig) else load_release_config(config)
+
+
+def _secret(cfg: ReleaseConfig) -> ProportionSecret:
+    return ProportionSecret(
+        cfg.secret["predicate"],
+        cfg.secret["values"],
+        pairs=cfg.secret.get("pairs"),
+        within=cfg.secret.get("within"),
+    )
+
+
+def _subset_size(cfg: ReleaseConfig) -> int:
+    try:
+        return check_positive_int(cfg.model["subset_size"], "subset_size")
+    except (ParameterError, TypeError) as exc:
+        raise ConfigError(f"{cfg.path}: [model] {exc}") from exc
+
+
+def _check_model_memory(cfg: ReleaseConfig, secret: ProportionSecret, n: int, method: str) -> int:
+    n_samples = check_positive_int(cfg.model.get("n_samples", 1000), "n_samples", minimum=2)
+    if method == "montecarlo":
+        # Index arrays (n_samples, n) int64 and the statistics, per secret value.
+        need = len(secret.values) * n_samples * (n + len(cfg.query)) * 8.0 * 2
+        check_memory(need, f"[model] n_samples={n_samples} with subset_size={n}")
+    return n_samples
+
+
+# Rows per stratum of the Monte Carlo row pool drawn in the engine when the modelling table
+# is too large for memory (at least MIN_ROWS_PER_DRAWN_ROW per row a dataset draws).
+POOL_ROWS = 200_000
+
+
+def _pool_size(table: Table, n: int) -> int | None:
+    """``None`` (the whole table) when it fits the row-level path, else an engine pool size."""
+    if table.n_rows <= _tables_mod.MAX_IN_MEMORY_ROWS:
+        return None
+    return max(POOL_ROWS, MIN_ROWS_PER_DRAWN_ROW * n)
+
+
+def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table, Table, str, int]:
+    """Modelling and released tables (in their engines), the released one's source, and
+    their row overlap (issue #19 item 1: nothing large is loaded into pandas)."""
+    model = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+    subset_rng = np.random.default_rng(cfg.insecure_seed)  # fresh OS entropy unless insecure
+    released, source = _released_table(cfg, data, n, subset_rng)
+    if released.n_rows != n:
+        raise ParameterError(
+            f"data has {released.n_rows} rows but subset_size={n}: the query model "
+            f"describes datasets of {n} rows, so only such a dataset can be released"
+        )
+    return model, released, source, warn_overlap_tables(model, released)
+
+
+def _model_fingerprint(table: Table, query: Query, secret: ProportionSecret, key: bytes) -> str:
+    """Keyed fingerprint of the modelling table as the release reads it (the columns the
+    statistics and the secret use), by the engine's native row hash: the modelling table
+    can be large, and its identity need not match across engines."""
+    columns = sorted({table.column_name(c) for c in query.columns | secret.columns})
+    return multiset_fingerprint(table, key=key, columns=columns, portable=False)
+
+
+def _warn_dropped(rows: int, n: int) -> None:
+    if rows != n:
+        warnings.warn(
+            f"[data] missing = 'drop' removed {n - rows} of the {n} released rows: the "
+            f"statistics are computed on {rows} rows while the model describes datasets of "
+            f"{n} rows (the guarantee assumes the dropped rows carry no information)",
+            AssumptionWarning,
+            stacklevel=3,
+        )
+
+
+def _warn_partial_noise(mech: CalibratedMechanism, verified: bool) -> None:
+    """Warn when the noise leaves statistics' directions uncovered (published exactly)."""
+    rank, m = mech.noise_rank, mech.dim
+    if rank >= m:
+        return
+    tail = (
+        "the data-level check (--verify) runs below"
+        if verified
+        else "run with --verify, or choose a mechanism with full-rank noise"
+    )
+    warnings.warn(
+        f"{mech.name}: the noise covers {rank} of {m} directions; the statistics' other "
+        "components are published exactly, and on grid-valued statistics (counts, means of "
+        "integer columns) they can reveal the statistics themselves, which the Gaussian "
+        f"model does not see; {tail}",
+        PrivacyLeakWarning,
+        stacklevel=2,
+    )
+
+
+def _released_table(
+    cfg: ReleaseConfig, data: str | Path | None, n: int, rng: np.random.Generator
+) -> tuple[Table, str]:
+    if data is not None:
+        return open_table(str(data), what="--data"), str(data)
+    if cfg.release_source is None:
+        raise ConfigError(f"{cfg.path}: no table to release: give --data PATH or [data] release")
+    table = open_table(cfg.release_source, split_seed=cfg.split_seed, what="[data] release")
+    if cfg.release_source.startswith(BUILTIN_PREFIX):  # a random n-row dataset of the split
+        table = sample_table(table, n, rng, "[data] release")
+    return table, cfg.release_source
+
+
+def _model_and_mechanism(
+    cfg: ReleaseConfig,
+    model_frame: Table,
+    query: Query,
+    secret: ProportionSecret,
+    n: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice | None]:
+    if cfg.mechanism == AUTO:
+        return _auto_model_and_mechanism(cfg, model_frame, query, secret, n, progress)
+    method = method_for(cfg.mechanism, cfg.model.get("method", "analytic"))
+    n_samples = _check_model_memory(cfg, secret, n, method)
+    model = build_model(
+        model_frame,
+        query,
+        secret,
+        mechanism=cfg.mechanism,
+        subset_size=n,
+        method=method,
+        n_samples=n_samples,
+        rng=cfg.model.get("seed", 0),
+        missing=cfg.missing,
+        population=cfg.model.get("population", False),
+        pool_size=_pool_size(model_frame, n),
+    )
+    check_model_support(model.stratum_sizes, model.counts, n)
+    facts = (
+        engine_table_facts(model_frame, query, n, missing=cfg.missing)
+        if mechanism_info(cfg.mechanism).defaults
+        else None
+    )
+    mech = calibrate_for(
+        cfg.mechanism,
+        model,
+        epsilon=cfg.epsilon,
+        delta=cfg.delta,
+        options=cfg.options,
+        facts=facts,
+    )
+    return model, mech, None
+
+
+def _auto_model_and_mechanism(
+    cfg: ReleaseConfig,
+    model_frame: Table,
+    query: Query,
+    secret: ProportionSecret,
+    n: int,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice]:
+    """``mechanism = "auto"``: the least-error mechanism that verifies (pipeline.auto)."""
+    method = cfg.model.get("method", "analytic")
+    model = build_model(
+        model_frame,
+        query,
+        secret,
+        mechanism="eigm",  # any Gaussian-view mechanism: the model of the configured method
+        subset_size=n,
+        method=method,
+        n_samples=_check_model_memory(cfg, secret, n, method),
+        rng=cfg.model.get("seed", 0),
+        missing=cfg.missing,
+        population=cfg.model.get("population", False),
+        pool_size=_pool_size(model_frame, n),
+    )
+    check_model_support(model.stratum_sizes, model.counts, n)
+    choice = choose_for_table(
+        model,
+        epsilon=cfg.epsilon,
+        delta=cfg.delta,
+        options=cfg.options,
+        facts=engine_table_facts(model_frame, query, n, missing=cfg.missing),
+        progress=progress,
+    )
+    return model, choice.mechanism, choice
+
+
+def _complete(table: Table, cfg: ReleaseConfig, query: Query, secret: ProportionSecret) -> Table:
+    """The modelling table under the missing-value policy (a filter in the engine), for the
+    ledger's joint model, which applies no policy of its own."""
+    if cfg.missing == "error":
+        return table
+    used = query.columns | secret.columns
+    return table.complete(used, missing=cfg.missing, what="modelling data")[0]
