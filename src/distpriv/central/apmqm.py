@@ -11,15 +11,14 @@ private.
 
 What the mechanism is calibrated on (:class:`ColumnQuery`, :class:`AttributeNetworkModel`)
 is in :mod:`distpriv.central.attribute_network`. The school of Example 1
-(:func:`school_network`) is worked-example data and lives in :mod:`distpriv.datasets.networks`;
-it stays importable from here.
+(:func:`distpriv.datasets.school_network`) is worked-example data and lives in
+:mod:`distpriv.datasets.networks` (a layer above this one, DESIGN.md §2).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from importlib import import_module
 from typing import Any
 
 from .._validation import check_epsilon, check_positive_int, check_real
@@ -39,7 +38,6 @@ __all__ = [
     "apmqm_accuracy",
     "apmqm_quilts",
     "calibrate_apmqm",
-    "school_network",  # noqa: F822 (provided by the module __getattr__ below)
 ]
 
 THEOREM = "Zhang, Ohrimenko & Cummings 2022, Alg. 2 / Thm 3"
@@ -271,15 +269,3 @@ def calibrate_apmqm(
         "accuracy_alpha": apmqm_accuracy(scale, ACCURACY_BETA, m),
     }
     return CalibratedMechanism("apmqm", noise, guarantee, model.statistics, diag)
-
-
-# ---------------------------------------------------------------------------- Example 1
-def __getattr__(name: str) -> Any:
-    """``school_network``, re-exported from :mod:`distpriv.datasets.networks` (PEP 562).
-
-    Why lazily: ``datasets`` is a lower layer than ``central`` (DESIGN.md §2), so loading this
-    module must not import it; the old import path keeps working on first access.
-    """
-    if name == "school_network":
-        return import_module("distpriv.datasets.networks").school_network
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,7 @@ would give sup |a − b| = 0.5 and double every sensitivity; the "strict reading
 what that costs.
 
 ``zhang2022-apmqm`` runs Alg. 2 on the school of Example 1
-(:func:`distpriv.central.school_network`): every Markov quilt of family income with its
+(:func:`distpriv.datasets.school_network`): every Markov quilt of family income with its
 max-influence and noise, for the count of students taller than 66 in, the count of those
 also scoring above 1300, and the pair of counts.
 """

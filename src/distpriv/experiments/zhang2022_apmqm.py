@@ -158,7 +158,7 @@ def _apmqm_notes(e_gender: float, e_sat: float) -> tuple[str, ...]:
     return (
         "Fig. 1 of the paper is not in our copy; the DAG is income -> SAT, income -> gender, "
         "gender -> height, gender -> weight, height -> weight, and the parameters and "
-        "tables are ours (distpriv.central.school_network)",
+        "tables are ours (distpriv.datasets.school_network)",
         f"e(gender | income) = {e_gender:.4f}, e(SAT | income) = {e_sat:.4f}",
         "for the count with the SAT condition Delta_SAT F = Delta_A F = n, so the quilt "
         "{gender} (n / (eps - e)) never beats the trivial quilt (n / eps): Alg. 2 keeps the "
