@@ -24,7 +24,7 @@ from pathlib import Path
 from ...errors import LedgerError
 from .identity import data_account
 from .schema import APPLICATION_ID, BUDGET_COLUMNS, RELEASE_COLUMNS, dumps
-from .store import Ledger, _insert
+from .store import Ledger
 
 __all__ = ["migrate_ledger"]
 
@@ -89,5 +89,5 @@ def migrate_ledger(old: str | os.PathLike[str], new: str | os.PathLike[str]) -> 
                     if old_fp is not None:
                         model["model_data_account"] = _account(key, f"sha256:{old_fp}")
                     row["model_json"] = dumps(model)
-                _insert(wcon, key, table, cols, row)
+                led._append(wcon, table, cols, row)
     return led
