@@ -181,3 +181,41 @@ def test_a_failed_write_after_the_record_says_the_release_was_recorded(
     con = sqlite3.connect(led)
     assert con.execute("SELECT COUNT(*) FROM releases").fetchone()[0] == 1
     con.close()
+
+
+def test_a_new_ledger_created_by_another_process_during_a_release_is_joined(
+    tables, tmp_path, monkeypatch
+):
+    """Another process creates the (lazily opened) ledger while this release models: the
+    release continues on that file, with the data's account under *its* key, so the next
+    release of the same data composes with it."""
+    import warnings
+
+    from distpriv.pipeline import run_release
+    from distpriv.pipeline.ledger import Budget, LedgerSession
+
+    cfg = _config(tmp_path, tables)
+    led = tmp_path / "l.sqlite"
+    real = LedgerSession.draw
+    raced = []
+
+    def draw(self, **kwargs):
+        if not raced:  # the other process wins the creation, with its own key and a budget
+            raced.append(Ledger(led))
+            raced[0].set_budget("hmac-sha256:" + "0" * 64, "other secret", Budget(1.0, 0.0))
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(LedgerSession, "draw", draw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = run_release(cfg, ledger=led)
+        second = run_release(cfg, ledger=led)
+    key = raced[0].identity_key
+    assert Ledger(led).identity_key == key
+    rows = Ledger(led).releases()
+    assert len(rows) == 2 and rows[0].data_account == rows[1].data_account
+    assert [r.composed["n_releases"] for r in rows] == [1, 2]
+    assert first.public["ledger"]["account"] == second.public["ledger"]["account"]
+    # the public fingerprints are those under the ledger's key, not the discarded one
+    assert first.public["provenance"]["data_sha256"] == second.public["provenance"]["data_sha256"]
+    assert first.private["identity_key"] is None

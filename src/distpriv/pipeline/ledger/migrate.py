@@ -41,7 +41,7 @@ def migrate_ledger(old: str | os.PathLike[str], new: str | os.PathLike[str]) -> 
     Returns
     -------
     Ledger
-        The new ledger (schema 2, a fresh identity key), with the same rows, times and
+        The new ledger (the current schema, a fresh identity key), with the same rows, times and
         guarantees, the data renamed to keyed accounts as described in the module.
 
     Raises
