@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 from .errors import DistPrivError, ParameterError
 from .pipeline.output import OutputError, check_output, write_atomic, write_files
 from .pipeline.scope import command_scope
+from .pipeline.scope import recorded_note as _note
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -30,8 +31,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"distpriv: error: {message} (see 'distpriv --help')\n")
 
 
-def _fail(message: str) -> int:
-    sys.stderr.write(f"distpriv: error: {' '.join(str(message).split())}\n")
+def _fail(message: object, note: str | None = None) -> int:
+    but = f"; but {note}" if note else ""  # a release recorded before the failure
+    sys.stderr.write(f"distpriv: error: {' '.join(str(message).split())}{but}\n")
     return EXIT_USAGE
 
 
@@ -311,42 +313,6 @@ class _Interrupt:
         raise KeyboardInterrupt
 
 
-def _recorded_note(args: argparse.Namespace) -> str | None:
-    """What a failed or interrupted command left in a ledger, or ``None`` when nothing.
-
-    The ledger records a release in the transaction that draws its noise, before any
-    output is written (a recorded but unpublished release only makes the ledger count more
-    than was published; the reverse would be a published release that no later one is
-    composed with — SECURITY.md). When the command then fails, the user must know the
-    release is in the ledger; the rows are looked up in the file, so this is exact.
-    """
-    from .pipeline.scope import command_records
-
-    if not command_records():  # no ledger row was even attempted: import nothing
-        return None
-    from .pipeline.ledger.store import recorded_in_this_command
-
-    rows = recorded_in_this_command()
-    if not rows:
-        return None
-    where = ", ".join(f"release {i} of {p!r}" for p, i in rows)
-    outputs = [
-        (flag, path)
-        for flag in ("--out", "--private-out", "--html")
-        if (path := getattr(args, flag[2:].replace("-", "_"), None)) is not None
-    ]
-    # Outputs are refused up front when they exist, so one that exists now was written.
-    missing = [f"{f} {str(p)!r}" for f, p in outputs if not Path(p).exists()]
-    written = [f"{f} {str(p)!r}" for f, p in outputs if Path(p).exists()]
-    return (
-        f"the release was recorded in the ledger ({where}): it counts in the composition "
-        "and budget of every later release of its data and secret, and its values are kept "
-        f"there (distpriv ledger show {rows[0][0]!r}); outputs not written: "
-        + ", ".join([*missing, "the report on stdout"])
-        + (f"; written: {', '.join(written)}" if written else "")
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``distpriv`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -355,28 +321,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         previous = signal.signal(signal.SIGINT, interrupt)
     except ValueError:  # not the main thread (embedded use): leave the handler alone
         previous = None
-    recorded = None
     try:
-        with warnings.catch_warnings(record=True) as caught, command_scope():
+        with warnings.catch_warnings(record=True) as caught, command_scope() as scope:
             warnings.simplefilter("always")
             try:
                 status = args.func(args)
             except KeyboardInterrupt:
-                status, recorded = EXIT_INTERRUPTED, _recorded_note(args)
+                status = EXIT_INTERRUPTED
             except (DistPrivError, OSError) as exc:
-                recorded = _recorded_note(args)
-                if interrupt.seen:
-                    status = EXIT_INTERRUPTED
-                else:
-                    status = _fail(str(exc) + (f"; but {recorded}" if recorded else ""))
+                status = EXIT_INTERRUPTED if interrupt.seen else _fail(exc, _note(scope, args))
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-    if status == EXIT_INTERRUPTED:
-        if recorded:
-            sys.stderr.write(f"distpriv: interrupted after {recorded}\n")
-        else:
-            sys.stderr.write("distpriv: interrupted; nothing was written\n")
+    if status == EXIT_INTERRUPTED:  # a release recorded before it stopped is named (SECURITY.md)
+        what = f" after {note}" if (note := _note(scope, args)) else "; nothing was written"
+        sys.stderr.write(f"distpriv: interrupted{what}\n")
         return status
     if status != 0:  # a failure is one line; warnings on the way do not matter then
         return status

@@ -406,3 +406,13 @@ def test_sqlite_special_names_are_refused_without_a_stray_file(tmp_path, monkeyp
         with pytest.raises(LedgerError, match="not a file path"):
             Ledger(name, lazy=lazy)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_ledger_deleted_after_it_was_opened_is_not_recreated_empty(ledger):
+    led = Ledger(ledger)
+    ledger.unlink()
+    with pytest.raises(LedgerError, match=r"cannot be used|cannot open"):
+        _record(led, 1.0)
+    with pytest.raises(LedgerError):
+        led.releases()
+    assert not ledger.exists()

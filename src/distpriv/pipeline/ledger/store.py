@@ -27,7 +27,7 @@ from typing import Any
 from ..._version import __version__
 from ...errors import BudgetExceededError, LedgerError, ParameterError, ParameterTypeError
 from ...guarantees import to_jsonable
-from ..scope import command_records, note_record
+from ..scope import note_record
 from .identity import secret_key
 from .records import Budget, LedgerEntry, NewRelease
 from .schema import (
@@ -51,7 +51,7 @@ from .schema import (
     write_chain,
 )
 
-__all__ = ["Ledger", "LedgerCreatedElsewhere", "recorded_in_this_command"]
+__all__ = ["Ledger", "LedgerCreatedElsewhere"]
 
 
 class LedgerCreatedElsewhere(LedgerError):
@@ -72,34 +72,6 @@ def _refuse_uri_names(path: str | os.PathLike[str]) -> None:
             f"ledger {text!r} is not a file path (SQLite's in-memory and URI names are not "
             "ledgers: a release must be recorded in a file); give a file name"
         )
-
-
-def recorded_in_this_command() -> list[tuple[str, int]]:
-    """The releases the current CLI command has recorded: ``(ledger path, release id)``.
-
-    Each row noted just before its COMMIT (:func:`~distpriv.pipeline.scope.note_record`)
-    is looked up in its file (read-only, by id and checksum), so a row whose commit did not
-    happen is not reported and one that did is, whenever the command was interrupted.
-    """
-    out = []
-    for note in command_records():
-        path = Path(note["ledger"])
-        if not path.is_file():
-            continue
-        try:
-            con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=5.0)
-            try:
-                found = con.execute(
-                    "SELECT 1 FROM releases WHERE id = ? AND row_mac = ?",
-                    (note["id"], note["row_mac"]),
-                ).fetchone()
-            finally:
-                con.close()
-        except sqlite3.Error:
-            continue
-        if found:
-            out.append((str(path), int(note["id"])))
-    return out
 
 
 class Ledger:
@@ -201,10 +173,10 @@ class Ledger:
                 con.close()
             return
         try:
-            # a file: URI of the resolved path, never a name SQLite would interpret
-            con = sqlite3.connect(
-                self.path.resolve().as_uri(), uri=True, timeout=self.timeout, isolation_level=None
-            )
+            # a file: URI of the resolved path, never a name SQLite would interpret, and
+            # mode=rw: a ledger deleted since it was opened is an error, not a new empty file
+            uri = self.path.resolve().as_uri() + "?mode=rw"
+            con = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open ledger {str(self.path)!r}: {exc}") from exc
         con.row_factory = sqlite3.Row
