@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 from .errors import DistPrivError, ParameterError
 from .pipeline.output import OutputError, check_output, write_atomic, write_files
 from .pipeline.scope import command_scope
+from .pipeline.scope import recorded_note as _note
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -30,8 +31,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"distpriv: error: {message} (see 'distpriv --help')\n")
 
 
-def _fail(message: str) -> int:
-    sys.stderr.write(f"distpriv: error: {' '.join(str(message).split())}\n")
+def _fail(message: object, note: str | None = None) -> int:
+    but = f"; but {note}" if note else ""  # a release recorded before the failure
+    sys.stderr.write(f"distpriv: error: {' '.join(str(message).split())}{but}\n")
     return EXIT_USAGE
 
 
@@ -320,19 +322,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:  # not the main thread (embedded use): leave the handler alone
         previous = None
     try:
-        with warnings.catch_warnings(record=True) as caught, command_scope():
+        with warnings.catch_warnings(record=True) as caught, command_scope() as scope:
             warnings.simplefilter("always")
             try:
                 status = args.func(args)
             except KeyboardInterrupt:
                 status = EXIT_INTERRUPTED
             except (DistPrivError, OSError) as exc:
-                status = EXIT_INTERRUPTED if interrupt.seen else _fail(str(exc))
+                status = EXIT_INTERRUPTED if interrupt.seen else _fail(exc, _note(scope, args))
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-    if status == EXIT_INTERRUPTED:
-        sys.stderr.write("distpriv: interrupted; nothing was written\n")
+    if status == EXIT_INTERRUPTED:  # a release recorded before it stopped is named (SECURITY.md)
+        what = f" after {note}" if (note := _note(scope, args)) else "; nothing was written"
+        sys.stderr.write(f"distpriv: interrupted{what}\n")
         return status
     if status != 0:  # a failure is one line; warnings on the way do not matter then
         return status

@@ -305,5 +305,6 @@ def test_transaction_killed_midway_is_rolled_back(tmp_path):
     led = Ledger(path)
     assert led.budget("name:x", "p") == Budget(1.0, 1e-3)
     con = sqlite3.connect(path)
-    assert con.execute("SELECT COUNT(*) FROM meta").fetchone()[0] == 4  # the 4 made with it
+    # the 5 made with it: created_utc, created_by, the key, its check, the chain record
+    assert con.execute("SELECT COUNT(*) FROM meta").fetchone()[0] == 5
     con.close()

@@ -60,22 +60,30 @@ def _draw(
     secret: ProportionSecret,
     released: Table,
     model_table: Table,
-    fingerprints: tuple[str, str],
-    ledger_key: bytes | None,
-) -> tuple[Any, Any]:
+    fingerprints: Callable[[bytes], tuple[str, str]],
+    key: bytes,
+) -> tuple[Any, Any, tuple[str, str]]:
     """The noise: secure sampler (or the insecure seed), inside the ledger's transaction.
 
     The ledger's account of the data is the keyed multiset fingerprint of the released
     table under the ledger's identity key (the same rows in any order: the same account),
-    or ``name:<data_name>``.
+    or ``name:<data_name>``. ``fingerprints(key)`` computes both tables' fingerprints in
+    the engine; with a ledger it is called under the ledger's key at the draw (again if
+    another process created a new ledger first, with its own key). Returns the release,
+    the ledger block and the fingerprints used.
     """
     noise_rng = None if cfg.insecure_seed is None else check_rng(cfg.insecure_seed)
     if session is None:
-        return mech.release(value, rng=noise_rng), None
-    data_fp, model_fp = fingerprints
-    # The engine computed both fingerprints under the ledger's key; the session keys them
+        return mech.release(value, rng=noise_rng), None, fingerprints(key)
+    used: list[tuple[str, str]] = []
+
+    def keyed(k: bytes) -> tuple[str, str]:
+        used.append(fingerprints(k))
+        return used[-1]
+
+    # The engine computes both fingerprints under the ledger's key; the session keys them
     # into accounts (``data_name`` wins when set).
-    return session.draw(
+    rel, block = session.draw(
         mechanism=mech,
         value=value,
         query=query,
@@ -86,11 +94,11 @@ def _draw(
         n_samples=cfg.model.get("n_samples", 1000),
         noise_rng=noise_rng,
         model_rng=cfg.model.get("seed", 0),
-        data_fingerprint=data_fp if ledger_key is not None else None,
-        model_fingerprint=model_fp if ledger_key is not None else None,
+        fingerprints=keyed,
         model=model,
         population=bool(cfg.model.get("population", False)),
     )
+    return rel, block, used[-1]
 
 
 def run_release(
@@ -169,13 +177,17 @@ def run_release(
         value = evaluation.value
         _warn_dropped(evaluation.n_rows, n)
         verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
-        fps = (
-            multiset_fingerprint(released, key=key),
-            _model_fingerprint(model_frame, query, secret, key),
-        )
-        rel, ledger_block = _draw(
-            session, cfg, mech, model, value, query, secret, released, model_frame, fps, ledger_key
-        )
+
+        def fingerprints(k: bytes) -> tuple[str, str]:
+            return (
+                multiset_fingerprint(released, key=k),
+                _model_fingerprint(model_frame, query, secret, k),
+            )
+
+        rel, ledger_block, fps = _draw(
+            session, cfg, mech, model, value, query, secret, released, model_frame,
+            fingerprints, key,
+        )  # fmt: skip
         prov = provenance(rel=rel, data_sha256=fps[0], model_data_sha256=fps[1], insecure_seed=seed)
         public = public_release(
             title=cfg.title,

@@ -11,9 +11,11 @@ cannot stop.
 
 This module gathers the public names; the code lives by concern in
 
-* :mod:`.schema` — the file: schema, creation, validation, row checksums;
+* :mod:`.schema` — the file: schema, creation, validation, row checksums, the chained
+  history;
 * :mod:`.records` — budgets and recorded releases (frozen values);
-* :mod:`.store` — :class:`Ledger`, reading and appending rows under a lock;
+* :mod:`.store` — :class:`Ledger`, reading and appending rows under a lock (a missing
+  file is created only by the first record);
 * :mod:`.identity` — keyed, order-blind accounts of the data, secret keys;
 * :mod:`.session` — which ledger a release goes into, and the locked
   compose–check–draw–record step;

@@ -24,7 +24,7 @@ from pathlib import Path
 from ...errors import LedgerError
 from .identity import data_account
 from .schema import APPLICATION_ID, BUDGET_COLUMNS, RELEASE_COLUMNS, dumps
-from .store import Ledger, _insert
+from .store import Ledger
 
 __all__ = ["migrate_ledger"]
 
@@ -41,7 +41,7 @@ def migrate_ledger(old: str | os.PathLike[str], new: str | os.PathLike[str]) -> 
     Returns
     -------
     Ledger
-        The new ledger (schema 2, a fresh identity key), with the same rows, times and
+        The new ledger (the current schema, a fresh identity key), with the same rows, times and
         guarantees, the data renamed to keyed accounts as described in the module.
 
     Raises
@@ -89,5 +89,5 @@ def migrate_ledger(old: str | os.PathLike[str], new: str | os.PathLike[str]) -> 
                     if old_fp is not None:
                         model["model_data_account"] = _account(key, f"sha256:{old_fp}")
                     row["model_json"] = dumps(model)
-                _insert(wcon, key, table, cols, row)
+                led._append(wcon, table, cols, row)
     return led

@@ -15,15 +15,15 @@ together with the earlier ones (docs/composition.md).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ...errors import ParameterError, ParameterTypeError
+from ...errors import LedgerError, ParameterError, ParameterTypeError
 from .identity import data_account, public_account, table_fingerprint
 from .records import Budget, LedgerEntry, NewRelease, parse_budget
-from .store import Ledger
+from .store import Ledger, LedgerCreatedElsewhere
 
 __all__ = [
     "DEFAULT_LEDGER_NAME",
@@ -276,7 +276,8 @@ def release_with_ledger(
     from ...modeling.tables import as_table
     from ..release import ReleaseReport, method_for, prepare_release
 
-    led = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    # lazily: a release refused before its record leaves no new ledger file behind
+    led = ledger if isinstance(ledger, Ledger) else Ledger(ledger, lazy=True)
     if budget is not None and not isinstance(budget, Budget):
         raise ParameterTypeError(f"budget must be a Budget, got {budget!r}")
     prep = prepare_release(
@@ -298,24 +299,36 @@ def release_with_ledger(
     )
     table, gen = prep.table, prep.rng
     model_frame = as_table(model_data).frame
-    entry, rel, composed, effective = ledgered_draw(
-        led,
-        mechanism=prep.mechanism,
-        value=prep.value,
-        query=prep.query,
-        secret=secret,
-        data_account=_account(led, table.frame, data_name=data_name, fingerprint=data_fingerprint),
-        model_data=model_frame,
-        model_account=_account(led, model_frame),
-        subset_size=table.n_rows,
-        method=method_for(mechanism, method),
-        n_samples=n_samples,
-        budget=budget,
-        noise_rng=gen,
-        model_rng=None if gen is None else int(gen.integers(2**63)),
-        model=prep.model,
-        population=population,
-    )
+    model_rng = None if gen is None else int(gen.integers(2**63))
+    given_fp = data_fingerprint
+
+    def attempt() -> tuple[LedgerEntry, Any, Any, Budget | None]:
+        return ledgered_draw(
+            led,
+            mechanism=prep.mechanism,
+            value=prep.value,
+            query=prep.query,
+            secret=secret,
+            data_account=_account(led, table.frame, data_name=data_name, fingerprint=given_fp),
+            model_data=model_frame,
+            model_account=_account(led, model_frame),
+            subset_size=table.n_rows,
+            method=method_for(mechanism, method),
+            n_samples=n_samples,
+            budget=budget,
+            noise_rng=gen,
+            model_rng=model_rng,
+            model=prep.model,
+            population=population,
+        )
+
+    try:
+        entry, rel, composed, effective = attempt()
+    except LedgerCreatedElsewhere:
+        # Another process created the ledger first: a fingerprint given under our key does
+        # not name the data under theirs; compute it here instead.
+        given_fp = None
+        entry, rel, composed, effective = attempt()
     if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
         rel = replace(rel, value=prep.query.clamp(rel.value)[0])
     report = ReleaseReport(rel, prep.mechanism, prep.model, prep.value, table.n_rows)
@@ -350,6 +363,7 @@ class LedgerSession:
         model_rng: Any = 0,
         data_fingerprint: str | None = None,
         model_fingerprint: str | None = None,
+        fingerprints: Callable[[bytes], tuple[str, str]] | None = None,
         model: Any = None,
         population: bool = False,
     ) -> tuple[Any, dict[str, Any]]:
@@ -359,6 +373,8 @@ class LedgerSession:
         released and modelling tables under ``self.ledger.identity_key`` when the caller
         computed them in the engine (then ``released_frame`` is not needed); otherwise
         computed here from the frames (:func:`~.identity.table_fingerprint`).
+        ``fingerprints``: computes both under a given key; called again if another process
+        created a lazily opened ledger first (its key differs, :class:`LedgerCreatedElsewhere`).
         ``model``/``population``: the mechanism's own model and how it was built
         (:func:`ledgered_draw`).
 
@@ -368,26 +384,46 @@ class LedgerSession:
             The release and the ``"ledger"`` block of the public report.
         """
         led = self.ledger
-        entry, rel, composed, effective = ledgered_draw(
-            led,
-            mechanism=mechanism,
-            value=value,
-            query=query,
-            secret=secret,
-            data_account=_account(
-                led, released_frame, data_name=self.data_name, fingerprint=data_fingerprint
-            ),
-            model_data=model_frame,
-            model_account=_account(led, model_frame, fingerprint=model_fingerprint),
-            subset_size=subset_size,
-            method=method,
-            n_samples=n_samples,
-            budget=self.budget,
-            noise_rng=noise_rng,
-            model_rng=model_rng,
-            model=model,
-            population=population,
-        )
+        fps: tuple[str | None, str | None] = (data_fingerprint, model_fingerprint)
+
+        def attempt() -> tuple[LedgerEntry, Any, Any, Budget | None]:
+            return ledgered_draw(
+                led,
+                mechanism=mechanism,
+                value=value,
+                query=query,
+                secret=secret,
+                data_account=_account(
+                    led, released_frame, data_name=self.data_name, fingerprint=fps[0]
+                ),
+                model_data=model_frame,
+                model_account=_account(led, model_frame, fingerprint=fps[1]),
+                subset_size=subset_size,
+                method=method,
+                n_samples=n_samples,
+                budget=self.budget,
+                noise_rng=noise_rng,
+                model_rng=model_rng,
+                model=model,
+                population=population,
+            )
+
+        if fingerprints is not None:
+            fps = fingerprints(led.identity_key)
+        try:
+            entry, rel, composed, effective = attempt()
+        except LedgerCreatedElsewhere:
+            # The ledger another process created has another key: the accounts change.
+            if fingerprints is not None:
+                fps = fingerprints(led.identity_key)
+            elif released_frame is not None or self.data_name is not None:
+                fps = (None, None)
+            else:
+                raise LedgerError(
+                    f"ledger {str(led.path)!r} was created by another process meanwhile; "
+                    "nothing was released or recorded: run the release again"
+                ) from None
+            entry, rel, composed, effective = attempt()
         return rel, LedgeredRelease(None, entry, composed, effective).ledger_summary()
 
 
@@ -431,7 +467,8 @@ def open_ledger(
         A budget together with an opt-out (naming ``--budget``), an invalid budget, or
         ``--budget`` and ``[ledger] budget`` that differ.
     LedgerError
-        An invalid ledger file (left untouched).
+        An invalid ledger file (left untouched), or a folder where a new ledger cannot be
+        made. A missing ledger file is created only when the release is recorded.
     """
     cfg = dict(config or {})
     given = _given_budget(cfg, budget)
@@ -455,5 +492,6 @@ def open_ledger(
                 "kept across releases in the ledger"
             )
         return None
-    led = path if isinstance(path, Ledger) else Ledger(path)
+    # lazily: nothing is created before a release is actually recorded
+    led = path if isinstance(path, Ledger) else Ledger(path, lazy=True)
     return LedgerSession(led, given, cfg.get("data_name"))

@@ -2,11 +2,15 @@
 
 :class:`Ledger` reads and appends the rows of a ledger file (:mod:`.schema` owns the
 file itself: schema, creation and validation). Every read or write is preceded by the
-file's checks (SQLite ``integrity_check`` and a keyed checksum of every row): at open
-through a read-only connection, and again inside each write transaction, so a file damaged
-between the two is still refused before anything is appended.
-:meth:`Ledger.guarded_release` holds the budget check, the noise draw and the insert in
-one ``BEGIN IMMEDIATE`` transaction: two processes cannot both pass the check.
+file's checks (SQLite ``integrity_check``, the exact schema, a keyed checksum of every row
+and the chained history): at open through a read-only connection, and again inside each
+write transaction, so a file damaged between the two is still refused before anything is
+appended. :meth:`Ledger.guarded_release` holds the budget check, the noise draw and the
+insert in one ``BEGIN IMMEDIATE`` transaction: two processes cannot both pass the check.
+
+A ledger opened with ``lazy=True`` (every release does) whose file does not exist yet
+creates nothing until a row is recorded: its first write runs in a temporary file that is
+linked into place when it commits, so a refused release leaves no file behind.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -22,36 +27,51 @@ from typing import Any
 from ..._version import __version__
 from ...errors import BudgetExceededError, LedgerError, ParameterError, ParameterTypeError
 from ...guarantees import to_jsonable
+from ..scope import note_record
 from .identity import secret_key
 from .records import Budget, LedgerEntry, NewRelease
 from .schema import (
     BUDGET_COLUMNS,
+    KEY_BYTES,
     RELEASE_COLUMNS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    Heads,
+    build_ledger_file,
+    chain_next,
     check_content,
     create_ledger_file,
     dumps,
+    ledger_directory,
     now_utc,
     row_mac,
+    temp_ledger,
+    upgrade_to_chain,
     validate_ledger_file,
+    write_chain,
 )
 
-__all__ = ["Ledger"]
+__all__ = ["Ledger", "LedgerCreatedElsewhere"]
 
 
-def _insert(con: sqlite3.Connection, key: bytes, table: str, cols: Sequence[str], row: dict):
-    """Append one row with the next id and its keyed checksum; returns the id.
+class LedgerCreatedElsewhere(LedgerError):
+    """A lazily opened ledger was created by another process before this one recorded.
 
-    The id is chosen inside the caller's write transaction (the lock is held), so the
-    checksum can cover it.
+    The :class:`Ledger` has switched to that file (and its identity key); nothing was
+    recorded or released. The caller computes the data's account again under the new key
+    and retries (:func:`~distpriv.pipeline.ledger.session.ledgered_draw` does).
     """
-    new_id = int(con.execute(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table}").fetchone()[0])
-    values = [new_id, *(row[c] for c in cols[1:])]
-    con.execute(
-        f"INSERT INTO {table} ({', '.join(cols)}, row_mac) VALUES "
-        f"({', '.join('?' * (len(cols) + 1))})",
-        (*values, row_mac(key, table, values)),
-    )
-    return new_id
+
+
+def _refuse_uri_names(path: str | os.PathLike[str]) -> None:
+    """``:memory:`` and ``file:`` URIs are SQLite names, not files: a ledger must be a file."""
+    text = os.fspath(path)
+    text = text if isinstance(text, str) else os.fsdecode(text)
+    if text == ":memory:" or text.startswith("file:") or text == "":
+        raise LedgerError(
+            f"ledger {text!r} is not a file path (SQLite's in-memory and URI names are not "
+            "ledgers: a release must be recorded in a file); give a file name"
+        )
 
 
 class Ledger:
@@ -64,6 +84,11 @@ class Ledger:
         exist and ``create`` is true; an existing file must be a valid ledger.
     create : bool
         Whether a missing file may be created (``distpriv ledger show`` passes False).
+    lazy : bool
+        Create a missing file only when the first row is recorded (a release refused
+        before that leaves no file). Until then the ledger reads as empty and its identity
+        key is held in memory; if another process creates the file meanwhile, the write
+        raises :class:`LedgerCreatedElsewhere` and the ledger continues on that file.
     timeout : float
         Seconds to wait for another process's transaction (SQLite busy timeout).
 
@@ -79,33 +104,79 @@ class Ledger:
     Raises
     ------
     LedgerError
-        Missing (with ``create=False``), empty, truncated, corrupt or foreign file, or
-        another schema version. The file is not modified.
+        Missing (with ``create=False``), empty, truncated, corrupt, tampered with (rows
+        deleted, triggers dropped) or foreign file, or another schema version. The file
+        is not modified.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, create: bool = True, timeout: float = 600.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        lazy: bool = False,
+        timeout: float = 600.0,
     ):
         if not isinstance(path, str | os.PathLike):
             raise ParameterTypeError(f"ledger path must be a string or path, got {path!r}")
+        _refuse_uri_names(path)
         self.path = Path(path)
         self.timeout = float(timeout)
+        self._pending = False
+        self._heads: Heads | None = None
         if self.path.exists():
             if not self.path.is_file():
                 raise LedgerError(f"ledger {str(self.path)!r} is not a regular file")
+        elif create and lazy:
+            ledger_directory(self.path)  # an unusable folder fails now, not after modelling
+            self._pending = True
+            self.identity_key: bytes = secrets.token_bytes(KEY_BYTES)
+            return
         elif create:
             create_ledger_file(self.path)
         else:
             raise LedgerError(f"ledger {str(self.path)!r} does not exist")
-        self.identity_key: bytes = validate_ledger_file(self.path)
+        self.identity_key = validate_ledger_file(self.path)
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r})"
 
+    @property
+    def pending(self) -> bool:
+        """True while a lazily opened ledger has no file yet (nothing recorded)."""
+        return self._pending
+
+    def _adopt(self) -> None:
+        """Continue on the file another process created at our path (its own key)."""
+        self.identity_key = validate_ledger_file(self.path)
+        self._pending = False
+        raise LedgerCreatedElsewhere(
+            f"ledger {str(self.path)!r} was created by another process while this release "
+            "was prepared; the data's account is computed again under its key; nothing was "
+            "released or recorded yet"
+        )
+
+    def _still_ours(self) -> None:
+        """Before the noise is drawn into a new ledger: has another process made the file?"""
+        if self._pending and os.path.lexists(self.path):
+            self._adopt()
+
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        if self._pending:  # no file yet: read an empty ledger, create nothing
+            con = sqlite3.connect(":memory:", isolation_level=None)
+            con.executescript(SCHEMA)
+            con.row_factory = sqlite3.Row
+            try:
+                yield con
+            finally:
+                con.close()
+            return
         try:
-            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            # a file: URI of the resolved path, never a name SQLite would interpret, and
+            # mode=rw: a ledger deleted since it was opened is an error, not a new empty file
+            uri = self.path.resolve().as_uri() + "?mode=rw"
+            con = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open ledger {str(self.path)!r}: {exc}") from exc
         con.row_factory = sqlite3.Row
@@ -126,27 +197,119 @@ class Ledger:
         """A checked write transaction taken at once (BEGIN IMMEDIATE); rolled back on error.
 
         The file is checked again under the lock: it may have been damaged since it was
-        opened, and nothing is appended to a damaged file.
+        opened, and nothing is appended to a damaged file. A schema-2 file is upgraded to
+        the chained schema in the same transaction (:func:`.schema.upgrade_to_chain`), so
+        a write that is rolled back leaves it as it was. A lazily opened ledger without a
+        file writes into a new temporary ledger instead (:meth:`_creating`).
         """
+        if self._pending:
+            if os.path.lexists(self.path):
+                self._adopt()
+            with self._creating() as con:
+                yield con
+            return
         with self._connect() as con:
+            self._begin(con)
             try:
-                con.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise LedgerError(
-                    f"ledger {str(self.path)!r} is busy ({exc}) after {self.timeout:g} s"
-                ) from exc
-            try:
-                if check_content(con, self.path) != self.identity_key:
+                key, heads, version = check_content(con, self.path)
+                if key != self.identity_key:
                     raise LedgerError(
                         f"ledger {str(self.path)!r} changed its identity key since it was "
                         "opened (replaced by another file?); nothing recorded"
                     )
+                if version < SCHEMA_VERSION:
+                    upgrade_to_chain(con, key, heads)
+                self._heads = heads
                 yield con
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):  # keep the original error
                     con.execute("ROLLBACK")
                 raise
+            finally:
+                self._heads = None
             con.execute("COMMIT")
+
+    def _begin(self, con: sqlite3.Connection) -> None:
+        try:
+            con.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise LedgerError(
+                f"ledger {str(self.path)!r} is busy ({exc}) after {self.timeout:g} s"
+            ) from exc
+
+    @contextlib.contextmanager
+    def _creating(self) -> Iterator[sqlite3.Connection]:
+        """The first write of a lazily opened ledger: into a new file, linked at commit.
+
+        The ledger (schema, the identity key held since the open) is built in a temporary
+        file next to ``path``, the rows are written there in one transaction, and the file
+        is hard-linked into place only after the commit: a refusal on the way leaves no
+        file, and the link never replaces a file another process created meanwhile (then
+        this write is discarded unrecorded and unreleased, and
+        :class:`LedgerCreatedElsewhere` tells the caller to retry on that file).
+        """
+        tmp = temp_ledger(self.path)
+        try:
+            build_ledger_file(tmp, self.identity_key)
+            con = sqlite3.connect(tmp, timeout=self.timeout, isolation_level=None)
+            con.row_factory = sqlite3.Row
+            try:
+                self._begin(con)
+                try:
+                    _, heads, _ = check_content(con, Path(tmp))
+                    self._heads = heads
+                    yield con
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        con.execute("ROLLBACK")
+                    raise
+                finally:
+                    self._heads = None
+                con.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise LedgerError(f"cannot write ledger {str(self.path)!r}: {exc}") from exc
+            finally:
+                con.close()
+            try:
+                os.link(tmp, self.path)  # atomic, and never over an existing file
+            except FileExistsError:
+                self._adopt()
+            except OSError as exc:
+                raise LedgerError(
+                    f"cannot create ledger {str(self.path)!r}: {exc.strerror}; nothing recorded"
+                ) from exc
+            self._pending = False
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    def _append(
+        self, con: sqlite3.Connection, table: str, cols: Sequence[str], row: dict[str, Any]
+    ) -> tuple[int, str]:
+        """Append one row with the next id and its keyed checksum, and extend the chain.
+
+        Runs inside :meth:`_immediate` (the lock is held and the history was just checked):
+        the id is the next one after the rows found, the checksum covers it, and the chain
+        record in ``meta`` moves to the new head in the same transaction.
+
+        Returns
+        -------
+        (int, str)
+            The new row's id and checksum.
+        """
+        if self._heads is None:
+            raise LedgerError("internal: a ledger row is appended outside a write transaction")
+        count, head = self._heads[table]
+        values = [count + 1, *(row[c] for c in cols[1:])]
+        mac = row_mac(self.identity_key, table, values)
+        con.execute(
+            f"INSERT INTO {table} ({', '.join(cols)}, row_mac) VALUES "
+            f"({', '.join('?' * (len(cols) + 1))})",
+            (*values, mac),
+        )
+        self._heads[table] = (count + 1, chain_next(self.identity_key, table, head, mac))
+        write_chain(con, self.identity_key, self._heads)
+        return count + 1, mac
 
     # -- reading ----------------------------------------------------------------------
 
@@ -236,7 +399,7 @@ class Ledger:
             "epsilon": float(budget.epsilon),
             "delta": float(budget.delta),
         }
-        _insert(con, self.identity_key, "budgets", BUDGET_COLUMNS, row)
+        self._append(con, "budgets", BUDGET_COLUMNS, row)
 
     def guarded_release(
         self,
@@ -299,6 +462,7 @@ class Ledger:
                     f"the budget ({effective.epsilon:g}, {effective.delta:g}); nothing was "
                     "released or recorded"
                 )
+            self._still_ours()  # a new ledger another process made meanwhile: retry there
             rel = draw()
             if budget is not None and stored is None:
                 self._insert_budget(con, new.data_account, key, budget)
@@ -323,8 +487,10 @@ class Ledger:
                 "composed_delta": float(composed.delta),
                 "released_json": dumps(values),
             }
-            new_id = _insert(con, self.identity_key, "releases", RELEASE_COLUMNS, row)
+            new_id, mac = self._append(con, "releases", RELEASE_COLUMNS, row)
             entry = LedgerEntry._from_row(
                 con.execute("SELECT * FROM releases WHERE id = ?", (new_id,)).fetchone()
             )
+            # Before the commit: an interrupted command can then say whether it was recorded.
+            note_record({"ledger": str(self.path.resolve()), "id": new_id, "row_mac": mac})
         return entry, rel, composed, effective
