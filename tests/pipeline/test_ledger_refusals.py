@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from distpriv.cli import main
+from cli_helpers import run
 from distpriv.pipeline.ledger import DEFAULT_LEDGER_NAME, Ledger
 from distpriv.pipeline.sources import load_frame
 
@@ -55,14 +55,6 @@ def _config(folder, tables, *, release="released.csv", epsilon="1.0", extra=""):
     cfg = folder / "release.toml"
     cfg.write_text(CONFIG.format(release=release, epsilon=epsilon, extra=extra))
     return cfg
-
-
-def run(argv, capsys):
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exc:
-        status = exc.code
-    return (status, *capsys.readouterr())
 
 
 REFUSALS = {
