@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "_threads": 0,  # one BLAS thread around the accountant's loops (threadpoolctl only)
     "_lazy": 0,  # lazy re-exports of the package __init__ files (importlib only)
     "_html": 0,  # templates for _repr_html_ and the report (jinja2 only)
+    "_distributions": 0,  # the few scipy.stats functions, from scipy.special (cold path)
     "accounting": 1,  # calibrations; imports pair_profile (same rank), never the reverse
     "pair_profile": 1,  # exact δ(ε) of two Gaussians; imports the three _pair_* below
     "_pair_whitening": 1,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.stats import beta
-
+from .._distributions import beta_ppf
 from .._validation import check_delta, check_real
 from ..errors import ParameterError
 
@@ -25,12 +24,12 @@ def clopper_pearson(successes: int, trials: int, confidence: float, side: str) -
         raise ParameterError(f"successes must be in [0, {trials}], got {successes}")
     alpha = 1.0 - confidence
     if side == "lower":
-        return 0.0 if successes == 0 else float(beta.ppf(alpha, successes, trials - successes + 1))
+        return 0.0 if successes == 0 else float(beta_ppf(alpha, successes, trials - successes + 1))
     if side == "upper":
         return (
             1.0
             if successes == trials
-            else float(beta.ppf(1 - alpha, successes + 1, trials - successes))
+            else float(beta_ppf(1 - alpha, successes + 1, trials - successes))
         )
     raise ParameterError(f"side must be 'lower' or 'upper', got {side!r}")
 

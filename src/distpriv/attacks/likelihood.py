@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import multivariate_normal
+
+from .._distributions import GaussianDensity
 
 __all__ = ["GaussianLikelihoodRatio"]
 
@@ -27,10 +28,9 @@ class GaussianLikelihoodRatio:
     def __init__(
         self, means: np.ndarray, covariances: np.ndarray, noise_covariance: np.ndarray
     ) -> None:
-        self.dists = [
-            multivariate_normal(means[t], covariances[t] + noise_covariance, allow_singular=True)
-            for t in (0, 1)
-        ]
+        # As scipy.stats.multivariate_normal(..., allow_singular=True), without importing
+        # scipy.stats on the cold path (distpriv._distributions).
+        self.dists = [GaussianDensity(means[t], covariances[t] + noise_covariance) for t in (0, 1)]
 
     def log_ratio(self, x: np.ndarray) -> np.ndarray:
         """log N(x; μ₁, S₁) − log N(x; μ₀, S₀) for each row of x, shape (k,)."""

@@ -25,13 +25,15 @@ import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from .._validation import readonly
 from ..errors import ParameterError, ParameterTypeError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["MarkovQuilt", "ParameterNetwork"]
 
@@ -185,6 +187,8 @@ class ParameterNetwork:
             sups.append(vals)
         index = {a: k for k, a in enumerate(attrs)}
         par = self._check_parents(parents, index)
+        import networkx as nx  # imported when a network is built, not by the registry
+
         graph = nx.DiGraph()
         graph.add_nodes_from(attrs)
         graph.add_edges_from((p, a) for a, ps in zip(attrs, par, strict=True) for p in ps)
@@ -419,6 +423,8 @@ class ParameterNetwork:
             self.index(a)
         if not rem:
             return True
+        import networkx as nx  # loaded already: __init__ built the graph with it
+
         return bool(nx.is_d_separator(self._graph, {i}, rem, giv))
 
     def markov_quilts(self, secret: str) -> tuple[MarkovQuilt, ...]:
@@ -449,6 +455,8 @@ class ParameterNetwork:
                 f"enumerating the Markov quilts of {name!r} visits 2^{len(others)} subsets; "
                 f"at most {MAX_QUILT_ATTRIBUTES} other attributes are supported"
             )
+        import networkx as nx  # loaded already: __init__ built the graph with it
+
         out = [MarkovQuilt(name, (), tuple(self.attributes), (), 0.0)]
         for size in range(len(others) + 1):
             for q in itertools.combinations(others, size):

@@ -23,7 +23,6 @@ from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise
 from ..querymodel import GaussianQueryModel
 from ._common import FALLBACK_NOTE, QueryModel
-from .apgm import apgm_accuracy
 from .base import CalibratedMechanism
 from .exact import (
     EXACT_THEOREM,
@@ -393,6 +392,8 @@ def calibrate_exact(
     if name == "apgm" and gm.dim == 1:
         diag["noise_variance"] = float(cov[0, 0])
     if name == "apgm":
+        from .apgm import apgm_accuracy  # scipy.stats: only for this mechanism
+
         diag["accuracy_alpha"] = apgm_accuracy(cov, diag["accuracy_beta"])
     if name in ("eigm", "apgm"):
         vecs = np.asarray(diag["eigenvectors"])

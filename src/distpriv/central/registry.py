@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._threads import on_one_blas_thread
 from .._validation import check_choice, check_epsilon, check_real
-from ..accounting import CALIBRATIONS, DISTANCE_CALIBRATIONS
 from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
 from ..querymodel import GaussianQueryModel, SampledQueryModel
-from .apgm import calibrate_apgm
-from .apmqm import AttributeNetworkModel, calibrate_apmqm
-from .base import CalibratedMechanism
-from .exact import verified_headline
-from .exact_calibration import EXACT_MECHANISMS, calibrate_exact
-from .expected_value import calibrate_dirm, calibrate_expm
-from .fallback import covariance_fallback
-from .floored import FLOORED_MECHANISMS, calibrate_floored
-from .groupdp import calibrate_groupdp
-from .optimal import calibrate_optimal
+from .attribute_network import AttributeNetworkModel
 from .robust import DEFAULT_BETA, check_beta
-from .uncertainty import calibrate_daum, calibrate_eigm, calibrate_noiseless
-from .wasserstein import calibrate_approx_wasserstein, calibrate_wasserstein
+
+if TYPE_CHECKING:
+    from .base import CalibratedMechanism
 
 __all__ = [
     "MECHANISMS",
@@ -44,6 +35,29 @@ __all__ = [
 # What a mechanism is calibrated on: the Gaussian fit of f_θ, Monte Carlo samples of f_θ,
 # or a Bayesian network over attribute parameters (APMQM).
 MODEL_VIEWS = ("gaussian", "samples", "network")
+
+
+class _Builder:
+    """A mechanism's calibration function, imported from its module on first call.
+
+    Why: the registry is read by every command (names, options, model views), but each
+    mechanism module pulls in its own dependencies (scipy.stats, networkx, the convex
+    solver); ``distpriv verify`` of one mechanism must not import the other sixteen
+    (issue 28 item 4). ``module`` is relative to :mod:`distpriv.central`; ``kwargs`` are
+    bound first, like :func:`functools.partial`.
+    """
+
+    def __init__(self, module: str, function: str, *args: Any, **kwargs: Any) -> None:
+        self.module, self.function, self.args, self.kwargs = module, function, args, kwargs
+
+    def __call__(self, *args: Any, **kwargs: Any) -> CalibratedMechanism:
+        fn = getattr(importlib.import_module(f"{__package__}.{self.module}"), self.function)
+        result: CalibratedMechanism = fn(*self.args, *args, **self.kwargs, **kwargs)
+        return result
+
+    def __repr__(self) -> str:
+        bound = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"{self.module}.{self.function}({', '.join(bound)})"
 
 
 @dataclass(frozen=True)
@@ -122,7 +136,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Thm 3.1",
         False,
         (),
-        calibrate_wasserstein,
+        _Builder("wasserstein", "calibrate_wasserstein"),
         model_view="samples",
     ),
     MechanismSpec(
@@ -131,7 +145,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Thm 3.2/3.3",
         False,
         ("method",),
-        calibrate_approx_wasserstein,
+        _Builder("wasserstein", "calibrate_approx_wasserstein"),
         model_view="samples",
     ),
     MechanismSpec(
@@ -140,7 +154,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Thm 4.1",
         False,
         (),
-        partial(calibrate_expm, kind="laplace"),
+        _Builder("expected_value", "calibrate_expm", kind="laplace"),
     ),
     MechanismSpec(
         "expm-g",
@@ -148,7 +162,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Thm 4.2",
         True,
         _GAUSS_OPTS,
-        partial(calibrate_expm, kind="gaussian"),
+        _Builder("expected_value", "calibrate_expm", kind="gaussian"),
     ),
     MechanismSpec(
         "dirm-l",
@@ -156,7 +170,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Thm 4.3",
         False,
         (),
-        partial(calibrate_dirm, kind="laplace"),
+        _Builder("expected_value", "calibrate_dirm", kind="laplace"),
     ),
     MechanismSpec(
         "dirm-g",
@@ -164,7 +178,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Thm 4.3",
         True,
         _GAUSS_OPTS,
-        partial(calibrate_dirm, kind="gaussian"),
+        _Builder("expected_value", "calibrate_dirm", kind="gaussian"),
     ),
     MechanismSpec(
         "eigm",
@@ -172,7 +186,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Thm 4.5",
         True,
         _GAUSS_OPTS,
-        calibrate_eigm,
+        _Builder("uncertainty", "calibrate_eigm"),
         True,
     ),
     MechanismSpec(
@@ -181,7 +195,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Alg. 1",
         True,
         (*_GAUSS_OPTS, "direction"),
-        calibrate_daum,
+        _Builder("uncertainty", "calibrate_daum"),
         True,
     ),
     MechanismSpec(
@@ -190,7 +204,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Cor. A.1 + convex program (distpriv)",
         True,
         (*_GAUSS_OPTS, "weights"),
-        calibrate_optimal,
+        _Builder("optimal", "calibrate_optimal"),
         True,
     ),
     MechanismSpec(
@@ -199,7 +213,7 @@ _SPECS = (
         "Dwork & Roth 2014, Thm 2.2",
         False,
         ("group_size", "sensitivities"),
-        partial(calibrate_groupdp, kind="laplace"),
+        _Builder("groupdp", "calibrate_groupdp", kind="laplace"),
         defaults=_groupdp_defaults,
     ),
     MechanismSpec(
@@ -208,7 +222,7 @@ _SPECS = (
         "Dwork & Roth 2014, Thm A.1",
         True,
         (*_GAUSS_OPTS, "group_size", "sensitivities"),
-        partial(calibrate_groupdp, kind="gaussian"),
+        _Builder("groupdp", "calibrate_groupdp", kind="gaussian"),
         defaults=_groupdp_defaults,
     ),
     MechanismSpec(
@@ -217,7 +231,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Thm 4.4",
         True,
         _GAUSS_OPTS,
-        calibrate_noiseless,
+        _Builder("uncertainty", "calibrate_noiseless"),
         True,
     ),
     MechanismSpec(
@@ -226,7 +240,7 @@ _SPECS = (
         "Zhang, Ohrimenko & Cummings 2022, Alg. 1 / Thm 1",
         True,
         _GAUSS_OPTS,
-        calibrate_apgm,
+        _Builder("apgm", "calibrate_apgm"),
         True,
     ),
     MechanismSpec(
@@ -235,7 +249,7 @@ _SPECS = (
         "Zhang, Ohrimenko & Cummings 2022, Alg. 2 / Thm 3",
         False,
         (),
-        calibrate_apmqm,
+        _Builder("apmqm", "calibrate_apmqm"),
         model_types=(AttributeNetworkModel,),
         model_view="network",
     ),
@@ -247,7 +261,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Alg. 1 / Thm A.1, plus an independent floor (post-processing)",
         True,
         (*_GAUSS_OPTS, "direction", "lattice", "floor"),
-        partial(calibrate_floored, "daum-floor"),
+        _Builder("floored", "calibrate_floored", "daum-floor"),
         True,
         defaults=_floor_defaults,
     ),
@@ -257,7 +271,7 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Thm 4.3, plus an independent floor (post-processing)",
         True,
         (*_GAUSS_OPTS, "lattice", "floor"),
-        partial(calibrate_floored, "dirm-g-floor"),
+        _Builder("floored", "calibrate_floored", "dirm-g-floor"),
         defaults=_floor_defaults,
     ),
     MechanismSpec(
@@ -266,13 +280,17 @@ _SPECS = (
         "Chen & Ohrimenko 2023, Cor. A.1 + convex program with Sigma_Z >= F (distpriv)",
         True,
         (*_GAUSS_OPTS, "weights", "lattice", "floor"),
-        partial(calibrate_floored, "optimal-g-full"),
+        _Builder("floored", "calibrate_floored", "optimal-g-full"),
         True,
         defaults=_floor_defaults,
     ),
 )
 
 _REGISTRY = {s.name: s for s in _SPECS}
+# The mechanisms central/floored.py calibrates and verifies itself (its FLOORED_MECHANISMS).
+_FLOORED = frozenset(
+    s.name for s in _SPECS if isinstance(s.build, _Builder) and s.build.module == "floored"
+)
 MECHANISMS: tuple[str, ...] = tuple(_REGISTRY)
 
 
@@ -434,7 +452,13 @@ def calibrate(
         )
     if isinstance(model, QUERY_MODELS):
         _check_range(model)
-    if name in FLOORED_MECHANISMS:
+    # Imported here, not at the top: see _Builder.
+    from ..accounting import CALIBRATIONS, DISTANCE_CALIBRATIONS
+    from .exact_calibration import EXACT_MECHANISMS, calibrate_exact
+
+    if name in _FLOORED:
+        from .floored import calibrate_floored
+
         # Calibrated (exactly by default) and verified inside central/floored.py.
         cal = options.pop("calibration", "exact")
         check_choice(cal, "calibration", CALIBRATIONS)
@@ -461,6 +485,8 @@ def calibrate(
     # The same Gaussian the mechanism was calibrated on (fitted if given samples).
     gm = model if isinstance(model, GaussianQueryModel) else model.to_gaussian()
     if failed & {"equal-covariance", "translation"}:
+        from .fallback import covariance_fallback
+
         # Thm 4.6: extra information about the papers' calibration, never the headline.
         mech = covariance_fallback(
             mech,
@@ -469,6 +495,8 @@ def calibrate(
             d_star=mech.diagnostics.get("allowed_distance"),
         )
     if exact_ok:
+        from .exact import verified_headline
+
         # The headline is what holds: checked under the exact profile of each theta's
         # own covariance; a target that is not met becomes "requested".
         guarantee, check = verified_headline(mech.guarantee, gm, mech.noise_covariance)

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from .._validation import check_real
 from ..guarantees import Assumption
@@ -126,11 +126,11 @@ def confidence_set(model: GaussianQueryModel, *, beta: float) -> ConfidenceSet:
     if unc is None:  # pragma: no cover - callers check
         raise ValueError("model has no uncertainty")
     n_strata, m = unc.row_covariances.shape[:2]
-    z = float(norm.ppf(1.0 - beta / (4.0 * n_strata * m)))
+    z = float(ndtri(1.0 - beta / (4.0 * n_strata * m)))
     sizes = np.asarray(unc.stratum_sizes, dtype=float)[:, None]
     sd = np.sqrt(np.clip(unc.kurtosis - 1.0, 0.0, None) / sizes)  # sd of log σ̂², (S, m)
     factors = np.stack([np.exp(-z * sd), np.exp(z * sd)], axis=-1)
-    return ConfidenceSet(beta, float(norm.ppf(1.0 - beta / 4.0)), math.log(4.0 / beta), factors, z)
+    return ConfidenceSet(beta, float(ndtri(1.0 - beta / 4.0)), math.log(4.0 / beta), factors, z)
 
 
 def gap_quantile(

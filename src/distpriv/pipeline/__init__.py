@@ -54,13 +54,15 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "calibrate_for",
         "release",
     ),
-    "run": (
-        "run_audit",
+    # Each command from its own module (issue 28 item 4): `distpriv verify` must not import
+    # the audit's, the release's or the ledger's modules (pipeline.run re-exports them all).
+    "audit_command": ("run_audit",),
+    "calibrate_command": (
         "run_calibrate",
         "run_demo",
-        "run_release",
-        "run_verify",
     ),
+    "run": ("run_release",),
+    "verify_command": ("run_verify",),
     "sources": (
         "fingerprint",
         "load_frame",

@@ -1,0 +1,110 @@
+"""Benchmark: the cold path of ``distpriv verify`` and ``distpriv audit`` (issue 28 item 4).
+
+Usage::
+
+    python benchmarks/bench_cold_path.py [--runs K]
+
+Four cases, each a fresh interpreter, run K times (default 5) interleaved so that load on
+the machine hits every case alike:
+
+* ``import numpy, pandas`` — the baseline of ``verify``;
+* ``distpriv verify examples/adult-income.toml`` — model, calibrate and run the data-level
+  check of the paper's setting (Chen & Ohrimenko 2023 §5.1, ExpM (G) at (1, 10⁻³));
+* ``distpriv audit examples/adult-income.toml --repetitions 1`` — one repetition of the
+  paper's attack (200 shadow and 200 test datasets) plus the mechanism-aware classifier and
+  the likelihood-ratio test, against the undefended release and ExpM (G);
+* ``benchmarks/_cold_notebook.py`` — the baseline of ``audit``: the same attack as a plain
+  numpy / pandas / scikit-learn notebook runs it (load the bundled data, calibrate ExpM (G)
+  the paper's way, draw the datasets as index arrays, fit one logistic regression).
+
+Measured: CPU seconds (user + system) of each child process (``resource.getrusage`` of
+the children, so time spent waiting for a busy core is not counted; BLAS threads that
+spin are). Printed: the median per case, and the ratios verify / ``import numpy, pandas``
+(target ≤ 3) and audit / notebook (target ≤ 1). No timing is asserted in the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = str(ROOT / "examples" / "adult-income.toml")
+
+CASES: dict[str, list[str]] = {
+    "import numpy, pandas": ["-c", "import numpy, pandas"],
+    "distpriv verify CONFIG": ["-m", "distpriv", "verify", CONFIG],
+    "distpriv audit CONFIG --repetitions 1": [
+        "-m",
+        "distpriv",
+        "audit",
+        CONFIG,
+        "--repetitions",
+        "1",
+        "--seed",
+        "0",
+    ],
+    "numpy notebook, same attack": [str(ROOT / "benchmarks" / "_cold_notebook.py")],
+}
+RATIOS = (
+    ("verify / import numpy, pandas", "distpriv verify CONFIG", "import numpy, pandas", 3.0),
+    (
+        "audit / numpy notebook",
+        "distpriv audit CONFIG --repetitions 1",
+        "numpy notebook, same attack",
+        1.0,
+    ),
+)
+
+
+def run_case(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one fresh interpreter; raises if it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, *argv], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    cpu: dict[str, list[float]] = {name: [] for name in CASES}
+    wall: dict[str, list[float]] = {name: [] for name in CASES}
+    for _ in range(args.runs):
+        for name, argv in CASES.items():
+            c, w = run_case(argv, env)
+            cpu[name].append(c)
+            wall[name].append(w)
+    med = {name: statistics.median(v) for name, v in cpu.items()}
+    print(f"{args.runs} interleaved runs per case; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'case':<40} {'CPU (s)':>9} {'min':>7} {'max':>7} {'wall (s)':>9}")
+    for name in CASES:
+        print(
+            f"{name:<40} {med[name]:>9.3f} {min(cpu[name]):>7.3f} {max(cpu[name]):>7.3f} "
+            f"{statistics.median(wall[name]):>9.2f}"
+        )
+    print()
+    for label, ours, base, target in RATIOS:
+        ratio = med[ours] / med[base]
+        status = "met" if ratio <= target else "NOT met"
+        print(f"{label:<40} {ratio:>6.2f}x  (target <= {target:g}x: {status})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
