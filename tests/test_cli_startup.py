@@ -317,3 +317,76 @@ def test_import_distpriv_imports_nothing_heavy():
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
+
+
+# What `distpriv verify` of the paper's setting must not import (issue 28 item 4): the
+# mechanisms it does not calibrate (scipy.stats for APGM and the fallback, networkx for
+# APMQM, POT for Wasserstein), the audit's classifiers, and the other commands' modules.
+VERIFY_MUST_NOT_IMPORT = (
+    "scipy.stats",
+    "sklearn",
+    "networkx",
+    "ot",
+    "cvxpy",
+    "matplotlib",
+    "distpriv.central.apgm",
+    "distpriv.central.apmqm",
+    "distpriv.central.wasserstein",
+    "distpriv.pipeline.audit_command",
+    "distpriv.pipeline.run",
+    "distpriv.pipeline.ledger",
+    "distpriv.attacks.audit",
+)
+
+
+def test_verify_imports_only_what_it_uses():
+    code = textwrap.dedent(
+        f"""
+        import json, sys
+        from distpriv.__main__ import main
+        sys.argv = ["distpriv", "verify", {str(ROOT / "examples" / "adult-income.toml")!r}]
+        status = main()
+        sys.stdout.flush()
+        bad = sorted(m for m in {VERIFY_MUST_NOT_IMPORT!r} if m in sys.modules)
+        sys.stderr.write("\\n" + json.dumps({{"status": status, "bad": bad}}) + "\\n")
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=600
+    )
+    info = json.loads(proc.stderr.rstrip("\n").split("\n")[-1])
+    assert info["status"] == 0, proc.stderr
+    assert "data-level check" in proc.stdout  # the check ran, with its verdict
+    assert info["bad"] == [], f"`distpriv verify` imported {info['bad']}"
+
+
+def test_mechanisms_table_without_the_mechanism_modules():
+    """The registry describes every mechanism without importing their modules; calibrating
+    one imports its module (and only then)."""
+    code = textwrap.dedent(
+        """
+        import json, sys
+        from distpriv.central.registry import mechanisms_table, calibrate, MECHANISMS
+        rows = mechanisms_table()
+        before = sorted(m for m in sys.modules if m.startswith("distpriv.central."))
+        from distpriv.querymodel import GaussianQueryModel
+        import numpy as np
+        model = GaussianQueryModel(
+            np.array([[0.0, 0.0], [1.0, 0.5]]), np.stack([np.eye(2)] * 2), labels=[0.45, 0.55]
+        )
+        calibrate("groupdp-l", model, epsilon=1.0, group_size=1, sensitivities=[1.0, 1.0])
+        after = sorted(m for m in sys.modules if m.startswith("distpriv.central."))
+        print(json.dumps({"names": [r["name"] for r in rows], "all": list(MECHANISMS),
+                          "before": before, "after": after}))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert info["names"] == info["all"] and "apmqm" in info["names"]
+    for heavy in ("apgm", "apmqm", "wasserstein", "optimal", "floored", "groupdp"):
+        assert f"distpriv.central.{heavy}" not in info["before"], heavy
+    assert "distpriv.central.groupdp" in info["after"]
+    assert "distpriv.central.apmqm" not in info["after"]
