@@ -27,12 +27,12 @@ Recorded (2 cores shared by ~20 runnable processes, K = 5, medians of CPU second
 =========================  ============  =======
 case                       before 28.4   after
 =========================  ============  =======
-import numpy, pandas       0.541        0.513
-distpriv verify CONFIG     6.508        2.346
-distpriv audit, 1 rep      3.311        2.617
-numpy notebook             1.955        1.819
-verify / numpy+pandas      12.0x        4.6x
-audit / notebook           1.69x        1.44x
+import numpy, pandas       0.541         0.513
+distpriv verify CONFIG     6.508         2.346
+distpriv audit, 1 rep      3.311         2.617
+numpy notebook             1.955         1.819
+verify / numpy+pandas      12.0x         4.6x
+audit / notebook           1.69x         1.44x
 =========================  ============  =======
 """
 
