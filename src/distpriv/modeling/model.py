@@ -67,6 +67,14 @@ class DataQueryModel(GaussianQueryModel):
         finite-population correction is taken against it, and the moments are exact);
         ``False`` (the default of :func:`model_query`) when it is a sample of the
         population: then ``uncertainty`` says how well the moments are known.
+    facts : TableFacts or None
+        Public facts about the modelling table that mechanisms' default options come from
+        (:func:`distpriv.modeling.facts.engine_table_facts`): the per-row span of each
+        statistic (group-DP baselines) and the lattice step of each statistic (the floored
+        mechanisms, :mod:`distpriv.modeling.lattice`). :func:`distpriv.calibrate` and
+        ``auto`` fill options the caller does not set from them, so the library, the
+        configuration path and ``auto`` calibrate the same mechanism the same way.
+        ``None`` for statistics that are not linear.
     """
 
     samples: tuple[np.ndarray, ...] | None
@@ -79,6 +87,7 @@ class DataQueryModel(GaussianQueryModel):
     query: Query
     sampling: Resampling | None
     population: bool
+    facts: Any
 
     def __init__(
         self,
@@ -97,6 +106,7 @@ class DataQueryModel(GaussianQueryModel):
         sampling: Resampling | None = None,
         uncertainty: MomentUncertainty | None = None,
         population: bool = True,
+        facts: Any = None,
     ) -> None:
         super().__init__(
             means,
@@ -118,6 +128,7 @@ class DataQueryModel(GaussianQueryModel):
             ("query", query),
             ("sampling", sampling),
             ("population", bool(population)),
+            ("facts", facts),
         ):
             object.__setattr__(self, name, value)
 
@@ -274,7 +285,7 @@ def model_query(
     secret: ProportionSecret,
     *,
     subset_size: int,
-    method: str = "montecarlo",
+    method: str = "analytic",
     n_samples: int = 1000,
     rng: np.random.Generator | int | None = None,
     pool_size: int | None = None,
@@ -296,20 +307,21 @@ def model_query(
     secret : ProportionSecret
     subset_size : int
         n, the number of rows of a protected dataset.
-    method : {"montecarlo", "analytic"}
-        ``"montecarlo"`` (the paper's): ``n_samples`` datasets per θ, drawn as index
-        arrays in chunks of about 2²⁰ row indices, with the sample mean and covariance
-        accumulated chunk by chunk (:func:`distpriv.modeling.resampling.monte_carlo`).
-        Linear statistics are summed from per-row features in numpy; other SQL aggregates
-        are evaluated by one grouped DuckDB query per chunk; a Python callable is called
-        per dataset.
-        ``"analytic"`` (linear statistics only): the exact mean and covariance under this
-        sampling (:func:`stratum_moments`), with no Monte Carlo error, computed in the
-        engine from one aggregate query (:func:`distpriv.modeling.moments.table_moments`:
-        counts, sums and cross-product sums per stratum) — a Parquet/CSV file or Spark
-        DataFrame of any size is never loaded into memory. The non-Gaussianity
-        diagnostics use the exact third and fourth cumulants of the same sampling;
-        ``n_samples`` and ``rng`` are not used.
+    method : {"analytic", "montecarlo"}
+        ``"analytic"`` (default, as for :func:`distpriv.release` and the CLI; linear
+        statistics only, other statistics need ``method="montecarlo"`` and the error says
+        so): the exact mean and covariance under this sampling (:func:`stratum_moments`),
+        with no Monte Carlo error, computed in the engine from one aggregate query
+        (:func:`distpriv.modeling.moments.table_moments`: counts, sums and cross-product
+        sums per stratum) — a Parquet/CSV file or Spark DataFrame of any size is never
+        loaded into memory. The non-Gaussianity diagnostics use the exact third and fourth
+        cumulants of the same sampling; ``n_samples`` and ``rng`` are not used.
+        ``"montecarlo"`` (the paper's; pass ``rng`` for a reproducible model):
+        ``n_samples`` datasets per θ, drawn as index arrays in chunks of about 2²⁰ row
+        indices, with the sample mean and covariance accumulated chunk by chunk
+        (:func:`distpriv.modeling.resampling.monte_carlo`). Linear statistics are summed
+        from per-row features in numpy; other SQL aggregates are evaluated by one grouped
+        DuckDB query per chunk; a Python callable is called per dataset.
     n_samples : int
         Datasets per θ (≥ 2).
     rng : int, numpy.random.Generator or None
@@ -435,7 +447,22 @@ def model_query(
         sampling=resampling,
         uncertainty=uncertainty,
         population=population,
+        facts=_model_facts(table, q, n, policy),
     )
+
+
+def _model_facts(table: Any, q: Query, n: int, missing: str) -> Any:
+    """The table's facts for default options (spans, lattices), or None when the
+    statistics are not linear or a span is not finite (a mechanism that needs them then
+    says so when it is calibrated)."""
+    if not q.is_linear:
+        return None
+    from .facts import engine_table_facts
+
+    try:
+        return engine_table_facts(table, q, n, missing=missing)
+    except ParameterError:
+        return None
 
 
 def _feature_uncertainty(sampler: Any) -> MomentUncertainty:
@@ -548,4 +575,5 @@ def _analytic_model(
         ),
         uncertainty=uncertainty,
         population=population,
+        facts=_model_facts(table, q, n, missing),
     )

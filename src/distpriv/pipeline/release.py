@@ -7,6 +7,7 @@ add configuration, provenance, checks and the two reports on top of it.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,12 +23,12 @@ from ..central import (
     mechanism_info,
     model_view_for,
 )
-from ..errors import ParameterError
+from ..errors import AssumptionWarning, ParameterError, PrivacyLeakWarning
 from ..guarantees import Release, to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
-from ..modeling.lattice import lattice_steps, query_lattices
 from ..modeling.tables import Table, as_table
 from .auto import AUTO, choose_for_table
+from .sources import check_model_support, warn_overlap_tables
 
 __all__ = [
     "ReleaseReport",
@@ -36,6 +37,8 @@ __all__ = [
     "checked_noise",
     "method_for",
     "release",
+    "release_warnings",
+    "warn_partial_noise",
 ]
 
 
@@ -201,6 +204,84 @@ def checked_noise(mech: CalibratedMechanism) -> CalibratedMechanism:
             "is not a representable number"
         )
     return mech
+
+
+def warn_partial_noise(mech: CalibratedMechanism, verified: bool) -> None:
+    """Warn when the noise leaves statistics' directions uncovered (published exactly)."""
+    rank, m = mech.noise_rank, mech.dim
+    if rank >= m:
+        return
+    tail = (
+        "the data-level check (--verify) runs below"
+        if verified
+        else "run with --verify (distpriv.verify_on_data in Python), or choose a mechanism "
+        "with full-rank noise"
+    )
+    warnings.warn(
+        f"{mech.name}: the noise covers {rank} of {m} directions; the statistics' other "
+        "components are published exactly, and on grid-valued statistics (counts, means of "
+        "integer columns) they can reveal the statistics themselves, which the Gaussian "
+        f"model does not see; {tail}",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
+
+
+def warn_dropped(rows: int, n: int) -> None:
+    """Warn when ``missing="drop"`` left fewer released rows than the model describes."""
+    if rows != n:
+        warnings.warn(
+            f"[data] missing = 'drop' removed {n - rows} of the {n} released rows: the "
+            f"statistics are computed on {rows} rows while the model describes datasets of "
+            f"{n} rows (the guarantee assumes the dropped rows carry no information)",
+            AssumptionWarning,
+            stacklevel=3,
+        )
+
+
+def release_warnings(
+    model_table: Table,
+    released: Table,
+    model: DataQueryModel,
+    mech: CalibratedMechanism,
+    *,
+    rows_used: int | None = None,
+    verified: bool = False,
+    support: bool = True,
+) -> int:
+    """The warnings of a release, one home for :func:`release` and ``run_release``.
+
+    :class:`~distpriv.errors.PrivacyLeakWarning` when the modelling table holds the released
+    rows (beyond chance), when it has too few rows per stratum for the subset size, and
+    when the noise leaves directions uncovered; an
+    :class:`~distpriv.errors.AssumptionWarning` when dropping missing values left fewer
+    released rows than the model describes.
+
+    Parameters
+    ----------
+    model_table, released : Table
+        The modelling and released tables.
+    model : DataQueryModel
+    mech : CalibratedMechanism
+    rows_used : int, optional
+        Released rows the statistics were computed on (after ``missing="drop"``).
+    verified : bool
+        The data-level check runs (changes the advice of the partial-noise warning).
+    support : bool
+        Check the model's support (``False`` when the caller already has).
+
+    Returns
+    -------
+    int
+        Released rows also found in the modelling table (curator-private).
+    """
+    overlap = warn_overlap_tables(model_table, released)
+    if support:
+        check_model_support(model.stratum_sizes, model.counts, model.subset_size)
+    warn_partial_noise(mech, verified)
+    if rows_used is not None:
+        warn_dropped(rows_used, released.n_rows)
+    return overlap
 
 
 def release(
@@ -374,17 +455,9 @@ def prepare_release(
         missing=missing,
         population=population,
     )
-    needs_grid = auto or "lattice" in mechanism_info(mechanism).options
-    if needs_grid and "lattice" not in (options or {}) and q.is_linear:
-        # Floored mechanisms (auto's candidates included): the grid of each statistic, from
-        # its type and the model data.
-        steps = lattice_steps(query_lattices(model_data, q, n))
-        if not auto:
-            options = {**(options or {}), "lattice": steps}
-    else:
-        steps = None
     # F(data) first: a problem with the released table is reported before calibration's.
-    value = q.evaluate(table, missing=missing)
+    evaluation = q.evaluation(table, missing=missing)
+    value = evaluation.value
     choice = None
     if auto:
         choice = choose_for_table(
@@ -392,11 +465,14 @@ def prepare_release(
             epsilon=epsilon,
             delta=delta,
             options={"beta": beta, **dict(options or {})},
-            lattice=steps,
+            facts=model.facts,
         )
         mech = checked_noise(choice.mechanism)
     else:
+        # Default options (lattice, group-DP sensitivities) come from model.facts.
         mech = calibrate_for(
             mechanism, model, epsilon=epsilon, delta=delta, options=options, beta=beta
         )
+    # The same warnings as the configuration path (run_release), from the same function.
+    release_warnings(as_table(model_data), table, model, mech, rows_used=evaluation.n_rows)
     return PreparedRelease(table, q, model, mech, value, gen, choice)

@@ -31,7 +31,7 @@ from .ledger import Budget, Ledger, open_ledger
 from .outcomes import (
     ReleaseOutcome,
 )
-from .release import ReleaseReport, method_for
+from .release import ReleaseReport, method_for, release_warnings
 from .report import PRIVATE_BANNER, noise_to_spread, provenance, public_release
 from .steps import (
     _collect_warnings,
@@ -42,8 +42,6 @@ from .steps import (
     _secret,
     _subset_size,
     _tables,
-    _warn_dropped,
-    _warn_partial_noise,
 )
 from .verify_command import _verify, run_verify
 
@@ -162,12 +160,16 @@ def run_release(
     key = ledger_key if ledger_key is not None else new_identity_key()
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
-        model_frame, released, source, overlap = _tables(cfg, data, n)
-        model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
-        _warn_partial_noise(mech, verify)
+        model_frame, released, source = _tables(cfg, data, n)
+        model, mech, choice = _model_and_mechanism(
+            cfg, model_frame, query, secret, n, progress, support=False
+        )
         evaluation = query.evaluation(released, missing=cfg.missing)
         value = evaluation.value
-        _warn_dropped(evaluation.n_rows, n)
+        # One home for the release's warnings, shared with the library's distpriv.release.
+        overlap = release_warnings(
+            model_frame, released, model, mech, rows_used=evaluation.n_rows, verified=verify
+        )
         verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
         fps = (
             multiset_fingerprint(released, key=key),
