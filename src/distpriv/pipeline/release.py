@@ -72,16 +72,41 @@ class ReleaseReport:
         from .._html import repr_report
 
         public = {"kind": "release", **self.to_dict()}
-        public["statistics"] = [
-            {"name": name, "value": float(v), "noise_sd": float(np.sqrt(max(c, 0.0)))}
-            for name, v, c in zip(
-                self.release.statistics,
-                np.asarray(self.release.value, dtype=float).reshape(-1),
-                np.diag(self.mechanism.noise_covariance),
-                strict=False,
-            )
-        ]
+        public["statistics"] = self._public_statistics()
         return repr_report(public, private_hidden=True)
+
+    def _public_statistics(self) -> list[dict[str, Any]]:
+        """Name, released value, noise sd and 95 % interval for the true value per statistic.
+
+        The interval is the released value ± the half-width of the noise's central 95 %
+        (:func:`~distpriv.pipeline.report.intervals95`: exact for Gaussian or one Laplace
+        term, Chebyshev otherwise), intersected with a declared range. Around a value that
+        was clamped to its range it is at least as wide as around the unclamped one.
+        """
+        from .report import intervals95
+
+        half, how = intervals95(self.mechanism)
+        value = np.asarray(self.release.value, dtype=float).reshape(-1)
+        query = getattr(self.model, "query", None)
+        m = value.size
+        if query is not None:
+            lo, hi = query.range_bounds()
+        else:
+            lo, hi = np.full(m, -np.inf), np.full(m, np.inf)
+        sd = np.sqrt(np.clip(np.diag(self.mechanism.noise_covariance), 0.0, None))
+        return [
+            {
+                "name": name,
+                "value": float(value[k]),
+                "noise_sd": float(sd[k]),
+                "interval95": [
+                    float(np.clip(value[k] - half[k], lo[k], hi[k])),
+                    float(np.clip(value[k] + half[k], lo[k], hi[k])),
+                ],
+                "interval95_method": how[k],
+            }
+            for k, name in enumerate(self.release.statistics)
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """The publishable part: statistics, noisy values, noise, guarantee."""

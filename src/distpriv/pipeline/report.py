@@ -10,7 +10,9 @@ covers; they go to the private diagnostics, marked as such.
 from __future__ import annotations
 
 import math
+import re
 import warnings
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +32,7 @@ __all__ = [
     "noise_to_spread",
     "provenance",
     "public_release",
+    "public_warnings",
     "secret_dict",
 ]
 
@@ -229,3 +232,90 @@ def noise_to_spread(mech: CalibratedMechanism, model: Any) -> list[float]:
             spread > 0, sd / np.where(spread > 0, spread, 1.0), np.where(sd > 0, np.inf, 0.0)
         )
     return [float(x) for x in ratio]
+
+
+# What the public report says about each warning raised during a release (issue 26 item 6).
+# A warning's own text may hold facts about the data that no guarantee covers (stratum
+# sizes, overlap counts, moments of the modelling table): those kinds are stated in a
+# fixed public sentence, and the full text stays in the PRIVATE diagnostics. Texts made
+# only of public facts (the mechanism's noise rank, the declared ranges, epsilon) are kept.
+# (kind, pattern of the one-line text, public sentence or None to keep the text).
+_PUBLIC_WARNINGS: tuple[tuple[str, re.Pattern[str], str | None], ...] = (
+    (
+        "too-few-rows",
+        re.compile(r"^the model rests on too few rows"),
+        "The model rests on too few rows of the modelling table for datasets of this size: "
+        "the modelled datasets overlap heavily, so the guarantee depends on a shaky model.",
+    ),
+    (
+        "not-gaussian",
+        re.compile(r"^f_theta is not Gaussian"),
+        "The statistics are visibly not Gaussian under the model (skewness or kurtosis far "
+        "from a Gaussian's), while the Gaussian mechanisms' guarantee rests on that "
+        "approximation.",
+    ),
+    (
+        "model-holds-released-rows",
+        re.compile(r"released rows also appear in the modelling table"),
+        "Released rows also appear in the modelling table beyond chance: the model, and so "
+        "the noise, depends on the private rows it should protect.",
+    ),
+    (
+        "rows-dropped",
+        re.compile(r"^\[data\] missing = 'drop' removed"),
+        "Released rows with missing values were dropped: the statistics are computed on "
+        "fewer rows than the model describes.",
+    ),
+    (
+        "assumption-fails",
+        re.compile(r"assumption '[^']*' does not hold"),
+        "An assumption of the mechanism's theorem does not hold on the model (see the "
+        "assumptions table).",
+    ),
+    ("partial-noise", re.compile(r"the noise covers \d+ of \d+ directions"), None),
+    ("verification", re.compile(r"^--verify on "), None),
+    ("classical-constant", re.compile(r"^the classical Gaussian constant"), None),
+    ("noise-exceeds-range", re.compile(r"^statistic .* exceeds its declared range"), None),
+)
+_OTHER_WARNING = (
+    "A warning ({category}) was raised while the release was made; its text may hold facts "
+    "about the data, so it is only in the curator's private diagnostics."
+)
+
+
+def public_warnings(items: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The warnings of a release as the public report states them.
+
+    Parameters
+    ----------
+    items : iterable of (text, category name)
+        Each distinct warning raised while the release was made (one line each).
+
+    Returns
+    -------
+    list of dict
+        ``kind``, ``category`` and ``text`` (public) per warning, in order;
+        ``qualifies_guarantee`` is ``False`` only for a :class:`~distpriv.UtilityWarning`
+        (accuracy, not privacy): every other warning keeps the report's status from
+        showing a clean, verified release.
+    """
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for text, category in items:
+        kind, public = "other", _OTHER_WARNING.format(category=category)
+        for name, pattern, sentence in _PUBLIC_WARNINGS:
+            if pattern.search(text):
+                kind, public = name, text if sentence is None else sentence
+                break
+        if public in seen:  # e.g. two statistics not Gaussian: one sentence
+            continue
+        seen.add(public)
+        out.append(
+            {
+                "kind": kind,
+                "category": category,
+                "text": public,
+                "qualifies_guarantee": category != UtilityWarning.__name__,
+            }
+        )
+    return out

@@ -32,7 +32,13 @@ from .outcomes import (
     ReleaseOutcome,
 )
 from .release import ReleaseReport, method_for, release_warnings
-from .report import PRIVATE_BANNER, noise_to_spread, provenance, public_release
+from .report import (
+    PRIVATE_BANNER,
+    noise_to_spread,
+    provenance,
+    public_release,
+    public_warnings,
+)
 from .steps import (
     _collect_warnings,
     _complete,
@@ -214,4 +220,6 @@ def run_release(
             ),
         }
     private["warnings"] = list(caught.lines)
+    # The report tells the whole truth (issue 26 item 6): every warning, in public words.
+    public["warnings"] = public_warnings(caught.items)
     return ReleaseOutcome(public, to_jsonable(private), caught.lines, report)

@@ -41,6 +41,8 @@ __all__: list[str] = []  # private steps of the commands
 
 class _Caught:
     lines: tuple[str, ...] = ()
+    # (one-line text, category name) of each distinct warning, for the public report.
+    items: tuple[tuple[str, str], ...] = ()
 
 
 @contextmanager
@@ -54,6 +56,7 @@ def _collect_warnings() -> Iterator[_Caught]:
     for w in log:
         seen.setdefault(" ".join(str(w.message).split()), w.category)
     box.lines = tuple(seen)
+    box.items = tuple((text, cat.__name__) for text, cat in seen.items())
     for text, cat in seen.items():
         warnings.warn(text, cat, stacklevel=3)
 
