@@ -152,7 +152,9 @@ def run_release(
     -------
     ReleaseOutcome
         ``public``: the publishable report; ``private``: model moments, stratum sizes,
-        calibration diagnostics, the salt of the data fingerprint, true values on request.
+        calibration diagnostics, the key of the data fingerprints (``identity_key``, when no
+        ledger holds it), true values on request; the warnings, also in ``public`` in
+        public words (:func:`~distpriv.pipeline.report.public_warnings`).
     """
     cfg = _config(config)
     if insecure_seed is not None:
