@@ -1,8 +1,11 @@
 """Benchmark: the corrected data-level check against the previous plug-in, in one run.
 
 Baseline: the previous :func:`verify_on_data` (plug-in of the finite-mixture density with a
-CLT interval; copied verbatim into ``benchmarks/_verify_baseline.py``). Ours: held-out sets
-with Clopper–Pearson bounds (DP-Sniper style), with and without the null control.
+CLT interval), pinned: its source is read from git at commit ``bdff0f1`` (the last commit
+before issue 18 replaced it; ``git show bdff0f1:src/distpriv/attacks/verify.py``), its
+relative imports made absolute, and loaded as a module beside today's package, so the
+benchmark needs a git checkout with history. Ours: held-out sets with Clopper–Pearson
+bounds (DP-Sniper style), with and without the null control.
 
 Three settings, each printed with time, ratio, the estimates, and — where it is known —
 the exact δ of the release:
@@ -21,17 +24,18 @@ Run: ``python benchmarks/bench_verify.py [--samples N]``.
 from __future__ import annotations
 
 import argparse
+import re
+import subprocess
 import sys
 import time
+import types
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _verify_baseline as baseline
 from distpriv import (
     GaussianQueryModel,
     ProportionSecret,
@@ -43,6 +47,35 @@ from distpriv import (
 from distpriv.attacks import verify_on_data
 from distpriv.datasets import generate_hospital, paper_split
 from distpriv.pipeline.demo import ADULT_STATISTICS, INCOME_SECRET
+
+# The previous check, pinned by commit (see the module docstring).
+BASELINE_COMMIT = "bdff0f1f5c1f20540ee8a48ff309a7796af96f3f"
+BASELINE_PATH = "src/distpriv/attacks/verify.py"
+
+
+def load_baseline() -> types.ModuleType:
+    """The pinned previous ``verify.py`` as a module (relative imports made absolute)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        source = subprocess.run(
+            ["git", "show", f"{BASELINE_COMMIT}:{BASELINE_PATH}"],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        sys.exit(f"bench_verify: the pinned baseline needs git history ({exc})")
+    source = re.sub(r"^from \.\.(\w)", r"from distpriv.\1", source, flags=re.M)
+    source = re.sub(r"^from \.(\w)", r"from distpriv.attacks.\1", source, flags=re.M)
+    module = types.ModuleType("_verify_baseline")
+    module.__file__ = f"{BASELINE_COMMIT[:7]}:{BASELINE_PATH}"
+    sys.modules[module.__name__] = module  # dataclasses resolve their module by name
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    return module
+
+
+baseline = load_baseline()
 
 
 def timed(fn):

@@ -9,19 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import run
 from distpriv.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "eigm-example.toml"
-
-
-def run(argv, capsys):
-    try:
-        status = main(argv)
-    except SystemExit as exc:  # argparse usage errors
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_example_json_reproduces_paper(capsys):

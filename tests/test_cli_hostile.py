@@ -19,30 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli_helpers import one_line_error, run
 from distpriv import GaussianQueryModel
-from distpriv.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "distpriv"
 EXAMPLE = ROOT / "examples" / "eigm-example.toml"
-
-
-def run(argv, capsys):
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exc:
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def one_line_error(status, err, *words):
-    assert status == 2, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("distpriv: error: "), err
-    for w in words:
-        assert w in lines[0], (w, lines[0])
 
 
 # --- distpriv report: a saved report is untrusted input ------------------------------------

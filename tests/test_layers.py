@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "_pair_region": 1,  # imports _pair_inversion (its Gauss–Legendre nodes)
     "distances": 2,
     "divergences": 2,
+    "_bottleneck": 2,  # the threshold feasibility tests of distances (numpy, scipy only)
     "noise": 3,
     "guarantees": 4,
     "querymodel": 4,

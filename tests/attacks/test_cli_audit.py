@@ -7,17 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from distpriv.cli import main
+from cli_helpers import run
 
 CONFIG = Path(__file__).resolve().parents[2] / "examples" / "adult-income.toml"
-
-
-def run(argv, capsys):
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exc:
-        status = exc.code
-    return (status, *capsys.readouterr())
 
 
 def test_audit_json(tmp_path, capsys):

@@ -26,8 +26,8 @@ from distpriv.central import (
     ParameterNetwork,
     apmqm_accuracy,
     apmqm_quilts,
-    school_network,
 )
+from distpriv.datasets import school_network
 from distpriv.guarantees import to_jsonable
 
 N = 100

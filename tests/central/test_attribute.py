@@ -37,9 +37,9 @@ from distpriv.central import (
     gaussian_attribute_bounds,
     gaussian_attribute_model,
     gaussian_conditional,
-    school_network,
     theta_grid,
 )
+from distpriv.datasets import school_network
 from distpriv.datasets.hospital import (
     HOSPITAL_COLUMNS,
     PAPER_GENERATOR,

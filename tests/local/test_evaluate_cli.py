@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from distpriv.cli import main
+from cli_helpers import run
 from distpriv.datasets.scenarios import adult_scenario
 from distpriv.errors import ParameterError
 from distpriv.local import MECHANISM_NAMES, LocalEvaluation, build_mechanism, evaluate
@@ -17,15 +17,6 @@ from distpriv.local import MECHANISM_NAMES, LocalEvaluation, build_mechanism, ev
 @pytest.fixture(scope="module")
 def adult():
     return adult_scenario(seed=0)
-
-
-def run(argv, capsys):
-    try:
-        status = main(argv)
-    except SystemExit as exc:  # argparse usage errors
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 @pytest.mark.parametrize("name", MECHANISM_NAMES)

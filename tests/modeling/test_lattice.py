@@ -133,3 +133,25 @@ def test_adult_lattices_from_table_and_from_samples_agree():
     observed = [detect_lattice(pooled[:, k]).step for k in range(pooled.shape[1])]
     assert declared.tolist() == [0.01, 0.01, 1.0, 1.0, 0.01]
     assert observed == declared.tolist()
+
+
+def test_decoder_detection_is_the_floors_detection_per_column():
+    # One definition of "on a lattice" for the floors and the decoder (issue 28): the
+    # decoder's per-column steps are detect_lattice's, and one continuous column refuses all.
+    from distpriv.modeling.lattice import detect_lattice, detect_sample_lattice
+
+    rng = np.random.default_rng(3)
+    counts = rng.integers(0, 60, 400).astype(float)
+    means = rng.integers(2000, 9000, 400) / 100.0
+    x = np.column_stack([counts, means])
+    origin, steps = detect_sample_lattice([x[:200], x[200:]])
+    for k in range(2):
+        lat = detect_lattice(x[:, k], min_distinct=2)
+        assert steps[k] == lat.step
+        # the origin is a lattice point of every value of the column
+        r = (x[:, k] - origin[k]) / steps[k]
+        assert np.max(np.abs(r - np.round(r))) < 1e-9
+    np.testing.assert_allclose(steps, [1.0, 0.01], rtol=1e-12)
+    continuous = np.column_stack([counts, rng.normal(size=400)])
+    assert detect_sample_lattice([continuous]) is None
+    assert detect_sample_lattice([np.column_stack([counts, np.full(400, 2.5)])]) is None

@@ -17,21 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from distpriv.cli import main
+from cli_helpers import run
 
 ROOT = Path(__file__).resolve().parents[2]
 ADULT = ROOT / "examples" / "adult-income.toml"
 MODEL = ROOT / "examples" / "eigm-example.toml"
 SRC = ROOT / "src"
-
-
-def run(argv, capsys):
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exc:
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def one_error(status, err):

@@ -7,18 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from distpriv.cli import main
+from cli_helpers import run
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "adult-income.toml"
-
-
-def run(argv, capsys):
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exc:
-        status = exc.code
-    return (status, *capsys.readouterr())
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import warnings
 
 import pytest
 
+from cli_helpers import run
 from distpriv.cli import main
 from distpriv.pipeline import run_release
 from distpriv.pipeline.ledger import Ledger
@@ -49,15 +50,6 @@ def setting(tmp_path_factory):
     test.sample(100, random_state=3).to_csv(base / "released.csv", index=False)
     (base / "release.toml").write_text(CONFIG)
     return base
-
-
-def run(argv, capsys):
-    try:
-        status = main(argv)
-    except SystemExit as exc:
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def composed_epsilons(setting, ks):

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distpriv.cli import main
+from cli_helpers import run
 from distpriv.errors import LedgerError
 from distpriv.pipeline.ledger import (
     DEFAULT_LEDGER_NAME,
@@ -73,14 +73,6 @@ def setting(tables, tmp_path):
         (tmp_path / name).write_bytes((base / name).read_bytes())
     (tmp_path / "release.toml").write_text(CONFIG)
     return tmp_path
-
-
-def run(argv, capsys):
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exc:
-        status = exc.code
-    return (status, *capsys.readouterr())
 
 
 def _test_fingerprint(frame, key: bytes) -> str:

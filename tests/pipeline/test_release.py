@@ -12,19 +12,10 @@ import pandas as pd
 import pytest
 
 import distpriv as dp
-from distpriv.cli import main
+from cli_helpers import run
 
 ROOT = Path(__file__).resolve().parents[2]
 ADULT_CONFIG = ROOT / "examples" / "adult-income.toml"
-
-
-def run(argv, capsys):
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exc:
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def synthetic(n=400, seed=0):

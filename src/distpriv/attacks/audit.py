@@ -20,312 +20,42 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int, check_real, check_rng
-from .._version import __version__
-from ..central import CalibratedMechanism, calibrate, model_view_for
-from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
-from ..guarantees import to_jsonable
+from .._validation import check_rng
+from ..central import CalibratedMechanism
 from ..modeling import DataQueryModel, ProportionSecret, Query
 from ..modeling.strata import StratifiedSampler
-from ..querymodel import GaussianQueryModel, SampledQueryModel
-from .bounds import EpsilonBound, clopper_pearson, epsilon_lower_bound
-from .classifiers import CLASSIFIERS, fit_predict
+from ..querymodel import SampledQueryModel
+from ._audit_setup import (
+    MAX_DATASETS,  # noqa: F401 (re-exported, not in __all__)
+    MAX_REPETITIONS,  # noqa: F401 (re-exported, not in __all__)
+    _likelihood_ratios,
+    _resolve_mechanisms,
+    _Setting,
+    _validate,
+    _verifications,
+    _verify_samples,
+    check_audit_size,  # noqa: F401 (re-exported, not in __all__)
+)
+from .audit_report import (
+    ACCURACY_CONFIDENCE,  # noqa: F401 (re-exported, not in __all__)
+    UNDEFENDED,  # noqa: F401 (re-exported, not in __all__)
+    AuditAttackResult,
+    AuditReport,
+    MechanismAudit,
+    accuracy_interval,
+)
+from .bounds import epsilon_lower_bound
+from .classifiers import fit_predict
 from .likelihood import GaussianLikelihoodRatio
-from .verify import DataLevelCheck, verify_on_data
+from .verify import DataLevelCheck
 
 __all__ = ["AuditAttackResult", "AuditReport", "MechanismAudit", "accuracy_interval", "audit"]
 
-UNDEFENDED = "none"
 LIKELIHOOD_RATIO = "likelihood-ratio"
-#: Confidence of the accuracy intervals (two-sided Clopper–Pearson).
-ACCURACY_CONFIDENCE = 0.95
-
-
-@dataclass(frozen=True)
-class AuditAttackResult:
-    """One attack against one mechanism in the audit, over all repetitions.
-
-    (Not to be confused with :class:`distpriv.local.AttackResult`, the Bayes attack on a
-    local mechanism.)
-
-    Attributes
-    ----------
-    attack : str
-        e.g. ``"logistic"``, ``"logistic (mechanism-aware)"``, ``"likelihood-ratio"``.
-    accuracy : float
-        Mean accuracy over repetitions (= pooled accuracy: every repetition makes the same
-        number of decisions).
-    interval : tuple of float
-        95 % two-sided Clopper–Pearson interval of the accuracy from the pooled decisions;
-        always inside [0, 1].
-    per_repetition : tuple of float
-    confusion : tuple of int
-        Pooled (tp, fn, fp, tn), θ₁ being the positive class.
-    bound : EpsilonBound
-        ε lower bound from the pooled decisions.
-    """
-
-    attack: str
-    accuracy: float
-    interval: tuple[float, float]
-    per_repetition: tuple[float, ...]
-    confusion: tuple[int, int, int, int]
-    bound: EpsilonBound
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict."""
-        return to_jsonable(
-            {
-                "attack": self.attack,
-                "accuracy": self.accuracy,
-                "interval": self.interval,
-                "per_repetition": self.per_repetition,
-                "confusion": self.confusion,
-                "epsilon_lower_bound": self.bound.to_dict(),
-            }
-        )
-
-
-@dataclass(frozen=True)
-class MechanismAudit:
-    """The audit of one mechanism: claim, attacks, bound, verdict and data-level check."""
-
-    mechanism: str
-    epsilon: float
-    delta: float
-    attacks: tuple[AuditAttackResult, ...]
-    epsilon_lower: float
-    strongest: str
-    verdict: str
-    fallback: tuple[float, float] | None = None
-    verification: DataLevelCheck | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (``verification`` is ``None`` unless the audit ran it)."""
-        return to_jsonable(
-            {
-                "mechanism": self.mechanism,
-                "claimed_epsilon": self.epsilon,
-                "claimed_delta": self.delta,
-                "epsilon_lower_bound": self.epsilon_lower,
-                "strongest_attack": self.strongest,
-                "verdict": self.verdict,
-                "fallback": self.fallback,
-                "attacks": [a.to_dict() for a in self.attacks],
-                "verification": None if self.verification is None else self.verification.to_dict(),
-            }
-        )
-
-
-@dataclass(frozen=True)
-class AuditReport:
-    """Every audited mechanism, the undefended baseline and the setting."""
-
-    mechanisms: tuple[MechanismAudit, ...]
-    pair: tuple[float, float]
-    repetitions: int
-    n_shadow: int
-    n_test: int
-    confidence: float
-    classifiers: tuple[str, ...]
-    seed: int | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict."""
-
-        return to_jsonable(
-            {
-                "version": __version__,
-                "seed": self.seed,
-                "pair": self.pair,
-                "repetitions": self.repetitions,
-                "n_shadow": self.n_shadow,
-                "n_test": self.n_test,
-                "confidence": self.confidence,
-                "classifiers": self.classifiers,
-                "notes": self.notes,
-                "mechanisms": [m.to_dict() for m in self.mechanisms],
-            }
-        )
-
-    def _repr_html_(self) -> str:
-        """Compact HTML summary for Jupyter (from the package templates)."""
-        from .._html import repr_audit
-
-        return repr_audit(self.to_dict())
-
-    def get(self, mechanism: str) -> MechanismAudit:
-        """The audit of ``mechanism`` (``"none"`` for the undefended release)."""
-        for m in self.mechanisms:
-            if m.mechanism == mechanism:
-                return m
-        raise KeyError(mechanism)
-
-
-def accuracy_interval(
-    correct: int, total: int, confidence: float = ACCURACY_CONFIDENCE
-) -> tuple[float, float]:
-    """Two-sided Clopper–Pearson interval of an accuracy from ``correct`` of ``total``.
-
-    Exact for independent decisions with a common success rate; for pooled repetitions
-    whose rates differ slightly it covers their average rate (Hoeffding 1956). It is
-    always inside [0, 1], also with few decisions or all of them correct.
-    """
-    side = 1.0 - (1.0 - confidence) / 2.0
-    return (
-        clopper_pearson(correct, total, side, "lower"),
-        clopper_pearson(correct, total, side, "upper"),
-    )
-
-
-# ---------------------------------------------------------------------------------------
-# Set-up: validated inputs, the mechanisms, the attacks.
-
-
-@dataclass(frozen=True)
-class _Setting:
-    """The validated scalar inputs of one audit."""
-
-    pair: tuple[float, float]
-    index: tuple[int, int]
-    repetitions: int
-    n_shadow: int
-    n_test: int
-    confidence: float
-    classifiers: tuple[str, ...]
-
-    def labels(self, n: int) -> np.ndarray:
-        """n decisions' true labels: the first half θ₀ (0), the rest θ₁ (1)."""
-        return np.repeat([0, 1], [n // 2, n - n // 2]).astype(np.int8)
-
-
-# A bound on the work of one audit, checked before any data is read: each repetition trains
-# every classifier on n_shadow fresh datasets per mechanism (about a second in all on Adult);
-# 1,000 repetitions already take tens of minutes, and the Clopper–Pearson interval narrows
-# only as 1/sqrt(repetitions). Larger audits: run several with different seeds.
-MAX_REPETITIONS = 1_000
-MAX_DATASETS = 100_000  # n_shadow and n_test, each
-
-
-def check_audit_size(repetitions: object, n_shadow: object = 200, n_test: object = 200) -> int:
-    """``repetitions`` checked against :data:`MAX_REPETITIONS` (and the dataset counts against
-    :data:`MAX_DATASETS`); returns it as an int.
-
-    Raises
-    ------
-    ParameterError, ParameterTypeError
-        Not a positive integer, or above the bound (naming it and the parameter).
-    """
-    reps = check_positive_int(repetitions, "repetitions")
-    if reps > MAX_REPETITIONS:
-        raise ParameterError(
-            f"repetitions must be at most {MAX_REPETITIONS:,} (an audit of {reps:,} repetitions "
-            "would run for days); run several audits with different seeds instead"
-        )
-    for name, value in (("n_shadow", n_shadow), ("n_test", n_test)):
-        if check_positive_int(value, name, minimum=2) > MAX_DATASETS:
-            raise ParameterError(f"{name} must be at most {MAX_DATASETS:,}, got {value}")
-    return reps
-
-
-def _validate(
-    secret: object,
-    repetitions: int,
-    n_shadow: int,
-    n_test: int,
-    confidence: float,
-    classifiers: Sequence[str],
-    mechanisms: Sequence[object],
-    pair: tuple[float, float] | None,
-) -> _Setting:
-    if not isinstance(secret, ProportionSecret):
-        raise ParameterTypeError(f"secret must be a ProportionSecret, got {type(secret).__name__}")
-    reps = check_audit_size(repetitions, n_shadow, n_test)
-    n_sh = check_positive_int(n_shadow, "n_shadow", minimum=2)
-    n_te = check_positive_int(n_test, "n_test", minimum=2)
-    conf = check_real(
-        confidence, "confidence", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
-    )
-    clfs = tuple(classifiers)
-    if not clfs:
-        raise ParameterError("classifiers must name at least one classifier")
-    for c in clfs:
-        if c not in CLASSIFIERS:
-            raise ParameterError(f"unknown classifier {c!r}; choose from {', '.join(CLASSIFIERS)}")
-    if not mechanisms:
-        raise ParameterError("mechanisms must name at least one mechanism")
-    pr = tuple(secret.pairs[0]) if pair is None else tuple(pair)
-    if len(pr) != 2 or pr[0] == pr[1] or any(p not in secret.values for p in pr):
-        raise ParameterError(f"pair must be two different values of {secret.values}, got {pr}")
-    idx = (secret.values.index(pr[0]), secret.values.index(pr[1]))
-    return _Setting((float(pr[0]), float(pr[1])), idx, reps, n_sh, n_te, conf, clfs)
-
-
-def _resolve_mechanisms(
-    mechanisms: Sequence[str | CalibratedMechanism],
-    model: DataQueryModel | None,
-    epsilon: float | None,
-    delta: float,
-    options: Mapping[str, Mapping[str, Any]] | None,
-) -> tuple[list[tuple[str, CalibratedMechanism | None]], list[str]]:
-    """(name, mechanism or None for the undefended release) and notes on those refused."""
-    mechs: list[tuple[str, CalibratedMechanism | None]] = []
-    notes: list[str] = []
-    for item in mechanisms:
-        if isinstance(item, CalibratedMechanism):
-            mechs.append((item.name, item))
-        elif item == UNDEFENDED:
-            mechs.append((UNDEFENDED, None))
-        elif isinstance(item, str):
-            if model is None or epsilon is None:
-                raise ParameterError(
-                    f"auditing mechanism {item!r} by name needs model= and epsilon="
-                )
-            target = model_view_for(item, model)
-            opts = dict((options or {}).get(item, {}))
-            try:
-                mechs.append((item, calibrate(item, target, epsilon=epsilon, delta=delta, **opts)))
-            except MechanismNotApplicableError as exc:
-                notes.append(f"{item} not audited: {exc}")
-        else:
-            raise ParameterTypeError(
-                f"mechanisms must hold names or CalibratedMechanism objects, got {item!r}"
-            )
-    keys = [m for m, _ in mechs]
-    if len(set(keys)) != len(keys):
-        raise ParameterError(f"mechanism names must be distinct (rename duplicates): {keys}")
-    return mechs, notes
-
-
-def _pair_model(
-    model: GaussianQueryModel, pair: tuple[float, float]
-) -> tuple[np.ndarray, np.ndarray]:
-    labels = list(model.labels)
-    try:
-        idx = [labels.index(p) for p in pair]
-    except ValueError:
-        raise ParameterError(
-            f"the query model has no hypotheses {pair}; its labels are {model.labels}"
-        ) from None
-    return model.means[idx], model.covariances[idx]
-
-
-def _likelihood_ratios(
-    model: GaussianQueryModel, pair: tuple[float, float], mechs: list, dim: int
-) -> dict[str, GaussianLikelihoodRatio]:
-    means, covs = _pair_model(model, pair)
-    return {
-        m: GaussianLikelihoodRatio(
-            means, covs, np.zeros((dim, dim)) if mech is None else mech.noise_covariance
-        )
-        for m, mech in mechs
-    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -441,43 +171,6 @@ def _summarise(
     return MechanismAudit(
         name, claim_eps, claim_delta, results, eps_lb, strongest, verdict, fb, verification
     )
-
-
-def _verify_samples(
-    verify_samples: SampledQueryModel | None, model: DataQueryModel | None
-) -> SampledQueryModel:
-    if verify_samples is not None:
-        if not isinstance(verify_samples, SampledQueryModel):
-            raise ParameterTypeError(
-                f"verify_samples must be a SampledQueryModel, got {type(verify_samples).__name__}"
-            )
-        return verify_samples
-    if isinstance(model, DataQueryModel) and model.samples is not None:
-        return model.to_sampled()
-    raise ParameterError(
-        "verify=True needs resampled statistics: pass verify_samples= (a SampledQueryModel, "
-        "e.g. model_query(..., method='montecarlo', n_samples=20000).to_sampled()) or a "
-        "Monte Carlo model="
-    )
-
-
-def _verifications(
-    mechs: list[tuple[str, CalibratedMechanism | None]],
-    samples: SampledQueryModel,
-    n_eval: int,
-    gen: np.random.Generator,
-    notes: list[str],
-) -> dict[str, DataLevelCheck]:
-    """The data-level check of every noisy mechanism (a note for those it cannot check)."""
-    out = {}
-    for m, mech in mechs:
-        if mech is None:
-            continue
-        try:
-            out[m] = verify_on_data(samples, mech, rng=gen, n_eval=n_eval)
-        except MechanismNotApplicableError as exc:
-            notes.append(f"{m}: data-level check not run: {exc}")
-    return out
 
 
 def audit(

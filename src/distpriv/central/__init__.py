@@ -25,7 +25,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "QuiltSearch",
         "apmqm_accuracy",
         "apmqm_quilts",
-        "school_network",
     ),
     "base": ("CalibratedMechanism",),
     "bayesnet": (
@@ -79,7 +78,6 @@ __all__ = [
     "relax_max_divergence",
     "relax_wasserstein",
     "relaxed_parameters",
-    "school_network",
     "theta_grid",
 ]
 

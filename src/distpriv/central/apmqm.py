@@ -9,27 +9,26 @@ S-column-neighbour sensitivity of the query (§5.1): the largest change of F whe
 columns in S change arbitrarily. Thm 3: the release is (ε, 0)-distributionally attribute
 private.
 
-:func:`school_network` builds the school of Example 1 (family income, SAT, gender, height,
-weight), where Q = {gender} is a Markov quilt of income with N = {income, SAT} and
-R = {height, weight}.
+What the mechanism is calibrated on (:class:`ColumnQuery`, :class:`AttributeNetworkModel`)
+is in :mod:`distpriv.central.attribute_network`. The school of Example 1
+(:func:`distpriv.datasets.school_network`) is worked-example data and lives in
+:mod:`distpriv.datasets.networks` (a layer above this one, DESIGN.md §2).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .._validation import check_epsilon, check_positive_int, check_real
-from ..errors import ParameterError, ParameterTypeError
+from ..errors import ParameterTypeError
 from ..guarantees import Assumption
 from ..noise import Noise
 from ._common import make_guarantee, pure_delta_note
+from .attribute_network import AttributeNetworkModel, ColumnQuery
 from .base import CalibratedMechanism
-from .bayesnet import MarkovQuilt, ParameterNetwork
+from .bayesnet import MarkovQuilt
 
 __all__ = [
     "AttributeNetworkModel",
@@ -39,7 +38,6 @@ __all__ = [
     "apmqm_accuracy",
     "apmqm_quilts",
     "calibrate_apmqm",
-    "school_network",
 ]
 
 THEOREM = "Zhang, Ohrimenko & Cummings 2022, Alg. 2 / Thm 3"
@@ -49,302 +47,6 @@ ACCURACY_BETA = 0.05
 # are sums over the same joint in different orders); the tie goes to the smaller influence,
 # then to the smaller nearby set.
 _TIE_RTOL = 1e-12
-
-
-# ---------------------------------------------------------------------------- the query
-def _attr_tuple(value: object, what: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if not isinstance(value, Iterable):
-        raise ParameterTypeError(f"{what} must be an attribute name or a sequence of them")
-    out = tuple(value)
-    if not out:
-        raise ParameterError(f"{what} must name at least one attribute")
-    for v in out:
-        if not isinstance(v, str):
-            raise ParameterTypeError(f"{what} must hold attribute names (str), got {v!r}")
-    if len(set(out)) != len(out):
-        raise ParameterError(f"{what} must not repeat an attribute, got {list(out)}")
-    return out
-
-
-def _names_for(statistics: Sequence[str] | None, default: Sequence[str]) -> tuple[str, ...]:
-    if statistics is None:
-        return tuple(default)
-    if isinstance(statistics, str) or not isinstance(statistics, Sequence):
-        raise ParameterTypeError(f"statistics must be a sequence of names, got {statistics!r}")
-    names = tuple(str(s) for s in statistics)
-    if len(names) != len(default):
-        raise ParameterError(
-            f"statistics must name each of the {len(default)} statistics, got {len(names)}"
-        )
-    return names
-
-
-@dataclass(frozen=True, init=False, eq=False)
-class ColumnQuery:
-    """A query F by the attributes A it reads and its column-neighbour sensitivities Δ_SF.
-
-    Zhang, Ohrimenko & Cummings 2022, §5.1: X and X' are S-column-neighbours if they differ
-    only in the columns S (arbitrarily), and Δ_SF = max |F(X) − F(X')|₁ over such pairs.
-    Δ_SF depends only on S ∩ A and is monotone in S.
-
-    Build one with :meth:`count`, :meth:`means` or :meth:`sums` (sensitivities derived
-    from n and the column bounds), or give the sensitivities directly.
-
-    Parameters
-    ----------
-    attributes : str or sequence of str
-        A, the attributes F reads.
-    sensitivities : float or mapping
-        A float c: Δ_SF = c for every S meeting A (e.g. a count over n rows: c = n).
-        A mapping from an attribute or a tuple of attributes to Δ_SF; the full A must be
-        listed, and an unlisted S takes the value of its smallest listed superset
-        (monotonicity). Values must be finite, ≥ 0, and monotone among listed sets.
-    statistics : sequence of str, optional
-        Names of the released statistics (default one statistic named after A).
-
-    Examples
-    --------
-    >>> q = ColumnQuery.count(["height", "sat"], n=100)
-    >>> q.sensitivity(["sat"]), q.sensitivity(["weight"])
-    (100.0, 0.0)
-    """
-
-    attributes: tuple[str, ...]
-    statistics: tuple[str, ...]
-    kind: str
-    derived: bool
-    _constant: float | None = field(repr=False)
-    _weights: dict[str, float] | None = field(repr=False)
-    _table: dict[frozenset[str], float] | None = field(repr=False)
-
-    def __init__(
-        self,
-        attributes: str | Sequence[str],
-        sensitivities: float | Mapping[str | tuple[str, ...], float],
-        *,
-        statistics: Sequence[str] | None = None,
-    ) -> None:
-        attrs = _attr_tuple(attributes, "attributes")
-        const = weights = table = None
-        if isinstance(sensitivities, Mapping):
-            table = {}
-            for key, val in sensitivities.items():
-                cols = frozenset(_attr_tuple(key, "sensitivities key"))
-                unknown = sorted(cols - set(attrs))
-                if unknown:
-                    raise ParameterError(
-                        f"sensitivities key {key!r} names {unknown[0]!r}, which the query does "
-                        f"not read; attributes: {list(attrs)}"
-                    )
-                table[cols] = check_real(val, f"sensitivities[{key!r}]", low=0.0)
-            if frozenset(attrs) not in table:
-                raise ParameterError(
-                    f"sensitivities must give Delta_A F for all the query's attributes "
-                    f"{tuple(attrs)!r}"
-                )
-            for s, vs in table.items():
-                for t, vt in table.items():
-                    if s < t and vs > vt:
-                        raise ParameterError(
-                            f"sensitivities must be monotone: Delta for {sorted(s)} is {vs!r} "
-                            f"> {vt!r} for its superset {sorted(t)}"
-                        )
-        else:
-            const = check_real(sensitivities, "sensitivities", low=0.0)
-        name = f"F({', '.join(attrs)})"
-        self._set(attrs, _names_for(statistics, [name]), "given", False, const, weights, table)
-
-    def _set(
-        self,
-        attrs: tuple[str, ...],
-        stats: tuple[str, ...],
-        kind: str,
-        derived: bool,
-        const: float | None,
-        weights: dict[str, float] | None,
-        table: dict[frozenset[str], float] | None,
-    ) -> None:
-        object.__setattr__(self, "attributes", attrs)
-        object.__setattr__(self, "statistics", stats)
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "derived", derived)
-        object.__setattr__(self, "_constant", const)
-        object.__setattr__(self, "_weights", weights)
-        object.__setattr__(self, "_table", table)
-
-    @classmethod
-    def count(
-        cls, attributes: str | Sequence[str], *, n: int, statistic: str | None = None
-    ) -> ColumnQuery:
-        """The number of rows (of n) whose attributes A satisfy a predicate.
-
-        Changing any non-empty subset of A's columns can flip every row: Δ_SF = n for
-        every S meeting A.
-        """
-        nn = check_positive_int(n, "n")
-        attrs = _attr_tuple(attributes, "attributes")
-        q = cls.__new__(cls)
-        stat = statistic or f"count({', '.join(attrs)})"
-        q._set(attrs, (stat,), "count", True, float(nn), None, None)
-        return q
-
-    @classmethod
-    def means(
-        cls,
-        bounds: Mapping[str, tuple[float, float]],
-        *,
-        statistics: Sequence[str] | None = None,
-    ) -> ColumnQuery:
-        """The vector of column means of bounded columns: Δ_SF = Σ_{a ∈ S∩A} (hi_a − lo_a)."""
-        return cls._additive(bounds, 1, statistics, "mean")
-
-    @classmethod
-    def sums(
-        cls,
-        bounds: Mapping[str, tuple[float, float]],
-        *,
-        n: int,
-        statistics: Sequence[str] | None = None,
-    ) -> ColumnQuery:
-        """The vector of column sums over n rows: Δ_SF = n Σ_{a ∈ S∩A} (hi_a − lo_a)."""
-        return cls._additive(bounds, check_positive_int(n, "n"), statistics, "sum")
-
-    @classmethod
-    def _additive(
-        cls,
-        bounds: Mapping[str, tuple[float, float]],
-        n: int,
-        statistics: Sequence[str] | None,
-        kind: str,
-    ) -> ColumnQuery:
-        if not isinstance(bounds, Mapping) or not bounds:
-            raise ParameterTypeError("bounds must map each column to its (low, high) range")
-        weights = {}
-        for a, b in bounds.items():
-            if not isinstance(a, str):
-                raise ParameterTypeError(f"bounds keys must be attribute names, got {a!r}")
-            if not isinstance(b, Sequence) or isinstance(b, str) or len(b) != 2:
-                raise ParameterError(f"bounds[{a!r}] must be (low, high), got {b!r}")
-            lo = check_real(b[0], f"bounds[{a!r}][0]")
-            hi = check_real(b[1], f"bounds[{a!r}][1]")
-            if hi < lo:
-                raise ParameterError(f"bounds[{a!r}] must have low <= high, got {b!r}")
-            weights[a] = n * (hi - lo)
-        attrs = tuple(bounds)
-        q = cls.__new__(cls)
-        stats = _names_for(statistics, [f"{kind}({a})" for a in attrs])
-        q._set(attrs, stats, kind, True, None, weights, None)
-        return q
-
-    @property
-    def dim(self) -> int:
-        """Number m of released statistics."""
-        return len(self.statistics)
-
-    def sensitivity(self, columns: Iterable[str]) -> float:
-        """Δ_SF for the columns S (only S ∩ A matters); 0 when S misses A."""
-        s = frozenset(columns) & frozenset(self.attributes)
-        if not s:
-            return 0.0
-        if self._constant is not None:
-            return self._constant
-        if self._weights is not None:
-            return float(sum(self._weights[a] for a in self.attributes if a in s))
-        table = self._table or {}
-        return min(v for t, v in table.items() if s <= t)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict with Δ for each single attribute and for A."""
-        return {
-            "kind": self.kind,
-            "attributes": list(self.attributes),
-            "statistics": list(self.statistics),
-            "derived": self.derived,
-            "sensitivity_all": self.sensitivity(self.attributes),
-            "sensitivity_each": {a: self.sensitivity([a]) for a in self.attributes},
-        }
-
-
-# ---------------------------------------------------------------------------- the model
-@dataclass(frozen=True, init=False, eq=False)
-class AttributeNetworkModel:
-    """What APMQM is calibrated on: the parameter network, the secrets C and the query.
-
-    Zhang, Ohrimenko & Cummings 2022, Def. 5 and Alg. 2. The pairs protected are every
-    two values of φ_i for each i ∈ C (a secret φ_i ∈ Φ_a for any subset Φ_a is then
-    covered too: its likelihood is a mixture over the values).
-
-    Parameters
-    ----------
-    network : ParameterNetwork
-        The hyper-prior P over (φ_1, …, φ_m).
-    secrets : str or sequence of str
-        C, the sensitive attributes (each with at least two parameter values).
-    query : ColumnQuery
-        F, its attributes A (all in the network) and sensitivities.
-    """
-
-    network: ParameterNetwork
-    secrets: tuple[str, ...]
-    query: ColumnQuery
-
-    def __init__(
-        self, network: ParameterNetwork, secrets: str | Sequence[str], query: ColumnQuery
-    ) -> None:
-        if not isinstance(network, ParameterNetwork):
-            raise ParameterTypeError(
-                f"network must be a ParameterNetwork, got {type(network).__name__}"
-            )
-        if not isinstance(query, ColumnQuery):
-            raise ParameterTypeError(f"query must be a ColumnQuery, got {type(query).__name__}")
-        sec = _attr_tuple(secrets, "secrets")
-        for s in sec:
-            k = network.index(s, "secret")
-            if len(network.supports[k]) < 2:
-                raise ParameterError(
-                    f"secret {s!r} has a single parameter value {network.supports[k]!r}: "
-                    "there is nothing to hide"
-                )
-        for a in query.attributes:
-            network.index(a, "query attribute")
-        object.__setattr__(self, "network", network)
-        object.__setattr__(self, "secrets", sec)
-        object.__setattr__(self, "query", query)
-
-    @property
-    def dim(self) -> int:
-        """Number m of released statistics."""
-        return self.query.dim
-
-    @property
-    def statistics(self) -> tuple[str, ...]:
-        """Names of the released statistics."""
-        return self.query.statistics
-
-    @property
-    def pair_labels(self) -> tuple[tuple[str, str], ...]:
-        """Every pair of parameter values of each secret, as ``"attr=value"`` labels."""
-        out = []
-        for s in self.secrets:
-            vals = self.network.supports[self.network.index(s)]
-            out.extend(
-                (f"{s}={vals[a]}", f"{s}={vals[b]}")
-                for a in range(len(vals))
-                for b in range(a + 1, len(vals))
-            )
-        return tuple(out)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict."""
-        return {
-            "type": "attribute-network",
-            "network": self.network.to_dict(),
-            "secrets": list(self.secrets),
-            "query": self.query.to_dict(),
-            "pairs": [list(p) for p in self.pair_labels],
-        }
 
 
 # ---------------------------------------------------------------------------- Alg. 2
@@ -567,63 +269,3 @@ def calibrate_apmqm(
         "accuracy_alpha": apmqm_accuracy(scale, ACCURACY_BETA, m),
     }
     return CalibratedMechanism("apmqm", noise, guarantee, model.statistics, diag)
-
-
-# ---------------------------------------------------------------------------- Example 1
-def school_network() -> ParameterNetwork:
-    """The school of Zhang et al. 2022, Example 1, as a parameter network.
-
-    Attributes (φ = a school-level parameter of each column) and the DAG of Fig. 1 as we
-    read it: income → SAT, income → gender, gender → height, gender → weight,
-    height → weight.
-
-    - ``income``: share of high-income families, {0.2, 0.5, 0.8}, prior (0.3, 0.4, 0.3).
-    - ``gender``: share of female students, {0.3, 0.5, 0.7}; mildly dependent on income
-      (e_Θ(X_gender | X_income) = log 1.6 ≈ 0.47).
-    - ``sat``: share of SAT scores above 1300, {0.1, 0.3, 0.5}; strongly dependent on
-      income (e_Θ = log 7 ≈ 1.95).
-    - ``height``: share taller than 66 in = 0.2·φ_gender + 0.6·(1 − φ_gender) (per-gender
-      shares 0.2 and 0.6), i.e. {0.32, 0.40, 0.48}.
-    - ``weight``: mean weight in lb = 130·φ_gender + 160·(1 − φ_gender), {139, 145, 151}.
-
-    Height and weight parameters are functions of the gender mix because the per-gender
-    height and weight distributions are population facts; their CPTs are therefore 0/1.
-
-    Returns
-    -------
-    ParameterNetwork
-        {gender} is a Markov quilt of income with N = {income, sat} and
-        R = {height, weight}.
-    """
-    gender = (0.3, 0.5, 0.7)
-    height = tuple(round(0.2 * g + 0.6 * (1 - g), 10) for g in gender)
-    weight = tuple(round(130 * g + 160 * (1 - g), 10) for g in gender)
-    h_sorted, w_sorted = sorted(height), sorted(weight)
-    h_cpt = np.zeros((3, 3))
-    for gi, h in enumerate(height):
-        h_cpt[gi, h_sorted.index(h)] = 1.0
-    w_cpt = np.zeros((3, 3, 3))  # (gender, height, weight): weight follows gender
-    for gi, w in enumerate(weight):
-        w_cpt[gi, :, w_sorted.index(w)] = 1.0
-    return ParameterNetwork(
-        {
-            "income": [0.2, 0.5, 0.8],
-            "sat": [0.1, 0.3, 0.5],
-            "gender": list(gender),
-            "height": h_sorted,
-            "weight": w_sorted,
-        },
-        {
-            "income": [0.3, 0.4, 0.3],
-            "sat": [[0.7, 0.2, 0.1], [0.2, 0.6, 0.2], [0.1, 0.2, 0.7]],
-            "gender": [[0.40, 0.35, 0.25], [0.30, 0.40, 0.30], [0.25, 0.35, 0.40]],
-            "height": h_cpt,
-            "weight": w_cpt,
-        },
-        parents={
-            "sat": ["income"],
-            "gender": ["income"],
-            "height": ["gender"],
-            "weight": ["gender", "height"],
-        },
-    )

@@ -9,6 +9,8 @@
 - :func:`load_scenario` (``"city"``, ``"adult"``): local-obfuscation scenarios of Kawamoto &
   Murakami 2019 — a synthetic 10 km × 9 km city with two location distributions, and Adult
   (age band × hours band) cells for men/women and the two income classes.
+- :func:`school_network`: the parameter network of the school of Zhang, Ohrimenko & Cummings
+  2022, Example 1 (worked example for APMQM).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "hospital_moments",
         "hospital_theta",
     ),
+    "networks": ("school_network",),
     "scenarios": (
         "SCENARIOS",
         "adult_scenario",
@@ -55,6 +58,7 @@ __all__ = [
     "load_adult",
     "load_scenario",
     "paper_split",
+    "school_network",
     "split",
     "synthetic_city",
 ]

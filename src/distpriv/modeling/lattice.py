@@ -328,9 +328,6 @@ def lattice_steps(lattices: Any) -> np.ndarray:
 # Decoding a release f + Z when f lies on a lattice (moved from attacks/lattice.py).
 # ---------------------------------------------------------------------------------------
 
-# Values within this many steps of a lattice point count as on it (detection only; float
-# error of means of integers is about 1e-13 steps).
-_DETECT_TOL = 1e-6
 # Searched noise range along the main direction, in its standard deviations.
 _REACH = 7.0
 # A main direction must have a standard deviation above this many grid steps (in the
@@ -346,6 +343,11 @@ _FLOAT_SAFETY = 8.0
 def detect_sample_lattice(samples: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
     """(origin, step) per statistic when every sample lies on a lattice, else None.
 
+    The decoder's view of :func:`detect_lattice`: each column of the pooled samples goes
+    through the same exact detection the floors use (one definition of "on a lattice"
+    for both), with two distinct values accepted as evidence (a decoder needs the grid the
+    samples show, not proof that a statistic is grid-valued).
+
     Parameters
     ----------
     samples : list of ndarray, shape (n_h, m)
@@ -353,24 +355,17 @@ def detect_sample_lattice(samples: list[np.ndarray]) -> tuple[np.ndarray, np.nda
     Returns
     -------
     (origin, steps) : ndarray, shape (m,) each, or None
+        ``origin`` a lattice point of every column, ``steps`` the columns' steps; None when
+        any column is not on a lattice (or constant).
     """
     x = np.vstack(samples)
-    origin = x[0].copy()
+    origin = np.empty(x.shape[1])
     steps = np.empty(x.shape[1])
     for k in range(x.shape[1]):
-        col = x[:, k] - origin[k]
-        scale = max(1.0, float(np.max(np.abs(x[:, k]))))
-        gaps = np.diff(np.unique(x[:, k]))
-        gaps = gaps[gaps > 1e-9 * scale]
-        if gaps.size == 0:
+        lat = detect_lattice(x[:, k], name=f"statistic {k}", min_distinct=2, source="samples")
+        if lat.step is None or lat.origin is None:
             return None
-        h = float(gaps.min())
-        idx = np.round(col / h)
-        if np.max(np.abs(col / h - idx)) > _DETECT_TOL:
-            return None
-        # Least-squares step over every sample: removes the float error of one gap.
-        den = float(np.sum(idx * idx))
-        steps[k] = float(np.sum(idx * col) / den) if den > 0 else h
+        origin[k], steps[k] = lat.origin, lat.step
     return origin, steps
 
 
