@@ -429,8 +429,9 @@ def choose_for_table(
         baselines' group size and sensitivities), as for a named mechanism.
     progress : callable(done, total), optional
     lattice : sequence of float, optional
-        The grid step of each statistic (NaN: none) for the floored mechanisms, when no
-        ``facts`` carry it (the library's :func:`~distpriv.pipeline.release`).
+        The grid step of each statistic (NaN: none) for the floored mechanisms, when
+        neither ``facts`` nor the model (``model.facts``, :func:`distpriv.model_query`)
+        carry it.
 
     Raises
     ------

@@ -379,6 +379,14 @@ def release(
     -------
     ReleaseReport
 
+    Warns
+    -----
+    PrivacyLeakWarning, AssumptionWarning
+        The same warnings as :func:`distpriv.pipeline.run_release`, from the same function
+        (:func:`release_warnings`): released rows in the modelling table, a model resting
+        on too few rows, noise that leaves directions uncovered, rows dropped for missing
+        values; and the model's own (:func:`distpriv.model_query`).
+
     Notes
     -----
     Records nothing in any ledger: the library path has no config beside which a default
