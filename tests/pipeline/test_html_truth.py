@@ -103,24 +103,16 @@ def test_public_warnings_keep_data_facts_private():
     ]
     out = public_warnings(items)
     kinds = [w["kind"] for w in out]
-    # The two non-Gaussian warnings become one public sentence.
-    assert kinds == [
-        "too-few-rows",
-        "not-gaussian",
-        "model-holds-released-rows",
-        "rows-dropped",
-        "partial-noise",
-        "noise-exceeds-range",
-        "other",
-    ]
+    # The two non-Gaussian warnings become one public sentence; warnings about the released
+    # rows (overlap, dropped rows) and unknown ones stay private.
+    assert kinds == ["too-few-rows", "not-gaussian", "partial-noise", "noise-exceeds-range"]
     public = json.dumps(out)
-    for private in ("45 rows", "96", "0.135", "17 of", "3 of the 100", "12345"):
+    for private in ("45 rows", "96", "0.135", "released rows", "missing", "12345", "overflow"):
         assert private not in public
     # Texts made of public facts only are kept as they are.
-    assert out[4]["text"] == items[5][0] and out[5]["text"] == items[6][0]
-    assert "RuntimeWarning" in out[6]["text"]
+    assert out[2]["text"] == items[5][0] and out[3]["text"] == items[6][0]
     # Accuracy warnings do not qualify the guarantee; every other one does.
-    assert [w["qualifies_guarantee"] for w in out] == [True] * 5 + [False, True]
+    assert [w["qualifies_guarantee"] for w in out] == [True, True, True, False]
 
 
 def test_a_utility_warning_alone_keeps_the_green_status(tmp_path):

@@ -435,7 +435,9 @@ def calibrate(
             f"unknown option(s) {', '.join(map(repr, unknown))} for mechanism {name!r}; "
             f"allowed: {allowed}"
         )
-    facts = getattr(model, "facts", None)
+    # Only a mechanism with default options asks for them (a model computes its facts
+    # on first use).
+    facts = getattr(model, "facts", None) if spec.defaults is not None else None
     if isinstance(facts, TableFacts):
         # A model built from a table carries the table's facts: the options a data curator
         # gets by default (lattice, group-DP sensitivities) are the same on every path.

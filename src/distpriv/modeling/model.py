@@ -68,13 +68,13 @@ class DataQueryModel(GaussianQueryModel):
         ``False`` (the default of :func:`model_query`) when it is a sample of the
         population: then ``uncertainty`` says how well the moments are known.
     facts : TableFacts or None
-        Public facts about the modelling table that mechanisms' default options come from
-        (:func:`distpriv.modeling.facts.engine_table_facts`): the per-row span of each
-        statistic (group-DP baselines) and the lattice step of each statistic (the floored
-        mechanisms, :mod:`distpriv.modeling.lattice`). :func:`distpriv.calibrate` and
-        ``auto`` fill options the caller does not set from them, so the library, the
-        configuration path and ``auto`` calibrate the same mechanism the same way.
-        ``None`` for statistics that are not linear.
+        Public facts about the modelling table (computed on first use) that mechanisms'
+        default options come from (:func:`distpriv.modeling.facts.engine_table_facts`):
+        the per-row span of each statistic (group-DP baselines) and the lattice step of
+        each statistic (the floored mechanisms, :mod:`distpriv.modeling.lattice`).
+        :func:`distpriv.calibrate` and ``auto`` fill options the caller does not set from
+        them, so the library, the configuration path and ``auto`` calibrate the same
+        mechanism the same way. ``None`` for statistics that are not linear.
     """
 
     samples: tuple[np.ndarray, ...] | None
@@ -87,7 +87,6 @@ class DataQueryModel(GaussianQueryModel):
     query: Query
     sampling: Resampling | None
     population: bool
-    facts: Any
 
     def __init__(
         self,
@@ -128,9 +127,22 @@ class DataQueryModel(GaussianQueryModel):
             ("query", query),
             ("sampling", sampling),
             ("population", bool(population)),
-            ("facts", facts),
         ):
             object.__setattr__(self, name, value)
+        # Computed on first use (only mechanisms with default options need them), so that
+        # building a model costs the engine no more round trips than its moments.
+        pending = facts if callable(facts) else None
+        object.__setattr__(self, "_facts", None if pending is not None else facts)
+        object.__setattr__(self, "_facts_pending", pending)
+
+    @property
+    def facts(self) -> Any:
+        """The modelling table's facts (``TableFacts`` or ``None``), computed once on first use."""
+        pending = self.__dict__.get("_facts_pending")
+        if pending is not None:
+            object.__setattr__(self, "_facts", pending())
+            object.__setattr__(self, "_facts_pending", None)
+        return self.__dict__.get("_facts")
 
     def to_sampled(self) -> SampledQueryModel:
         """The Monte Carlo draws as a :class:`SampledQueryModel` (for the Wasserstein family)."""
@@ -447,22 +459,26 @@ def model_query(
         sampling=resampling,
         uncertainty=uncertainty,
         population=population,
-        facts=_model_facts(table, q, n, policy),
+        facts=_facts_thunk(table, q, n, policy),
     )
 
 
-def _model_facts(table: Any, q: Query, n: int, missing: str) -> Any:
-    """The table's facts for default options (spans, lattices), or None when the
-    statistics are not linear or a span is not finite (a mechanism that needs them then
-    says so when it is calibrated)."""
+def _facts_thunk(table: Any, q: Query, n: int, missing: str) -> Any:
+    """What computes the table's facts for default options (spans, lattices) on first use:
+    ``None`` when the statistics are not linear or a span is not finite (a mechanism that
+    needs them then says so when it is calibrated)."""
     if not q.is_linear:
         return None
-    from .facts import engine_table_facts
 
-    try:
-        return engine_table_facts(table, q, n, missing=missing)
-    except ParameterError:
-        return None
+    def compute() -> Any:
+        from .facts import engine_table_facts
+
+        try:
+            return engine_table_facts(table, q, n, missing=missing)
+        except ParameterError:
+            return None
+
+    return compute
 
 
 def _feature_uncertainty(sampler: Any) -> MomentUncertainty:
@@ -575,5 +591,5 @@ def _analytic_model(
         ),
         uncertainty=uncertainty,
         population=population,
-        facts=_model_facts(table, q, n, missing),
+        facts=_facts_thunk(table, q, n, missing),
     )

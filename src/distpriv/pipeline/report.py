@@ -235,10 +235,13 @@ def noise_to_spread(mech: CalibratedMechanism, model: Any) -> list[float]:
 
 
 # What the public report says about each warning raised during a release (issue 26 item 6).
-# A warning's own text may hold facts about the data that no guarantee covers (stratum
-# sizes, overlap counts, moments of the modelling table): those kinds are stated in a
-# fixed public sentence, and the full text stays in the PRIVATE diagnostics. Texts made
-# only of public facts (the mechanism's noise rank, the declared ranges, epsilon) are kept.
+# Warnings about the model, the modelling table (public data, SECURITY.md), the mechanism
+# or the configuration are stated publicly: in a fixed sentence where their own text holds
+# numbers of the modelling table (stratum sizes, moments), as they are where it holds only
+# public facts (the noise rank, declared ranges, epsilon). Warnings about the released rows
+# themselves (their overlap with the modelling table, rows dropped for missing values) are
+# facts about the private data that no guarantee covers, and unknown warnings may be: both
+# stay in the PRIVATE diagnostics (and on stderr) only.
 # (kind, pattern of the one-line text, public sentence or None to keep the text).
 _PUBLIC_WARNINGS: tuple[tuple[str, re.Pattern[str], str | None], ...] = (
     (
@@ -255,18 +258,6 @@ _PUBLIC_WARNINGS: tuple[tuple[str, re.Pattern[str], str | None], ...] = (
         "approximation.",
     ),
     (
-        "model-holds-released-rows",
-        re.compile(r"released rows also appear in the modelling table"),
-        "Released rows also appear in the modelling table beyond chance: the model, and so "
-        "the noise, depends on the private rows it should protect.",
-    ),
-    (
-        "rows-dropped",
-        re.compile(r"^\[data\] missing = 'drop' removed"),
-        "Released rows with missing values were dropped: the statistics are computed on "
-        "fewer rows than the model describes.",
-    ),
-    (
         "assumption-fails",
         re.compile(r"assumption '[^']*' does not hold"),
         "An assumption of the mechanism's theorem does not hold on the model (see the "
@@ -277,14 +268,10 @@ _PUBLIC_WARNINGS: tuple[tuple[str, re.Pattern[str], str | None], ...] = (
     ("classical-constant", re.compile(r"^the classical Gaussian constant"), None),
     ("noise-exceeds-range", re.compile(r"^statistic .* exceeds its declared range"), None),
 )
-_OTHER_WARNING = (
-    "A warning ({category}) was raised while the release was made; its text may hold facts "
-    "about the data, so it is only in the curator's private diagnostics."
-)
 
 
 def public_warnings(items: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
-    """The warnings of a release as the public report states them.
+    """The warnings of a release that the public report states, in public words.
 
     Parameters
     ----------
@@ -294,19 +281,21 @@ def public_warnings(items: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        ``kind``, ``category`` and ``text`` (public) per warning, in order;
-        ``qualifies_guarantee`` is ``False`` only for a :class:`~distpriv.UtilityWarning`
-        (accuracy, not privacy): every other warning keeps the report's status from
-        showing a clean, verified release.
+        ``kind``, ``category`` and ``text`` (public) per warning about the model, the
+        modelling table, the mechanism or the configuration, in order; warnings about the
+        released rows, and unknown ones, are left out (private diagnostics only).
+        ``qualifies_guarantee`` is ``False`` only for a
+        :class:`~distpriv.errors.UtilityWarning` (accuracy, not privacy): every other
+        warning keeps the report's status from showing a clean, verified release.
     """
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for text, category in items:
-        kind, public = "other", _OTHER_WARNING.format(category=category)
-        for name, pattern, sentence in _PUBLIC_WARNINGS:
-            if pattern.search(text):
-                kind, public = name, text if sentence is None else sentence
-                break
+        found = next((w for w in _PUBLIC_WARNINGS if w[1].search(text)), None)
+        if found is None:
+            continue  # about the released rows, or unknown: private only
+        kind, _, sentence = found
+        public = text if sentence is None else sentence
         if public in seen:  # e.g. two statistics not Gaussian: one sentence
             continue
         seen.add(public)
