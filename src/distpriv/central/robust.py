@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
+from scipy.stats import chi2, norm
 
 from .._validation import check_real
 from ..guarantees import Assumption
@@ -62,6 +62,7 @@ __all__ = [
     "check_beta",
     "checked_members",
     "confidence_set",
+    "marginal",
     "population_model",
     "population_premise",
 ]
@@ -87,37 +88,43 @@ class ConfidenceSet:
     ----------
     beta : float
     gap_z : float
-        Φ⁻¹(1 − β/4): the one-sided quantile for the linear part of the gap error along
-        the gap (in the output metric).
-    gap_x : float
-        ln(4/β): the Laurent–Massart tail level for its quadratic part.
+        The multiplier of the gap's upper confidence bound: the least of the one-sided
+        normal quantile Φ⁻¹(1 − β/(2P)) (Bonferroni over the P pairs of Ψ) and the
+        Scheffé radius √χ²_m(1 − β/2) (every direction and every pair at once).
+    pairs : int
+        P, the pairs of Ψ the gap bounds cover simultaneously.
     variance_factors : ndarray, shape (S, m, 2)
         Low and high multipliers of each stratum's variance of each statistic.
     z : float
         The normal quantile used for the variances (Bonferroni over S·m, two-sided).
+    kurtosis : ndarray, shape (S, m)
+        The kurtosis the variance factors use: each statistic's largest over the strata
+        (a small stratum's sample kurtosis understates a heavy tail it has not seen).
     """
 
     beta: float
     gap_z: float
-    gap_x: float
+    pairs: int
     variance_factors: np.ndarray
     z: float
+    kurtosis: np.ndarray
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
         return {
             "beta": self.beta,
             "gap_z": self.gap_z,
-            "gap_x": self.gap_x,
+            "pairs": self.pairs,
             "variance_factors": self.variance_factors.tolist(),
             "z": self.z,
+            "kurtosis": self.kurtosis.tolist(),
         }
 
 
-def _gap_covariance(unc: MomentUncertainty, i: int, j: int) -> np.ndarray:
+def _gap_covariance(unc: MomentUncertainty, i: int, j: int, covs: np.ndarray) -> np.ndarray:
     dw = unc.weights[i] - unc.weights[j]
     sizes = np.asarray(unc.stratum_sizes, dtype=float)
-    return np.einsum("s,sab->ab", dw**2 / sizes, unc.row_covariances)
+    return np.einsum("s,sab->ab", dw**2 / sizes, covs)
 
 
 def confidence_set(model: GaussianQueryModel, *, beta: float) -> ConfidenceSet:
@@ -128,35 +135,27 @@ def confidence_set(model: GaussianQueryModel, *, beta: float) -> ConfidenceSet:
     n_strata, m = unc.row_covariances.shape[:2]
     z = float(norm.ppf(1.0 - beta / (4.0 * n_strata * m)))
     sizes = np.asarray(unc.stratum_sizes, dtype=float)[:, None]
-    sd = np.sqrt(np.clip(unc.kurtosis - 1.0, 0.0, None) / sizes)  # sd of log σ̂², (S, m)
+    kurt = np.broadcast_to(unc.kurtosis.max(axis=0), unc.kurtosis.shape).copy()
+    sd = np.sqrt(np.clip(kurt - 1.0, 0.0, None) / sizes)  # sd of log σ̂², (S, m)
     factors = np.stack([np.exp(-z * sd), np.exp(z * sd)], axis=-1)
-    return ConfidenceSet(beta, float(norm.ppf(1.0 - beta / 4.0)), math.log(4.0 / beta), factors, z)
+    n_pairs = max(len(model.pairs), 1)
+    gap_z = min(float(norm.ppf(1.0 - beta / (2.0 * n_pairs))), math.sqrt(chi2.ppf(1 - beta / 2, m)))
+    return ConfidenceSet(beta, gap_z, n_pairs, factors, z, kurt)
 
 
-def gap_quantile(
-    gap: np.ndarray, metric: np.ndarray, spread: np.ndarray, cs: ConfidenceSet
-) -> float:
-    """An upper (1 − β/2) quantile of ‖metric · (gap + spread·ξ)‖, ξ ~ N(0, I).
+def gap_bound(gap: np.ndarray, metric: np.ndarray, spread: np.ndarray, z: float) -> float:
+    """An upper confidence bound on the output distance ‖metric · Δ‖ of the true gap Δ.
 
-    With a = metric·gap, â = a/‖a‖ and B = metric·spread, the norm splits exactly as
-    ‖a + Bξ‖² = (‖a‖ + âᵀBξ)² + ‖(I − ââᵀ)Bξ‖². The first part's Gaussian term is bounded
-    by its one-sided (1 − β/4) quantile; the second, a Gaussian quadratic form with
-    eigenvalues λ, by the Laurent & Massart (2000, Lemma 1) bound
-    Σλ + 2√(Σλ² x) + 2 max λ · x, exceeded with probability ≤ e^(−x) = β/4.
+    With Δ̂ = Δ + spread·ξ, ξ ~ N(0, I), and u the unit direction of metric·Δ,
+    ‖metric·Δ̂‖ ≥ uᵀ metric Δ̂ = ‖metric·Δ‖ + uᵀB ξ (B = metric·spread), and
+    uᵀBξ ~ N(0, ‖Bᵀu‖²) with ‖Bᵀu‖ ≤ ‖B‖₂ whatever u is. So
+    ‖metric·Δ‖ ≤ ‖metric·Δ̂‖ + z‖B‖₂ except with probability Φ(−z) — for a metric fixed
+    before the draw; with z the Scheffé radius √χ²_m(1 − α) it holds for every metric at
+    once, as ‖metric(Δ − Δ̂)‖ ≤ ‖B‖₂ ‖ξ‖.
     """
-    a = metric @ gap
     b = metric @ spread
-    na = float(np.linalg.norm(a))
-    if na > 0:
-        u = a / na
-        lin = na + cs.gap_z * float(np.linalg.norm(b.T @ u))
-        q = b - np.outer(u, u @ b)
-    else:
-        lin = cs.gap_z * float(np.linalg.norm(b, 2)) if b.size else 0.0
-        q = b
-    lam = np.clip(np.linalg.eigvalsh(q @ q.T), 0.0, None)
-    quad = float(lam.sum() + 2 * math.sqrt(float(lam @ lam) * cs.gap_x) + 2 * lam.max() * cs.gap_x)
-    return math.sqrt(lin * lin + quad)
+    top = float(np.linalg.norm(b, 2)) if b.size else 0.0
+    return float(np.linalg.norm(metric @ gap)) + z * top
 
 
 def _inv_sqrt(cov: np.ndarray) -> np.ndarray:
@@ -202,13 +201,11 @@ def farthest_gap(gap: np.ndarray, metric: np.ndarray, spread: np.ndarray) -> np.
     return spread @ w
 
 
-def _worst_shift(
-    gap: np.ndarray, metric: np.ndarray, spread: np.ndarray, cs: ConfidenceSet
-) -> np.ndarray:
-    """A gap error whose output distance is the (1 − β/2) quantile :func:`gap_quantile`,
+def _worst_shift(gap: np.ndarray, metric: np.ndarray, spread: np.ndarray, z: float) -> np.ndarray:
+    """A gap error whose output distance is the upper confidence bound :func:`gap_bound`,
     along the farthest point of the unit error ellipsoid (the direction in which the
-    distance grows fastest), scaled to reach the quantile exactly."""
-    target = gap_quantile(gap, metric, spread, cs)
+    distance grows fastest), scaled to reach the bound exactly."""
+    target = gap_bound(gap, metric, spread, z)
     direction = farthest_gap(gap, metric, spread)
     a, c = metric @ gap, metric @ direction
     cc, ac, aa = float(c @ c), float(a @ c), float(a @ a)
@@ -274,17 +271,20 @@ def population_model(
     noise_cov = (noise_cov + noise_cov.T) / 2
     for i, j in model.pairs:
         li, lj = str(model.labels[i]), str(model.labels[j])
-        spread = _sqrt_psd(_gap_covariance(unc, i, j))
         gap = model.means[i] - model.means[j]
         for corner in _corners(n_strata):
             cov_i, cov_j = model.covariances[i].copy(), model.covariances[j].copy()
+            scaled = np.empty_like(c_hat)
             for s in range(n_strata):
                 lam = np.sqrt(cs.variance_factors[s, :, corner[s]])
-                change = lam[:, None] * c_hat[s] * lam[None, :] - c_hat[s]
-                cov_i += unc.weights[i, s] * change
-                cov_j += unc.weights[j, s] * change
+                scaled[s] = lam[:, None] * c_hat[s] * lam[None, :]
+                cov_i += unc.weights[i, s] * (scaled[s] - c_hat[s])
+                cov_j += unc.weights[j, s] * (scaled[s] - c_hat[s])
+            # The gap's error law at this corner: a member is the population whose
+            # covariances are the corner's, so its estimate's spread is the corner's too.
+            spread = _sqrt_psd(_gap_covariance(unc, i, j, scaled))
             metric = _inv_sqrt((cov_i + cov_j) / 2 + noise_cov)
-            shift = _worst_shift(gap, metric, spread, cs)
+            shift = _worst_shift(gap, metric, spread, cs.gap_z)
             tag = ",".join("hi" if c else "lo" for c in corner)
             pairs.append(
                 (
@@ -299,6 +299,33 @@ def population_model(
         labels=[f"#{t}:{lab}" for t, lab in enumerate(labels)],
         statistics=model.statistics,
         fitted=model.fitted,
+    )
+
+
+def marginal(model: GaussianQueryModel, index: np.ndarray) -> GaussianQueryModel:
+    """The model of the statistics ``index`` only, with the uncertainty of their moments
+    (the marginal of every law above: the same strata, the sub-matrices)."""
+    idx = np.asarray(index, dtype=int)
+    unc = model.uncertainty
+    sub = (
+        None
+        if unc is None
+        else MomentUncertainty(
+            unc.stratum_sizes,
+            unc.weights,
+            unc.row_covariances[:, idx][:, :, idx],
+            unc.kurtosis[:, idx],
+            method=unc.method,
+        )
+    )
+    return GaussianQueryModel(
+        model.means[:, idx],
+        model.covariances[:, idx][:, :, idx],
+        model.pairs,
+        labels=model.labels,
+        statistics=None if model.statistics is None else [model.statistics[k] for k in idx],
+        fitted=model.fitted,
+        uncertainty=sub,
     )
 
 

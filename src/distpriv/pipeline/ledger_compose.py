@@ -121,6 +121,7 @@ def ledgered_draw(
     model_rng: Any = 0,
     model: Any = None,
     population: bool = False,
+    beta: float | None = 0.05,
 ) -> tuple[LedgerEntry, Any, Any, Budget | None]:
     """Compose with the earlier releases, check the budget, draw the noise and record.
 
@@ -155,6 +156,10 @@ def ledgered_draw(
         secret is composed on it rather than on the table modelled again.
     population : bool
         The modelling table is the whole population (as the release's model was built).
+    beta : float or None
+        The composition holds on the population with confidence 1 − β: it is evaluated
+        on the worst members of the same confidence set as the calibration
+        (:func:`distpriv.pipeline.compose.compose`); ``None``: on the fitted moments.
 
     Returns
     -------
@@ -192,6 +197,7 @@ def ledgered_draw(
             rng=model_rng,
             newest_model=model,
             population=population,
+            beta=beta,
         )
 
     return ledger.guarded_release(
@@ -315,6 +321,7 @@ def release_with_ledger(
         model_rng=None if gen is None else int(gen.integers(2**63)),
         model=prep.model,
         population=population,
+        beta=beta,
     )
     if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
         rel = replace(rel, value=prep.query.clamp(rel.value)[0])
@@ -352,6 +359,7 @@ class LedgerSession:
         model_fingerprint: str | None = None,
         model: Any = None,
         population: bool = False,
+        beta: float | None = 0.05,
     ) -> tuple[Any, dict[str, Any]]:
         """Compose, check, draw and record (:func:`ledgered_draw`).
 
@@ -360,7 +368,8 @@ class LedgerSession:
         computed them in the engine (then ``released_frame`` is not needed); otherwise
         computed here from the frames (:func:`~.ledger_identity.table_fingerprint`).
         ``model``/``population``: the mechanism's own model and how it was built
-        (:func:`ledgered_draw`).
+        (:func:`ledgered_draw`); ``beta``: the confidence on the population of the
+        calibration, which the composition keeps.
 
         Returns
         -------
@@ -387,6 +396,7 @@ class LedgerSession:
             model_rng=model_rng,
             model=model,
             population=population,
+            beta=beta,
         )
         return rel, LedgeredRelease(None, entry, composed, effective).ledger_summary()
 

@@ -365,6 +365,8 @@ def _draw(
         model_fingerprint=model_fp if ledger_key is not None else None,
         model=model,
         population=bool(cfg.model.get("population", False)),
+        # The calibration's confidence on the population, kept by the composition.
+        beta=cfg.options.get("beta", 0.05),
     )
 
 
