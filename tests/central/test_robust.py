@@ -14,11 +14,10 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import norm
 
 import distpriv as dp
 from distpriv.accounting import gaussian_pair_delta
-from scipy.stats import norm
-
 from distpriv.central.robust import confidence_set, gap_bound
 from distpriv.datasets.adult import load_adult
 from distpriv.errors import ConfigError, DistPrivError
