@@ -325,3 +325,38 @@ delta = 1e-3
         path.write_text(base.format(model=model, mech=mech))
         with pytest.raises(ConfigError, match=r"population|beta"):
             load_release_config(path)
+
+
+def test_gap_bounds_cover_every_pair_of_psi_at_once():
+    """With three secret values the gap bounds of the three pairs hold simultaneously with
+    probability ≥ 1 − β/2 (Monte Carlo over the shared estimation error)."""
+    rng = np.random.default_rng(11)
+    m, k = 3, 3
+    row_cov = np.stack([np.eye(m), 2 * np.eye(m)])
+    unc = MomentUncertainty(
+        (60, 240), [(30, 70), (40, 60), (50, 50)], row_cov, np.full((2, m), 3.0)
+    )
+    means = rng.normal(size=(k, m))
+    covs = np.stack([w[0] * row_cov[0] + w[1] * row_cov[1] for w in unc.weights])
+    model = GaussianQueryModel(means, covs, uncertainty=unc)
+    cs = confidence_set(model, beta=BETA)
+    assert cs.pairs == 3 and cs.gap_z == pytest.approx(norm.ppf(1 - BETA / 6))
+    # The per-row mean gap between the strata, and its estimate's error law.
+    d = rng.normal(size=m) * 0.3
+    err_cov = row_cov[0] / 60 + row_cov[1] / 240
+    draws = 40_000
+    est = d + rng.multivariate_normal(np.zeros(m), err_cov, size=draws)
+    fail_all = np.zeros(draws, bool)
+    for p, (i, j) in enumerate(model.pairs):
+        dw = unc.weights[i, 0] - unc.weights[j, 0]
+        metric = np.linalg.inv(np.linalg.cholesky((covs[i] + covs[j]) / 2 + 0.5 * np.eye(m)))
+        spread = abs(dw) * np.linalg.cholesky(err_cov)
+        true = np.linalg.norm(metric @ (dw * d))
+        top = np.linalg.norm(metric @ spread, 2)
+        seen = np.linalg.norm((dw * est) @ metric.T, axis=1)
+        assert gap_bound(dw * est[0], metric, spread, cs.gap_z) == pytest.approx(
+            seen[0] + cs.gap_z * top
+        )
+        fail_all |= seen + cs.gap_z * top < true
+    margin = 3 * np.sqrt(BETA / 2 / draws)
+    assert fail_all.mean() <= BETA / 2 + margin
