@@ -347,7 +347,7 @@ def test_gap_bounds_cover_every_pair_of_psi_at_once():
     draws = 40_000
     est = d + rng.multivariate_normal(np.zeros(m), err_cov, size=draws)
     fail_all = np.zeros(draws, bool)
-    for p, (i, j) in enumerate(model.pairs):
+    for i, j in model.pairs:
         dw = unc.weights[i, 0] - unc.weights[j, 0]
         metric = np.linalg.inv(np.linalg.cholesky((covs[i] + covs[j]) / 2 + 0.5 * np.eye(m)))
         spread = abs(dw) * np.linalg.cholesky(err_cov)
