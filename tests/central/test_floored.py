@@ -98,13 +98,19 @@ def test_floor_covers_every_direction_on_adult(adult, name):
 
 
 def test_bigger_floor_more_noise_and_floor_zero_is_main_shape(adult):
+    # On the fitted moments (beta=None): with the population set (issue 25) the worst
+    # member depends on the noise, and floor noise in the directions the main shape leaves
+    # uncertain can lower the main scale (by 7e-5 relative here), so the total is not
+    # monotone in the floor there.
     model, facts = adult
     steps = np.array(facts.lattice_steps)
     mses = [
-        quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=steps, floor=c).mse()
+        quiet(
+            "daum-floor", model, epsilon=EPS, delta=DELTA, lattice=steps, floor=c, beta=None
+        ).mse()
         for c in (0.0, 0.25, 1.0, 3.0)
     ]
-    daum = quiet("daum", model, epsilon=EPS, delta=DELTA).mse()
+    daum = quiet("daum", model, epsilon=EPS, delta=DELTA, beta=None).mse()
     assert mses[0] == pytest.approx(daum, rel=1e-4)
     assert all(a <= b * (1 + 1e-6) for a, b in itertools.pairwise(mses))
 

@@ -101,6 +101,8 @@ def _draw(
         fingerprints=keyed,
         model=model,
         population=bool(cfg.model.get("population", False)),
+        # The calibration's confidence on the population, kept by the composition.
+        beta=cfg.options.get("beta", 0.05),
     )
     return rel, block, used[-1]
 

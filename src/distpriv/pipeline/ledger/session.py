@@ -121,6 +121,7 @@ def ledgered_draw(
     model_rng: Any = 0,
     model: Any = None,
     population: bool = False,
+    beta: float | None = 0.05,
 ) -> tuple[LedgerEntry, Any, Any, Budget | None]:
     """Compose with the earlier releases, check the budget, draw the noise and record.
 
@@ -155,6 +156,10 @@ def ledgered_draw(
         secret is composed on it rather than on the table modelled again.
     population : bool
         The modelling table is the whole population (as the release's model was built).
+    beta : float or None
+        The composition holds on the population with confidence 1 − β: it is evaluated
+        on the worst members of the same confidence set as the calibration
+        (:func:`distpriv.pipeline.compose.compose`); ``None``: on the fitted moments.
 
     Returns
     -------
@@ -192,6 +197,7 @@ def ledgered_draw(
             rng=model_rng,
             newest_model=model,
             population=population,
+            beta=beta,
         )
 
     return ledger.guarded_release(
@@ -320,6 +326,7 @@ def release_with_ledger(
             model_rng=model_rng,
             model=prep.model,
             population=population,
+            beta=beta,
         )
 
     try:
@@ -366,6 +373,7 @@ class LedgerSession:
         fingerprints: Callable[[bytes], tuple[str, str]] | None = None,
         model: Any = None,
         population: bool = False,
+        beta: float | None = 0.05,
     ) -> tuple[Any, dict[str, Any]]:
         """Compose, check, draw and record (:func:`ledgered_draw`).
 
@@ -376,7 +384,8 @@ class LedgerSession:
         ``fingerprints``: computes both under a given key; called again if another process
         created a lazily opened ledger first (its key differs, :class:`LedgerCreatedElsewhere`).
         ``model``/``population``: the mechanism's own model and how it was built
-        (:func:`ledgered_draw`).
+        (:func:`ledgered_draw`); ``beta``: the confidence on the population of the
+        calibration, which the composition keeps.
 
         Returns
         -------
@@ -406,6 +415,7 @@ class LedgerSession:
                 model_rng=model_rng,
                 model=model,
                 population=population,
+                beta=beta,
             )
 
         if fingerprints is not None:
