@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import ParameterError, ParameterTypeError
 from .ledger_identity import data_account, public_account, table_fingerprint
-from .ledger_records import Budget, LedgerEntry, NewRelease, parse_budget
+from .ledger_records import Budget, LedgerEntry, NewRelease, check_ledger_path, parse_budget
 from .ledger_store import Ledger
 
 __all__ = [
@@ -455,5 +455,7 @@ def open_ledger(
                 "kept across releases in the ledger"
             )
         return None
+    if not isinstance(path, Ledger):
+        check_ledger_path(path, "--ledger" if ledger is not None else "[ledger] path")
     led = path if isinstance(path, Ledger) else Ledger(path)
     return LedgerSession(led, given, cfg.get("data_name"))
