@@ -60,6 +60,9 @@ class ModelConfig:
 def _read_toml(path: str | Path, kind: str) -> tuple[Path, dict[str, Any]]:
     """Read and parse a TOML file; a missing file or bad TOML is a one-line ConfigError."""
     p = Path(path)
+    if p.exists() and not p.is_file():  # a FIFO would block the read forever
+        what = "a directory" if p.is_dir() else "not a regular file"
+        raise ConfigError(f"cannot read {kind} {str(p)!r}: it is {what}")
     try:
         raw = p.read_bytes()
     except OSError as exc:
