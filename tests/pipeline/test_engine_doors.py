@@ -245,3 +245,24 @@ def test_view_reading_another_file_is_one_line(folder, tmp_path, view):
     line = _one_line(proc, "[data] model", f"cannot read table '{view}'", "Permission Error")
     assert "hunter2" not in proc.stdout + proc.stderr and "root:" not in line
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "https://example.invalid/rows.csv",
+        "s3://bucket/rows.parquet",
+        "duckdb:https://example.invalid/db.duckdb#t",
+        "duckdb:lite.db#model_rows",
+    ],
+)
+def test_remote_and_foreign_sources_touch_no_network(folder, tmp_path, source):
+    """A URL is a path that does not exist (never a download), and no source makes DuckDB
+    prepare an extension download (its first step creates ~/.duckdb/extensions)."""
+    cfg = _config(folder, f"remote-{abs(hash(source))}", model=source)
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = _cli(["release", str(cfg), "--no-ledger", "--insecure-seed", "1"], home)
+    line = _one_line(proc, "[data] model")
+    assert "not found" in line or "SQLite database" in line
+    assert list(home.iterdir()) == []
