@@ -19,6 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "distpriv"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "_validation": 0,
+    "_text": 0,  # terminal-safe text, plain ASCII numbers (stdlib only)
     "_version": 0,
     "_threads": 0,  # one BLAS thread around the accountant's loops (threadpoolctl only)
     "_lazy": 0,  # lazy re-exports of the package __init__ files (importlib only)

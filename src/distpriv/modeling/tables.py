@@ -22,7 +22,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ParameterError
-from .engines import DuckDBEngine, SparkEngine, is_spark_dataframe, make_engine, missing_condition
+from .engines import (
+    DuckDBEngine,
+    SparkEngine,
+    is_spark_dataframe,
+    locked_connection,
+    make_engine,
+    missing_condition,
+)
 from .expressions import parse_expression
 
 __all__ = [
@@ -292,11 +299,9 @@ class Table:
 
     def _conn(self) -> duckdb.DuckDBPyConnection:
         if self._local is None:
-            conn = duckdb.connect()
+            conn = locked_connection()  # locked before any generated SQL runs on it
             frame = self.frame
             conn.register(_NAME, frame.assign(**{_ROWID: np.arange(len(frame), dtype=np.int64)}))
-            conn.execute("SET enable_external_access = false")
-            conn.execute("SET lock_configuration = true")
             self._local = conn
         return self._local
 

@@ -22,7 +22,7 @@ from ..central import TableFacts
 from ..datasets import PAPER_SPLIT, paper_split
 from ..errors import ParameterError, PrivacyLeakWarning
 from ..modeling import Query
-from ..modeling.engines import DuckDBEngine, file_reader
+from ..modeling.engines import DuckDBEngine, file_reader, locked_connection
 from ..modeling.expressions import quote_column
 from ..modeling.facts import LATTICE_SAMPLE_ROWS, engine_table_facts
 from ..modeling.lattice import query_lattices
@@ -102,9 +102,10 @@ def load_frame(source: str, *, split_seed: int = 0, what: str = "data") -> pd.Da
     reader = file_reader(path, what)
     # A fixed statement with the path as a bound parameter: nothing from the config is
     # spliced into SQL here.
-    conn = duckdb.connect()
+    resolved = str(path.resolve())
+    conn = locked_connection([resolved])  # only this file is readable, no extension loads
     try:
-        frame = conn.execute(f"SELECT * FROM {reader}(?)", [str(path)]).df()
+        frame = conn.execute(f"SELECT * FROM {reader}(?)", [resolved]).df()
     except duckdb.Error as exc:
         raise ParameterError(
             f"{what}: cannot read data file {str(path)!r}: {' '.join(str(exc).split())}"

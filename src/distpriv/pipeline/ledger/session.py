@@ -22,7 +22,7 @@ from typing import Any
 
 from ...errors import LedgerError, ParameterError, ParameterTypeError
 from .identity import data_account, public_account, table_fingerprint
-from .records import Budget, LedgerEntry, NewRelease, parse_budget
+from .records import Budget, LedgerEntry, NewRelease, check_ledger_path, parse_budget
 from .store import Ledger, LedgerCreatedElsewhere
 
 __all__ = [
@@ -502,6 +502,8 @@ def open_ledger(
                 "kept across releases in the ledger"
             )
         return None
+    if not isinstance(path, Ledger):
+        check_ledger_path(path, "--ledger" if ledger is not None else "[ledger] path")
     # lazily: nothing is created before a release is actually recorded
     led = path if isinstance(path, Ledger) else Ledger(path, lazy=True)
     return LedgerSession(led, given, cfg.get("data_name"))
