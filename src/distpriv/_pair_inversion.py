@@ -203,6 +203,20 @@ def _chernoff_bound(loss: _Loss, epsilon: float) -> float:
     return min(1.0, math.exp(float(logb.min())) * (1.0 + 1e-12))
 
 
+def _tail_bound(loss: _Loss, x: float) -> float:
+    """Chernoff bound on P(L > x): min over a grid of α in the strip of M(α) e^{−αx}, ≤ 1."""
+    lam_pos = loss.lam[loss.lam > 0]
+    alpha_max = float(0.5 / lam_pos.max()) if lam_pos.size else 1e8
+    hi = min(alpha_max * (1.0 - 1e-6), 1e8)
+    grid = np.exp(np.linspace(math.log(min(1e-10, hi * 1e-6)), math.log(hi), 129))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        logb = _log_mgf_real(loss, grid) - grid * x
+    logb = logb[np.isfinite(logb)]
+    if logb.size == 0:
+        return 1.0
+    return min(1.0, math.exp(min(float(logb.min()), 0.0)) * (1.0 + 1e-12))
+
+
 def _inversion_checked(loss: _Loss, epsilon: float, tol: float) -> tuple[float, float] | None:
     """The inversion along two contours: (estimate, error), or None if they disagree."""
     est1, err1 = _hockey_stick(loss, epsilon, tol)

@@ -14,6 +14,7 @@ unchanged), which turns the decomposition into a profile.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,19 @@ _NULL_DIFF_RTOL = 1e-10
 # the other is not (up to 1e-12 of the sum): the supports differ and δ = 1 is reported,
 # which is an upper bound whatever the true tiny variance is.
 _DEGENERATE_TOL = 1e-12
+_U = float(np.finfo(float).eps)
+# The double whitening's absolute rounding of the whitened variances is taken as
+# _ETA_FACTOR·m·κ·u (κ: condition number of the standardised sum; measured errors are
+# below m·κ·u, tests/test_pair_near_singular.py).
+_ETA_FACTOR = 8.0
+# Beyond this first-order rounding of δ (the coefficient errors of `sensitivity` at the
+# double whitening's η, summed) it is redone in extended precision.
+_EXTENDED_TRIGGER = 1e-10
+# Digits of the extended-precision whitening, and the level (relative to the standardised
+# sum) below which it takes a variance to be exactly zero: with κ ≤ _MAX_CONDITION its
+# errors are below 1e-35.
+_EXT_DPS = 50
+_EXT_ZERO = 1e-40
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,11 @@ class _Decomposition:
     detail: str = ""
     condition: float = 1.0
     degenerate: str = ""  # "P" or "Q": which one is degenerate (kind "different supports")
+    # Absolute bounds on the rounding of a, b and shift (first order): η = 8·m·κ·u for the
+    # double whitening, a few ulps (relative) for the extended one.
+    err_a: np.ndarray | float = 0.0
+    err_b: np.ndarray | float = 0.0
+    err_shift: np.ndarray | float = 0.0
 
     def swapped(self) -> _Decomposition:
         """Q against P in the same whitening: a and b exchanged, the shift negated.
@@ -71,7 +90,10 @@ class _Decomposition:
         """
         who = {"P": "Q", "Q": "P"}.get(self.degenerate, "")
         detail = _degenerate_detail(who) if who else self.detail
-        return _Decomposition(self.kind, self.b, self.a, -self.shift, detail, self.condition, who)
+        return _Decomposition(
+            self.kind, self.b, self.a, -self.shift, detail, self.condition, who,
+            self.err_b, self.err_a, self.err_shift,
+        )  # fmt: skip
 
 
 def _degenerate_detail(who: str) -> str:
@@ -88,7 +110,14 @@ def _finite(x: np.ndarray, what: str) -> np.ndarray:
 
 
 def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -> _Decomposition:
-    """Whiten both Gaussians jointly; scale-free (standardised per statistic first)."""
+    """Whiten both Gaussians jointly; scale-free (standardised per statistic first).
+
+    In double precision where that is accurate enough (the usual case), else in extended
+    precision (:func:`_decompose_extended`, issue 26): near-singular covariances, where
+    the double whitening's own rounding (about m·κ·u in the whitened variances, κ the
+    condition number of the standardised sum) is not small against the smallest whitened
+    variance it must resolve.
+    """
     with np.errstate(over="ignore", invalid="ignore"):
         diff = _finite(mp - mq, "the mean difference mean_p - mean_q")
         total = _finite(sp + sq, "cov_p + cov_q")
@@ -105,29 +134,23 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
     if not np.any(keep):
         return _Decomposition("identical", *(np.zeros(0),) * 3, detail="both are point masses")
     scale = 1.0 / np.sqrt(var[keep])
+    sp_k, sq_k = sp[np.ix_(keep, keep)], sq[np.ix_(keep, keep)]
+    diff_k, means = diff[keep], (mp[keep], mq[keep])
     with np.errstate(over="ignore", invalid="ignore"):
-        d = _finite(diff[keep] * scale, "the standardised mean difference")
-        ap = sp[np.ix_(keep, keep)] * np.outer(scale, scale)
-        aq = sq[np.ix_(keep, keep)] * np.outer(scale, scale)
+        d = _finite(diff_k * scale, "the standardised mean difference")
+        ap = sp_k * np.outer(scale, scale)
+        aq = sq_k * np.outer(scale, scale)
     w, u = np.linalg.eigh(ap + aq)
     null = w <= _NULL_RTOL * w.size * w[-1]
     if np.any(null):
-        part = np.linalg.norm(u[:, null].T @ d)
-        if part > _NULL_DIFF_RTOL * max(float(np.linalg.norm(d)), 1e-300) and part > 0:
-            return _Decomposition(
-                "different supports",
-                *(np.zeros(0),) * 3,
-                detail="the means differ in a direction where both covariances vanish",
-            )
-    cond = float(w[-1] / w[~null].min())
+        # Directions where the sum is at the rounding level of the entries: whether one
+        # covariance is exactly singular there while the other is not (δ = 1) cannot be
+        # told in double precision.
+        return _decompose_extended(means, sp_k, sq_k, scale)
+    cond = float(w[-1] / w.min())
     if cond > _MAX_CONDITION:
-        return _Decomposition(
-            "different supports",
-            *(np.zeros(0),) * 3,
-            detail=f"numerically unresolvable: the standardised covariance sum has condition "
-            f"number {cond:.2g} > {_MAX_CONDITION:.0e}; delta = 1 is the upper bound reported",
-        )
-    white = u[:, ~null] / np.sqrt(w[~null])
+        return _unresolvable(cond)
+    white = u / np.sqrt(w)
     a_mat = white.T @ ap @ white
     b_mat = white.T @ aq @ white
     a_mat, b_mat = (a_mat + a_mat.T) / 2, (b_mat + b_mat.T) / 2
@@ -137,14 +160,64 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
     tot = a + b
     a, b = a / tot, b / tot
     shift = v.T @ (white.T @ d)
-    if np.min(a) <= _DEGENERATE_TOL or np.min(b) <= _DEGENERATE_TOL:
+    # Absolute rounding of the whitened variances: the computed W whitens the sum only up
+    # to I + F, ‖F‖ ≲ m·κ·u (backward-stable eigendecomposition: an error u·‖S‖ in the
+    # sum becomes κ·u once whitened), which the normalisation a + b = 1 moves into a and
+    # b; it moves the shift by as much relative to its size, and the products W^T d add
+    # u·‖W‖·‖d‖ (as does the rounding of μ_p − μ_q and of the standardisation).
+    eta = _ETA_FACTOR * a.size * cond * _U
+    err_shift = eta * float(np.linalg.norm(shift)) + _ETA_FACTOR * a.size * _U * float(
+        np.linalg.norm(d)
+    ) / math.sqrt(float(w.min()))
+    low = float(np.min(np.minimum(a, b)))
+    if low + eta <= _DEGENERATE_TOL:
+        # Certainly at most the tolerance: δ = 1 is the upper bound reported.
         who = "P" if np.min(a) <= np.min(b) else "Q"
-        return _Decomposition(
-            "different supports",
-            *(np.zeros(0),) * 3,
-            detail=_degenerate_detail(who),
-            degenerate=who,
-        )
+        return _degenerate(who)
+    amp = math.inf
+    if low - eta > 0.0:
+        # Both directions (P against Q, and Q against P through `swapped`), so that the
+        # choice does not depend on the order of the pair.
+        for x, y in ((a, b), (b, a)):
+            c0, c1, c2 = sensitivity(x, y, shift, eta, eta, err_shift)
+            amp = max(amp, c0 + c1 + 2.0 * c2) if amp < math.inf else c0 + c1 + 2.0 * c2
+    if not amp <= _EXTENDED_TRIGGER:
+        # The double whitening cannot resolve the smallest variances (or the shift along
+        # them) to the accuracy asked: redo it in extended precision.
+        return _decompose_extended(means, sp_k, sq_k, scale)
+    return _finish(a, b, shift, cond, eta, eta, err_shift)
+
+
+def _unresolvable(cond: float) -> _Decomposition:
+    return _Decomposition(
+        "different supports",
+        *(np.zeros(0),) * 3,
+        detail=f"numerically unresolvable: the standardised covariance sum has condition "
+        f"number {cond:.2g} > {_MAX_CONDITION:.0e}; delta = 1 is the upper bound reported",
+    )
+
+
+def _degenerate(who: str) -> _Decomposition:
+    return _Decomposition(
+        "different supports",
+        *(np.zeros(0),) * 3,
+        detail=_degenerate_detail(who),
+        degenerate=who,
+    )
+
+
+def _finish(
+    a: np.ndarray,
+    b: np.ndarray,
+    shift: np.ndarray,
+    cond: float,
+    err_a: np.ndarray | float,
+    err_b: np.ndarray | float,
+    err_shift: np.ndarray | float,
+) -> _Decomposition:
+    """The decomposition, after the degeneracy and far-apart shortcuts."""
+    if np.min(a) <= _DEGENERATE_TOL or np.min(b) <= _DEGENERATE_TOL:
+        return _degenerate("P" if np.min(a) <= np.min(b) else "Q")
     if float(np.max(np.abs(shift))) > 1e50:
         # The means are more than 1e50 standard deviations apart: δ = 1 to double
         # precision (and 1 is always an upper bound); the squares would overflow.
@@ -153,7 +226,113 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
             *(np.zeros(0),) * 3,
             detail="the means are more than 1e50 standard deviations apart",
         )
-    return _Decomposition("regular", a, b, shift, condition=cond)
+    return _Decomposition(
+        "regular", a, b, shift, condition=cond, err_a=err_a, err_b=err_b, err_shift=err_shift
+    )
+
+
+def sensitivity(
+    a: np.ndarray,
+    b: np.ndarray,
+    shift: np.ndarray,
+    err_a: np.ndarray | float,
+    err_b: np.ndarray | float,
+    err_shift: np.ndarray | float,
+) -> tuple[float, float, float]:
+    """First-order bounds on the errors of the loss's coefficients, from those of a, b, shift.
+
+    L = c + Σ_k λ_k Z_k² + β_k Z_k with c = Σ ½ log(b/a) + s²/(2b), λ = (a − b)/(2b) and
+    β = s√a/b (:func:`_loss`). Returns (|Δc|, Σ|Δβ_k|, Σ|Δλ_k|). They grow like
+    1/min(a, b): the near-degenerate directions are where the whitening's absolute
+    rounding matters (issue 26).
+    """
+    s = np.abs(shift)
+    ra = np.sqrt(a)
+    dc = 0.5 * err_a / a + 0.5 * err_b / b + s * err_shift / b + s * s * err_b / (2.0 * b * b)
+    dlam = 0.5 * err_a / b + a * err_b / (2.0 * b * b)
+    dbeta = err_shift * ra / b + s * (0.5 * err_a / (ra * b) + ra * err_b / (b * b))
+    return float(np.sum(dc)), float(np.sum(dbeta)), float(np.sum(dlam))
+
+
+def _decompose_extended(
+    means: tuple[np.ndarray, np.ndarray], sp: np.ndarray, sq: np.ndarray, scale: np.ndarray
+) -> _Decomposition:
+    """The joint whitening in extended precision (``_EXT_DPS`` digits, mpmath).
+
+    The double inputs (means and covariances) are taken as exact, and so are the double
+    ``scale`` factors (any per-statistic scaling is an exact change of units). Every step
+    then carries an absolute error of about m·κ·10^(−``_EXT_DPS``) in the whitened
+    variances, far below the degeneracy tolerance and the double rounding of the results,
+    which are then relatively accurate to a few ulps: the rounding left is that of a
+    perfectly conditioned problem. Directions where the standardised sum is at the
+    rounding level of double entries (``_NULL_RTOL``) are the common null space, except
+    where one covariance is exactly singular there (to ``_EXT_ZERO`` of the sum) and the
+    other is not: then the supports differ and δ = 1.
+    """
+    import mpmath  # imported here: only near-singular pairs need it
+
+    mean_p, mean_q = means
+    m = mean_p.size
+    # Symmetrised as the public functions' input check does (an identity on symmetric
+    # input), so internal callers passing C with rounding asymmetry get the same answer.
+    sp, sq = sp / 2 + sp.T / 2, sq / 2 + sq.T / 2
+    mpf = mpmath.mpf
+    with mpmath.workdps(_EXT_DPS):
+        sc = [mpf(float(x)) for x in scale]
+        ap = mpmath.matrix(m, m)
+        aq = mpmath.matrix(m, m)
+        for i in range(m):
+            for j in range(m):
+                ap[i, j] = mpf(float(sp[i, j])) * sc[i] * sc[j]
+                aq[i, j] = mpf(float(sq[i, j])) * sc[i] * sc[j]
+        # The mean difference too is exact here (its double rounding, u·|μ| per statistic,
+        # is amplified by √κ once whitened).
+        d = mpmath.matrix([(mpf(float(mean_p[i])) - mean_q[i]) * sc[i] for i in range(m)])
+        w, u = mpmath.eigsy(ap + aq)
+        w_max = max(w)
+        null = [i for i in range(m) if w[i] <= _NULL_RTOL * m * w_max]
+        rest = [i for i in range(m) if w[i] > _NULL_RTOL * m * w_max]
+        zero = _EXT_ZERO * m * w_max
+        for i in null:
+            col = u[:, i]
+            p_var = (col.T * ap * col)[0]
+            q_var = (col.T * aq * col)[0]
+            if (abs(p_var) <= zero) != (abs(q_var) <= zero):
+                return _degenerate("P" if abs(p_var) <= zero else "Q")
+        if null:
+            part = mpmath.sqrt(sum((u[:, i].T * d)[0] ** 2 for i in null))
+            if part > _NULL_DIFF_RTOL * mpmath.norm(d) and part > 0:
+                return _Decomposition(
+                    "different supports",
+                    *(np.zeros(0),) * 3,
+                    detail="the means differ in a direction where both covariances vanish",
+                )
+        cond = float(w_max / min(w[i] for i in rest))
+        if cond > _MAX_CONDITION:
+            return _unresolvable(cond)
+        k = len(rest)
+        white = mpmath.matrix(m, k)
+        for c, i in enumerate(rest):
+            inv = 1 / mpmath.sqrt(w[i])
+            for r in range(m):
+                white[r, c] = u[r, i] * inv
+        a_mat = white.T * ap * white
+        b_mat = white.T * aq * white
+        _, v = mpmath.eigsy(a_mat - b_mat)
+        proj = v.T * a_mat * v
+        a = [proj[i, i] for i in range(k)]
+        proj = v.T * b_mat * v
+        b = [proj[i, i] for i in range(k)]
+        shift = v.T * (white.T * d)
+        a_out = np.array([float(a[i] / (a[i] + b[i])) for i in range(k)])
+        b_out = np.array([float(b[i] / (a[i] + b[i])) for i in range(k)])
+        s_out = np.array([float(shift[i]) for i in range(k)])
+    # Rounded to double: relative errors of a few ulps, as for a perfectly conditioned sum
+    # (plus the extended arithmetic's own absolute error, m·κ·10^-50 at most).
+    tiny = m * cond * 10.0 ** (-_EXT_DPS + 5)
+    err_s = 4.0 * _U * np.abs(s_out) + tiny * (1.0 + float(np.linalg.norm(s_out)))
+    err_a, err_b = 4.0 * _U * a_out + tiny, 4.0 * _U * b_out + tiny
+    return _finish(a_out, b_out, s_out, 1.0, err_a, err_b, err_s)
 
 
 def _loss(dec: _Decomposition) -> _Loss:

@@ -55,11 +55,11 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import log_ndtr, ndtr
+from scipy.special import log_ndtr
 
-from ._pair_inversion import _chernoff_bound, _inversion_checked
+from ._pair_inversion import _chernoff_bound, _inversion_checked, _tail_bound
 from ._pair_region import _U, _profile_1d
-from ._pair_whitening import _decompose, _Decomposition, _finite, _Loss, _loss
+from ._pair_whitening import _decompose, _Decomposition, _finite, _Loss, _loss, sensitivity
 from ._validation import check_array, check_covariance, check_delta, check_epsilon, check_real
 from .errors import ParameterError
 
@@ -239,6 +239,9 @@ def _check_pair(
     return mp, sp, mq, sq
 
 
+# Beyond this |log(var_p / var_q)| one statistic's variance ratio or its inverse overflows.
+_MAX_LOG_RATIO = 700.0
+
 # Beyond this loss coefficient (P more than 2·50 + 1 times wider than Q in a whitened
 # direction) the multivariate inversion is not trusted: its tail decays like t^(−1/2).
 _MAX_LAMBDA = 50.0
@@ -259,7 +262,7 @@ def _profile_1d_result(
     mean_p: float, var_p: float, mean_q: float, var_q: float, epsilon: float, dim: int, extra: float
 ) -> GaussianPairProfile:
     est, err, detail = _profile_1d(mean_p, var_p, mean_q, var_q, epsilon)
-    err += extra * max(est, 1e-300)
+    err += extra
     upper = min(1.0, float(np.nextafter(est + err, math.inf)))
     return GaussianPairProfile(epsilon, upper, est, err, "quadratic region", dim, detail)
 
@@ -280,6 +283,17 @@ def _profile_raw_1d(
         return GaussianPairProfile(epsilon, 1.0, 1.0, 0.0, "different supports", 0, detail)
     with np.errstate(over="ignore", invalid="ignore"):
         _finite(np.array([m_p - m_q]), "the mean difference mean_p - mean_q")
+    log_ratio = math.log(vp) - math.log(vq)
+    if abs(log_ratio) > _MAX_LOG_RATIO:
+        # The variance ratio (or its inverse) is beyond the double range (issue 26:
+        # N(0, 1e-300) against N(0, 1e300)). The loss carries ½|log ratio| > 350 nats, so
+        # δ(ε) is 1 to double precision for ε well below that; 1 is an upper bound always.
+        detail = (
+            f"variance ratio e^{log_ratio:.6g} is beyond the double range; delta = 1 is "
+            "the upper bound reported (exact to double precision for epsilon < "
+            f"{abs(log_ratio) / 2 - 40:.4g})"
+        )
+        return GaussianPairProfile(epsilon, 1.0, 1.0, 0.0, "different supports", 1, detail)
     return _profile_1d_result(m_p, vp, m_q, vq, epsilon, 1, 0.0)
 
 
@@ -292,6 +306,25 @@ def _profile_raw(
     if mp.shape[0] == 1:
         return _profile_raw_1d(mp, sp, mq, sq, epsilon)
     return _profile_from(_decompose(mp, sp, mq, sq), epsilon, tol, reverse=False)
+
+
+def _whitening_error(dec: _Decomposition, loss: _Loss, epsilon: float) -> float:
+    """Bound on the change of δ(ε) caused by the rounding of the joint whitening.
+
+    The computed loss L' and the exact one L are functions of the same Z ~ N(0, I), with
+    coefficients apart by at most (|Δc|, |Δβ_k|, |Δλ_k|) (:func:`sensitivity`, from the
+    decomposition's bounds on the rounding of a, b and the shift). The payoff
+    (1 − e^{ε−x})₊ has derivative e^{ε−x} ≤ 1 on x > ε and 0 below, so to first order
+    |Δδ| ≤ E[|ΔL| 1{L > ε}] ≤ |Δc| p + Σ|Δβ_k| √p + Σ|Δλ_k| √(3p) (Cauchy–Schwarz, with
+    E Z² = 1, E Z⁴ = 3), p = P(L > ε) ≤ its Chernoff bound. Doubled for the second order
+    (the double whitening is used only where the first order is below 1e-10).
+    """
+    c0, c1, c2 = sensitivity(dec.a, dec.b, dec.shift, dec.err_a, dec.err_b, dec.err_shift)
+    if c0 == 0.0 and c1 == 0.0 and c2 == 0.0:
+        return 0.0
+    p = _tail_bound(loss, epsilon)
+    bound = c0 * p + c1 * min(math.sqrt(p), 0.8) + c2 * min(math.sqrt(3.0 * p), 1.0)
+    return 2.0 * bound + 1e-300
 
 
 def _profile_from(
@@ -309,10 +342,7 @@ def _profile_from(
         # L is the constant c: δ(ε) = (1 − e^{ε−c})₊ exactly.
         val = max(0.0, -math.expm1(epsilon - loss.const))
         return GaussianPairProfile(epsilon, val, val, 0.0, "point mass", dim)
-    # Rounding of the joint whitening: first-order relative error κ·u of its outputs,
-    # amplified by the size of the loss's coefficients (a heuristic bound, stated as such).
-    size = 1.0 + abs(loss.const) + float(np.sum(loss.beta**2) + np.sum(np.abs(loss.lam)))
-    whitening = 16.0 * dec.condition * np.finfo(float).eps * size
+    whitening = _whitening_error(dec, loss, epsilon)
     active = np.flatnonzero((loss.lam != 0.0) | (loss.beta != 0.0))
     if active.size == 1:
         # Only one whitened coordinate carries a difference: the others cancel from the
@@ -333,7 +363,7 @@ def _profile_from(
             if checked is not None:
                 est_r, err_r = checked
                 est = min(max(scale * est_r - math.expm1(epsilon), 0.0), 1.0)
-                err = scale * err_r + 4.0 * _U * scale + whitening * max(scale * est_r, 1e-300)
+                err = scale * err_r + 4.0 * _U * scale + whitening
                 if err <= max(1e5 * tol, 1e-7):
                     upper = min(1.0, float(np.nextafter(est + err, math.inf)))
                     return GaussianPairProfile(
@@ -345,7 +375,7 @@ def _profile_from(
     if checked is None:
         return _renyi_profile(loss, epsilon, dim, "two inversion contours disagree")
     est, quadrature = checked
-    err = quadrature + whitening * max(est, 1e-300)
+    err = quadrature + whitening
     upper = min(1.0, float(np.nextafter(est + err, math.inf)))
     return GaussianPairProfile(epsilon, upper, est, err, "characteristic function", dim)
 
@@ -487,7 +517,9 @@ def _equal_covariance_profile(
     if dist == 0.0:
         return GaussianPairProfile(epsilon, 0.0, 0.0, 0.0, "closed form", int(dec.a.size))
     if epsilon == 0.0:
-        val = float(2.0 * ndtr(dist / 2.0) - 1.0)
+        # 2Φ(D/2) − 1 = erf(D/(2√2)), without the cancellation of the difference at small
+        # D (issue 26: D = 1e-16 gave 1e-300 for 4e-17); erf is accurate to a few ulps.
+        val = math.erf(dist / (2.0 * math.sqrt(2.0)))
         err = 1e-12 * val + 1e-300
     else:
         val = float(np.exp(_log_gaussian_delta(epsilon, np.array([dist]))[0]))
@@ -497,6 +529,11 @@ def _equal_covariance_profile(
         b = epsilon + float(log_ndtr(-dist / 2.0 - epsilon / dist))
         eta = 16.0 * _U * (1.0 + abs(a) + abs(b) + epsilon)
         err = 1e-12 * val + (math.exp(a) + math.exp(min(b, 700.0))) * eta + 1e-300
+    # The whitening's rounding of D: dδ/dD = φ(D/2 − ε/D) ≤ φ(0), and D = √(2 Σ s²) moves
+    # by at most √2 ‖Δs‖ (doubled for the second order).
+    shift_err = float(np.linalg.norm(np.broadcast_to(dec.err_shift, dec.shift.shape)))
+    slope = math.exp(-0.5 * (dist / 2.0 - epsilon / dist) ** 2) / math.sqrt(2.0 * math.pi)
+    err += 2.0 * slope * math.sqrt(2.0) * shift_err
     upper = min(1.0, val + err)
     return GaussianPairProfile(
         epsilon, upper, val, upper - val, "closed form", int(dec.a.size), f"D = {dist:.6g}"
