@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -43,11 +44,9 @@ _ETA_FACTOR = 8.0
 # Beyond this first-order rounding of δ (the coefficient errors of `sensitivity` at the
 # double whitening's η, summed) it is redone in extended precision.
 _EXTENDED_TRIGGER = 1e-10
-# Digits of the extended-precision whitening, and the level (relative to the standardised
-# sum) below which it takes a variance to be exactly zero: with κ ≤ _MAX_CONDITION its
-# errors are below 1e-35.
+# Digits of the extended-precision whitening: with κ ≤ _MAX_CONDITION its absolute errors
+# in the whitened variances are below 1e-35.
 _EXT_DPS = 50
-_EXT_ZERO = 1e-40
 
 
 @dataclass(frozen=True)
@@ -143,10 +142,17 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
     w, u = np.linalg.eigh(ap + aq)
     null = w <= _NULL_RTOL * w.size * w[-1]
     if np.any(null):
-        # Directions where the sum is at the rounding level of the entries: whether one
-        # covariance is exactly singular there while the other is not (δ = 1) cannot be
-        # told in double precision.
-        return _decompose_extended(means, sp_k, sq_k, scale)
+        # Directions where the sum is at the rounding level of the entries. If the two
+        # covariances are exactly singular on different subspaces (issue 26: P on a line
+        # that Q, positive definite up to 1e-15 of its size, gives probability zero), the
+        # supports differ; otherwise both vanish there, up to the rounding of the entries.
+        who = _literal_support_mismatch(sp_k, sq_k)
+        if who:
+            return _degenerate(who)
+        part = np.linalg.norm(u[:, null].T @ d)
+        if part > _NULL_DIFF_RTOL * max(float(np.linalg.norm(d)), 1e-300) and part > 0:
+            return _means_differ_in_null()
+        w, u = w[~null], u[:, ~null]
     cond = float(w[-1] / w.min())
     if cond > _MAX_CONDITION:
         return _unresolvable(cond)
@@ -178,14 +184,64 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
     if low - eta > 0.0:
         # Both directions (P against Q, and Q against P through `swapped`), so that the
         # choice does not depend on the order of the pair.
-        for x, y in ((a, b), (b, a)):
-            c0, c1, c2 = sensitivity(x, y, shift, eta, eta, err_shift)
-            amp = max(amp, c0 + c1 + 2.0 * c2) if amp < math.inf else c0 + c1 + 2.0 * c2
+        amp = max(
+            c0 + c1 + 2.0 * c2
+            for c0, c1, c2 in (
+                sensitivity(x, y, shift, eta, eta, err_shift) for x, y in ((a, b), (b, a))
+            )
+        )
     if not amp <= _EXTENDED_TRIGGER:
         # The double whitening cannot resolve the smallest variances (or the shift along
         # them) to the accuracy asked: redo it in extended precision.
         return _decompose_extended(means, sp_k, sq_k, scale)
     return _finish(a, b, shift, cond, eta, eta, err_shift)
+
+
+def _means_differ_in_null() -> _Decomposition:
+    return _Decomposition(
+        "different supports",
+        *(np.zeros(0),) * 3,
+        detail="the means differ in a direction where both covariances vanish",
+    )
+
+
+def _exact_rank(rows: list[list[Fraction]]) -> int:
+    """Rank of a rational matrix (Gaussian elimination in exact arithmetic)."""
+    rows = [list(row) for row in rows]
+    rank = 0
+    n_cols = len(rows[0]) if rows else 0
+    for col in range(n_cols):
+        piv = next((r for r in range(rank, len(rows)) if rows[r][col] != 0), None)
+        if piv is None:
+            continue
+        rows[rank], rows[piv] = rows[piv], rows[rank]
+        top = rows[rank]
+        for r in range(rank + 1, len(rows)):
+            f = rows[r][col] / top[col]
+            if f:
+                rows[r] = [x - f * y for x, y in zip(rows[r], top, strict=True)]
+        rank += 1
+    return rank
+
+
+def _literal_support_mismatch(sp: np.ndarray, sq: np.ndarray) -> str:
+    """ "P" or "Q" if the covariances, taken as exact, span different subspaces, else "".
+
+    For positive semi-definite matrices the range of Σ_p is inside that of Σ_p + Σ_q, with
+    equality iff their ranks agree: the supports (as linear spaces) coincide iff
+    rank Σ_p = rank Σ_q = rank(Σ_p + Σ_q). Exact rational arithmetic: a rank deficiency
+    here is literal, never rounding (a covariance computed in floating point is almost
+    never exactly singular; one given as exactly singular is taken at its word).
+    """
+    fp = [[Fraction(float(x)) for x in row] for row in sp]
+    fq = [[Fraction(float(x)) for x in row] for row in sq]
+    rank_p, rank_q = _exact_rank(fp), _exact_rank(fq)
+    if rank_p != rank_q:
+        return "P" if rank_p < rank_q else "Q"
+    rank_s = _exact_rank(
+        [[x + y for x, y in zip(a, b, strict=True)] for a, b in zip(fp, fq, strict=True)]
+    )
+    return "" if rank_s == rank_p else "P"
 
 
 def _unresolvable(cond: float) -> _Decomposition:
@@ -265,9 +321,9 @@ def _decompose_extended(
     variances, far below the degeneracy tolerance and the double rounding of the results,
     which are then relatively accurate to a few ulps: the rounding left is that of a
     perfectly conditioned problem. Directions where the standardised sum is at the
-    rounding level of double entries (``_NULL_RTOL``) are the common null space, except
-    where one covariance is exactly singular there (to ``_EXT_ZERO`` of the sum) and the
-    other is not: then the supports differ and δ = 1.
+    rounding level of double entries (``_NULL_RTOL``) are the common null space, unless
+    the covariances, taken as exact, span different subspaces
+    (:func:`_literal_support_mismatch`): then δ = 1.
     """
     import mpmath  # imported here: only near-singular pairs need it
 
@@ -292,21 +348,13 @@ def _decompose_extended(
         w_max = max(w)
         null = [i for i in range(m) if w[i] <= _NULL_RTOL * m * w_max]
         rest = [i for i in range(m) if w[i] > _NULL_RTOL * m * w_max]
-        zero = _EXT_ZERO * m * w_max
-        for i in null:
-            col = u[:, i]
-            p_var = (col.T * ap * col)[0]
-            q_var = (col.T * aq * col)[0]
-            if (abs(p_var) <= zero) != (abs(q_var) <= zero):
-                return _degenerate("P" if abs(p_var) <= zero else "Q")
         if null:
+            who = _literal_support_mismatch(sp, sq)
+            if who:
+                return _degenerate(who)
             part = mpmath.sqrt(sum((u[:, i].T * d)[0] ** 2 for i in null))
             if part > _NULL_DIFF_RTOL * mpmath.norm(d) and part > 0:
-                return _Decomposition(
-                    "different supports",
-                    *(np.zeros(0),) * 3,
-                    detail="the means differ in a direction where both covariances vanish",
-                )
+                return _means_differ_in_null()
         cond = float(w_max / min(w[i] for i in rest))
         if cond > _MAX_CONDITION:
             return _unresolvable(cond)
