@@ -57,9 +57,9 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from ._pair_inversion import _chernoff_bound, _inversion_checked, _tail_bound
+from ._pair_inversion import _chernoff_bound, _inversion_checked, _whitening_error
 from ._pair_region import _U, _profile_1d
-from ._pair_whitening import _decompose, _Decomposition, _finite, _Loss, _loss, sensitivity
+from ._pair_whitening import _decompose, _Decomposition, _finite, _Loss, _loss
 from ._validation import check_array, check_covariance, check_delta, check_epsilon, check_real
 from .errors import ParameterError
 
@@ -189,9 +189,9 @@ class GaussianPairProfile:
         Absolute error bound of ``estimate``: a rigorous truncation bound of the
         inversion integral, plus the quadrature's error estimate (difference of a 15- and
         a 30-point Gauss–Legendre rule on every subinterval, QUADPACK's estimate on the
-        oscillatory tail), plus rounding (of the integrand, and first-order rounding of
-        the joint whitening, κ·u relative with κ the condition number of the
-        standardised covariance sum); a few ulps for the closed forms.
+        oscillatory tail), plus rounding (of the integrand, and the first-order effect
+        on δ of the joint whitening's, ``_pair_inversion._whitening_error``); a few ulps
+        for the closed forms.
     method : str
         ``"closed form"`` (equal covariances: Balle & Wang 2018), ``"identical"``
         (P = Q), ``"different supports"`` (δ = 1), ``"point mass"`` (constant privacy
@@ -285,12 +285,11 @@ def _profile_raw_1d(
         _finite(np.array([m_p - m_q]), "the mean difference mean_p - mean_q")
     log_ratio = math.log(vp) - math.log(vq)
     if abs(log_ratio) > _MAX_LOG_RATIO:
-        # The variance ratio (or its inverse) is beyond the double range (issue 26:
-        # N(0, 1e-300) against N(0, 1e300)). The loss carries ½|log ratio| > 350 nats, so
-        # δ(ε) is 1 to double precision for ε well below that; 1 is an upper bound always.
+        # Variance ratio beyond the double range (issue 26): the loss carries ½|log ratio|
+        # > 350 nats, so δ(ε) is 1 to double precision for ε well below that.
         detail = (
-            f"variance ratio e^{log_ratio:.6g} is beyond the double range; delta = 1 is "
-            "the upper bound reported (exact to double precision for epsilon < "
+            f"variance ratio e^{log_ratio:.6g} is beyond the double range; delta = 1 is the "
+            f"upper bound reported (exact to double precision for epsilon < "
             f"{abs(log_ratio) / 2 - 40:.4g})"
         )
         return GaussianPairProfile(epsilon, 1.0, 1.0, 0.0, "different supports", 1, detail)
@@ -306,25 +305,6 @@ def _profile_raw(
     if mp.shape[0] == 1:
         return _profile_raw_1d(mp, sp, mq, sq, epsilon)
     return _profile_from(_decompose(mp, sp, mq, sq), epsilon, tol, reverse=False)
-
-
-def _whitening_error(dec: _Decomposition, loss: _Loss, epsilon: float) -> float:
-    """Bound on the change of δ(ε) caused by the rounding of the joint whitening.
-
-    The computed loss L' and the exact one L are functions of the same Z ~ N(0, I), with
-    coefficients apart by at most (|Δc|, |Δβ_k|, |Δλ_k|) (:func:`sensitivity`, from the
-    decomposition's bounds on the rounding of a, b and the shift). The payoff
-    (1 − e^{ε−x})₊ has derivative e^{ε−x} ≤ 1 on x > ε and 0 below, so to first order
-    |Δδ| ≤ E[|ΔL| 1{L > ε}] ≤ |Δc| p + Σ|Δβ_k| √p + Σ|Δλ_k| √(3p) (Cauchy–Schwarz, with
-    E Z² = 1, E Z⁴ = 3), p = P(L > ε) ≤ its Chernoff bound. Doubled for the second order
-    (the double whitening is used only where the first order is below 1e-10).
-    """
-    c0, c1, c2 = sensitivity(dec.a, dec.b, dec.shift, dec.err_a, dec.err_b, dec.err_shift)
-    if c0 == 0.0 and c1 == 0.0 and c2 == 0.0:
-        return 0.0
-    p = _tail_bound(loss, epsilon)
-    bound = c0 * p + c1 * min(math.sqrt(p), 0.8) + c2 * min(math.sqrt(3.0 * p), 1.0)
-    return 2.0 * bound + 1e-300
 
 
 def _profile_from(
@@ -407,8 +387,10 @@ def gaussian_pair_profile(
 
     Singular covariances: if the two Gaussians do not live on the same affine subspace
     (a covariance vanishes in a direction where the other does not, or the means differ
-    in a direction where both vanish), δ(ε) = 1 for every ε. Equal covariances use the
-    closed form of Balle & Wang (2018, Thm 8), exactly :func:`gaussian_delta`.
+    in a direction where both vanish), δ(ε) = 1 for every ε. Near-singular ones are
+    whitened in extended precision where double precision cannot resolve them (issue 26;
+    docs/guarantees.md, "Near-singular covariances"). Equal covariances use the closed
+    form of Balle & Wang (2018, Thm 8), exactly :func:`gaussian_delta`.
 
     Parameters
     ----------
