@@ -180,6 +180,10 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
         # Certainly at most the tolerance: δ = 1 is the upper bound reported.
         who = "P" if np.min(a) <= np.min(b) else "Q"
         return _degenerate(who)
+    # The dropped off-diagonal entries of the whitened covariances are at most η too; to
+    # first order they move the loss by at most m times what diagonal errors η do
+    # (Cauchy–Schwarz on Σ_ij |x_i| |x_j| / (b_i b_j)), so a and b are given m·η.
+    err_ab = a.size * eta
     amp = math.inf
     if low - eta > 0.0:
         # Both directions (P against Q, and Q against P through `swapped`), so that the
@@ -187,14 +191,14 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
         amp = max(
             c0 + c1 + 2.0 * c2
             for c0, c1, c2 in (
-                sensitivity(x, y, shift, eta, eta, err_shift) for x, y in ((a, b), (b, a))
+                sensitivity(x, y, shift, err_ab, err_ab, err_shift) for x, y in ((a, b), (b, a))
             )
         )
     if not amp <= _EXTENDED_TRIGGER:
         # The double whitening cannot resolve the smallest variances (or the shift along
         # them) to the accuracy asked: redo it in extended precision.
         return _decompose_extended(means, sp_k, sq_k, scale)
-    return _finish(a, b, shift, cond, eta, eta, err_shift)
+    return _finish(a, b, shift, cond, err_ab, err_ab, err_shift)
 
 
 def _means_differ_in_null() -> _Decomposition:
