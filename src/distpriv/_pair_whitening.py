@@ -156,6 +156,41 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
     cond = float(w[-1] / w.min())
     if cond > _MAX_CONDITION:
         return _unresolvable(cond)
+    a, b, shift, eta, err_shift, white = _whiten(w, u, ap, aq, d, 0.0, 0.0)
+    if float(np.min(np.minimum(a, b))) + eta <= _DEGENERATE_TOL:
+        # Certainly at most the tolerance: δ = 1 is the upper bound reported.
+        return _degenerate("P" if np.min(a) <= np.min(b) else "Q")
+    # The dropped off-diagonal entries of the whitened covariances are at most η too; to
+    # first order they move the loss by at most m times what diagonal errors η do
+    # (Cauchy–Schwarz on Σ_ij |x_i| |x_j| / (b_i b_j)), so a and b are given m·η.
+    if _first_order(a, b, shift, eta, err_shift) <= _EXTENDED_TRIGGER:
+        return _finish(a, b, shift, cond, a.size * eta, a.size * eta, err_shift)
+    # The double whitening cannot resolve the smallest variances (or the shift along
+    # them) to the accuracy asked: its W, applied in long double, leaves an equivalent
+    # pair whose sum is within κ·u of I, whitened again in double; else extended precision.
+    refined = _refine(white, means, sp_k, sq_k, scale, cond)
+    return refined if refined is not None else _decompose_extended(means, sp_k, sq_k, scale)
+
+
+def _whiten(
+    w: np.ndarray,
+    u: np.ndarray,
+    ap: np.ndarray,
+    aq: np.ndarray,
+    d: np.ndarray,
+    entry_err: float,
+    d_err: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float, np.ndarray]:
+    """Whiten by the sum's eigendecomposition (w, u); (a, b, shift, η, shift error, W).
+
+    Absolute rounding of the whitened variances: the computed W whitens the sum only up
+    to I + F, ‖F‖ ≲ m·κ·u (backward-stable eigendecomposition: an error u·‖S‖ in the sum
+    becomes κ·u once whitened), which the normalisation a + b = 1 moves into a and b; it
+    moves the shift by as much relative to its size, and the products Wᵀd add u·‖W‖·‖d‖
+    (as does the rounding of μ_p − μ_q and of the standardisation). ``entry_err`` and
+    ``d_err`` are absolute errors the inputs already carry (amplified by ‖W‖²  and ‖W‖).
+    """
+    cond = float(w[-1] / w.min())
     white = u / np.sqrt(w)
     a_mat = white.T @ ap @ white
     b_mat = white.T @ aq @ white
@@ -166,39 +201,71 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
     tot = a + b
     a, b = a / tot, b / tot
     shift = v.T @ (white.T @ d)
-    # Absolute rounding of the whitened variances: the computed W whitens the sum only up
-    # to I + F, ‖F‖ ≲ m·κ·u (backward-stable eigendecomposition: an error u·‖S‖ in the
-    # sum becomes κ·u once whitened), which the normalisation a + b = 1 moves into a and
-    # b; it moves the shift by as much relative to its size, and the products W^T d add
-    # u·‖W‖·‖d‖ (as does the rounding of μ_p − μ_q and of the standardisation).
-    eta = _ETA_FACTOR * a.size * cond * _U
-    err_shift = eta * float(np.linalg.norm(shift)) + _ETA_FACTOR * a.size * _U * float(
-        np.linalg.norm(d)
+    eta = _ETA_FACTOR * a.size * cond * _U + entry_err / float(w.min())
+    err_shift = eta * float(np.linalg.norm(shift)) + (
+        _ETA_FACTOR * a.size * _U * float(np.linalg.norm(d)) + d_err
     ) / math.sqrt(float(w.min()))
-    low = float(np.min(np.minimum(a, b)))
-    if low + eta <= _DEGENERATE_TOL:
-        # Certainly at most the tolerance: δ = 1 is the upper bound reported.
-        who = "P" if np.min(a) <= np.min(b) else "Q"
-        return _degenerate(who)
-    # The dropped off-diagonal entries of the whitened covariances are at most η too; to
-    # first order they move the loss by at most m times what diagonal errors η do
-    # (Cauchy–Schwarz on Σ_ij |x_i| |x_j| / (b_i b_j)), so a and b are given m·η.
-    err_ab = a.size * eta
-    amp = math.inf
-    if low - eta > 0.0:
-        # Both directions (P against Q, and Q against P through `swapped`), so that the
-        # choice does not depend on the order of the pair.
-        amp = max(
-            c0 + c1 + 2.0 * c2
-            for c0, c1, c2 in (
-                sensitivity(x, y, shift, err_ab, err_ab, err_shift) for x, y in ((a, b), (b, a))
-            )
+    return a, b, shift, eta, err_shift, white
+
+
+def _first_order(
+    a: np.ndarray, b: np.ndarray, shift: np.ndarray, eta: float, err_shift: float
+) -> float:
+    """The first-order error bound on δ for errors m·η in a, b (inf if a variance is
+    within η of 0), the larger of the two directions (P against Q and Q against P, so that
+    the choice of method does not depend on the order of the pair)."""
+    if float(np.min(np.minimum(a, b))) - eta <= 0.0:
+        return math.inf
+    err = a.size * eta
+    return max(
+        c0 + c1 + 2.0 * c2
+        for c0, c1, c2 in (
+            sensitivity(x, y, shift, err, err, err_shift) for x, y in ((a, b), (b, a))
         )
-    if not amp <= _EXTENDED_TRIGGER:
-        # The double whitening cannot resolve the smallest variances (or the shift along
-        # them) to the accuracy asked: redo it in extended precision.
-        return _decompose_extended(means, sp_k, sq_k, scale)
-    return _finish(a, b, shift, cond, err_ab, err_ab, err_shift)
+    )
+
+
+def _refine(
+    white: np.ndarray,
+    means: tuple[np.ndarray, np.ndarray],
+    sp: np.ndarray,
+    sq: np.ndarray,
+    scale: np.ndarray,
+    cond: float,
+) -> _Decomposition | None:
+    """Second whitening, of the pair transformed by the first W in long double.
+
+    Any invertible W is an exact change of coordinates: (Wᵀ A_p W, Wᵀ A_q W, Wᵀ d) has the
+    same δ. Computed in long double (u_ld = 1.1e-19 on x86) its entries carry 4·m·u_ld·κ,
+    and its sum is within m·κ·u of I, so the double whitening of it is well conditioned.
+    None where long double is no wider than double, or where this is still not enough.
+    """
+    u_ld = float(np.finfo(np.longdouble).eps)
+    if u_ld > _U * 1e-2:
+        return None
+    ld = np.longdouble
+    m = sp.shape[0]
+    sc = scale.astype(ld)
+    ap = sp.astype(ld) * np.outer(sc, sc)
+    aq = sq.astype(ld) * np.outer(sc, sc)
+    ap, aq = (ap + ap.T) / 2, (aq + aq.T) / 2
+    d = (means[0].astype(ld) - means[1].astype(ld)) * sc
+    w1 = white.astype(ld)
+    a1 = w1.T @ ap @ w1
+    b1 = w1.T @ aq @ w1
+    a1, b1 = ((a1 + a1.T) / 2).astype(float), ((b1 + b1.T) / 2).astype(float)
+    d1 = (w1.T @ d).astype(float)
+    entry_err = 4.0 * m * u_ld * cond
+    d_err = 4.0 * m * u_ld * float(np.linalg.norm(d.astype(float))) * math.sqrt(cond)
+    w, u = np.linalg.eigh(a1 + b1)
+    if not float(w[0]) > 0.5:  # the first whitening left I + F with ‖F‖ ≥ 1/2: give up
+        return None
+    a, b, shift, eta, err_shift, _ = _whiten(w, u, a1, b1, d1, entry_err, d_err)
+    if float(np.min(np.minimum(a, b))) + eta <= _DEGENERATE_TOL:
+        return _degenerate("P" if np.min(a) <= np.min(b) else "Q")
+    if _first_order(a, b, shift, eta, err_shift) <= _EXTENDED_TRIGGER:
+        return _finish(a, b, shift, cond, a.size * eta, a.size * eta, err_shift)
+    return None
 
 
 def _means_differ_in_null() -> _Decomposition:
