@@ -31,6 +31,7 @@ import pytest
 from scipy.integrate import quad
 
 from distpriv import gaussian_pair_delta, gaussian_pair_epsilon, gaussian_pair_profile
+from distpriv.pair_profile import pair_profiles_unchecked
 
 # --------------------------------------------------------------------------------------
 # References
@@ -264,6 +265,9 @@ def test_scan_singular_against_definite(name, pair):
         for args in ((mean_p, cov_p, mean_q, cov_q), (mean_q, cov_q, mean_p, cov_p)):
             prof = gaussian_pair_profile(*args, epsilon=eps)
             _check(prof, 1.0, 0.0)
+        # The scale search's path: both directions from one whitening.
+        both = pair_profiles_unchecked(mean_p, cov_p, mean_q, cov_q, eps)
+        assert [p.delta for p in both] == [1.0, 1.0]
 
 
 @pytest.mark.parametrize(("name", "pair"), _definite_pairs())
@@ -271,9 +275,13 @@ def test_scan_near_singular_definite(name, pair):
     for eps in _EPS_DEFINITE:
         exact, slack = _reference(pair, eps)
         _check(gaussian_pair_profile(*pair, epsilon=eps), exact, slack)
-        exact, slack = _reference_reverse(pair, eps)
+        exact_rev, slack_rev = _reference_reverse(pair, eps)
         back = (pair[2], pair[3], pair[0], pair[1])
-        _check(gaussian_pair_profile(*back, epsilon=eps), exact, slack)
+        _check(gaussian_pair_profile(*back, epsilon=eps), exact_rev, slack_rev)
+        # The scale search's path: both directions from one whitening.
+        fwd, rev = pair_profiles_unchecked(*pair, eps)
+        _check(fwd, exact, slack)
+        _check(rev, exact_rev, slack_rev)
 
 
 @pytest.mark.parametrize("scale", [1.0, 2.0**-30, 2.0**40])
