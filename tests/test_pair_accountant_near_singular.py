@@ -234,7 +234,9 @@ def test_issue_26_both_positive_definite():
 
 def test_issue_26_epsilon_zero_without_cancellation():
     """δ(0) = 2Φ(D/2) − 1 at D = 1e-16 is 3.99e-17 (the closed form gave 1e-300)."""
-    exact = float(2 * mpmath.ncdf(mpmath.mpf("1e-16") / 2) - 1)
+    with mpmath.workdps(50):  # 2Φ(D/2) − 1 cancels 16 digits: 50 leave 34
+        exact = float(2 * mpmath.ncdf(mpmath.mpf("1e-16") / 2) - 1)
+    assert exact == pytest.approx(3.989422804014327e-17, rel=1e-15)  # D/√(2π)
     for args in (([0.0], [[1.0]], [1e-16], [[1.0]]), ([1e-16], [[1.0]], [0.0], [[1.0]])):
         prof = gaussian_pair_profile(*args, epsilon=0.0)
         assert prof.method == "closed form"
