@@ -322,14 +322,13 @@ def _profile_from(
         # L is the constant c: δ(ε) = (1 − e^{ε−c})₊ exactly.
         val = max(0.0, -math.expm1(epsilon - loss.const))
         return GaussianPairProfile(epsilon, val, val, 0.0, "point mass", dim)
-    whitening = _whitening_error(dec, loss, epsilon)
     active = np.flatnonzero((loss.lam != 0.0) | (loss.beta != 0.0))
     if active.size == 1:
         # Only one whitened coordinate carries a difference: the others cancel from the
         # loss, and the one-dimensional quadratic region is exact.
-        k = int(active[0])
+        k, extra = int(active[0]), _whitening_error(dec, loss, epsilon, 0.0)
         return _profile_1d_result(
-            float(dec.shift[k]), float(dec.a[k]), 0.0, float(dec.b[k]), epsilon, dim, whitening
+            float(dec.shift[k]), float(dec.a[k]), 0.0, float(dec.b[k]), epsilon, dim, extra
         )
     if float(np.max(loss.lam)) > _MAX_LAMBDA:
         # P is far wider than Q in some direction: |M| decays like t^(−1/2) there and the
@@ -343,7 +342,8 @@ def _profile_from(
             if checked is not None:
                 est_r, err_r = checked
                 est = min(max(scale * est_r - math.expm1(epsilon), 0.0), 1.0)
-                err = scale * err_r + 4.0 * _U * scale + whitening
+                err = scale * err_r + 4.0 * _U * scale
+                err += _whitening_error(dec, loss, epsilon, est + err)
                 if err <= max(1e5 * tol, 1e-7):
                     upper = min(1.0, float(np.nextafter(est + err, math.inf)))
                     return GaussianPairProfile(
@@ -355,7 +355,7 @@ def _profile_from(
     if checked is None:
         return _renyi_profile(loss, epsilon, dim, "two inversion contours disagree")
     est, quadrature = checked
-    err = quadrature + whitening
+    err = quadrature + _whitening_error(dec, loss, epsilon, est + quadrature)
     upper = min(1.0, float(np.nextafter(est + err, math.inf)))
     return GaussianPairProfile(epsilon, upper, est, err, "characteristic function", dim)
 
