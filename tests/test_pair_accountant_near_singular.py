@@ -382,3 +382,27 @@ def test_double_whitening_within_its_stated_rounding():
                 tol = 2 * np.sum(s * err_s / var) + np.max(err) * np.sum(s / var) ** 2
                 assert abs(np.sum(s * s / var) - ref) <= tol, (ref, tol)
     assert kept >= 8  # the double path is exercised, not only the extended one
+
+
+def test_literal_support_check():
+    """Exact ranks decide: an exactly singular covariance against one that is not (even by
+    2^-52 of its size) differs in support; two covariances made rank-deficient by floating
+    point products (never exactly singular) do not; nor do two that are singular on the
+    same subspace."""
+    from distpriv._pair_whitening import _literal_support_mismatch
+
+    rng = np.random.default_rng(26)
+    for m in (3, 8, 20):
+        a = rng.normal(size=(m, m - 1))
+        fp = a @ a.T
+        assert _literal_support_mismatch(fp, 2.0 * fp + fp) == ""
+        ints = np.round(a * 8.0)  # integer entries: the products are exact
+        sing = ints @ ints.T  # exactly of rank m − 1
+        assert np.linalg.matrix_rank(sing) == m - 1
+        bumped = sing.copy()
+        bumped[-1, -1] += 2.0**-52 * abs(bumped[-1, -1]) or 1.0
+        assert _literal_support_mismatch(sing, bumped) == "P"
+        assert _literal_support_mismatch(bumped, sing) == "Q"
+        assert _literal_support_mismatch(sing, 3.0 * sing) == ""
+        other = np.round(rng.normal(size=(m, m - 1)) * 8.0)
+        assert _literal_support_mismatch(sing, other @ other.T) == "P"  # same rank, apart

@@ -297,6 +297,28 @@ def _exact_rank(rows: list[list[Fraction]]) -> int:
     return rank
 
 
+_PRIME = 2**61 - 1
+
+
+def _rank_mod_p(rows: list[list[Fraction]]) -> int:
+    """Rank modulo the prime 2^61 − 1 of a dyadic matrix scaled to integers (≤ its rank)."""
+    den = max((x.denominator for row in rows for x in row), default=1)
+    mat = [[int(x * den) % _PRIME for x in row] for row in rows]
+    rank = 0
+    for col in range(len(mat[0]) if mat else 0):
+        piv = next((r for r in range(rank, len(mat)) if mat[r][col]), None)
+        if piv is None:
+            continue
+        mat[rank], mat[piv] = mat[piv], mat[rank]
+        inv = pow(mat[rank][col], _PRIME - 2, _PRIME)
+        for r in range(rank + 1, len(mat)):
+            f = mat[r][col] * inv % _PRIME
+            if f:
+                mat[r] = [(x - f * y) % _PRIME for x, y in zip(mat[r], mat[rank], strict=True)]
+        rank += 1
+    return rank
+
+
 def _literal_support_mismatch(sp: np.ndarray, sq: np.ndarray) -> str:
     """ "P" or "Q" if the covariances, taken as exact, span different subspaces, else "".
 
@@ -308,12 +330,16 @@ def _literal_support_mismatch(sp: np.ndarray, sq: np.ndarray) -> str:
     """
     fp = [[Fraction(float(x)) for x in row] for row in sp]
     fq = [[Fraction(float(x)) for x in row] for row in sq]
+    full = len(fp)
+    fs = [[x + y for x, y in zip(a, b, strict=True)] for a, b in zip(fp, fq, strict=True)]
+    if all(_rank_mod_p(f) == full for f in (fp, fq, fs)):
+        # Full rank modulo a prime implies full rank (a nonzero determinant mod p is a
+        # nonzero determinant): the usual case, a covariance computed in floating point.
+        return ""
     rank_p, rank_q = _exact_rank(fp), _exact_rank(fq)
     if rank_p != rank_q:
         return "P" if rank_p < rank_q else "Q"
-    rank_s = _exact_rank(
-        [[x + y for x, y in zip(a, b, strict=True)] for a, b in zip(fp, fq, strict=True)]
-    )
+    rank_s = _exact_rank(fs)
     return "" if rank_s == rank_p else "P"
 
 
