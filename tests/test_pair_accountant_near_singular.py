@@ -406,3 +406,19 @@ def test_literal_support_check():
         assert _literal_support_mismatch(sing, 3.0 * sing) == ""
         other = np.round(rng.normal(size=(m, m - 1)) * 8.0)
         assert _literal_support_mismatch(sing, other @ other.T) == "P"  # same rank, apart
+
+
+def test_many_statistics_beyond_the_extended_whitening():
+    """30 statistics, the issue's singular block among them: δ = 1 (exact here), never
+    the unresolved double value, and labelled as an upper bound where mpmath is not used."""
+    m = 30
+    p = np.eye(m)
+    p[:2, :2] = _line(1.0, 0.0)
+    q = p.copy()
+    q[:2, :2] = _line(1.0, 1e-9)
+    mean_q = np.r_[0.3, 0.3, np.zeros(m - 2)]
+    for eps in (1.0, 10.0):
+        for args in ((np.zeros(m), p, mean_q, q), (mean_q, q, np.zeros(m), p)):
+            prof = gaussian_pair_profile(*args, epsilon=eps)
+            assert prof.delta == 1.0 and prof.method == "different supports"
+            assert "upper bound" in prof.detail or "degenerate" in prof.detail

@@ -48,6 +48,8 @@ _EXTENDED_TRIGGER = 1e-10
 # Digits of the extended-precision whitening: with κ ≤ _MAX_CONDITION its absolute errors
 # in the whitened variances are below 1e-35.
 _EXT_DPS = 50
+# Beyond this many retained statistics the extended-precision whitening is not attempted.
+_EXT_MAX_DIM = 24
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,19 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
     # them) to the accuracy asked: its W, applied in long double, leaves an equivalent
     # pair whose sum is within κ·u of I, whitened again in double; else extended precision.
     refined = _refine(white, means, sp_k, sq_k, scale, cond)
-    return refined if refined is not None else _decompose_extended(means, sp_k, sq_k, scale)
+    if refined is not None:
+        return refined
+    if a.size > _EXT_MAX_DIM:
+        # mpmath's eigendecomposition grows like m³ at 50 digits (seconds beyond this):
+        # δ = 1 is the upper bound reported, never the unresolved double value.
+        return _Decomposition(
+            "different supports",
+            *(np.zeros(0),) * 3,
+            detail=f"numerically unresolvable in double and long double precision, and "
+            f"{a.size} statistics are beyond the extended-precision whitening's "
+            f"{_EXT_MAX_DIM}; delta = 1 is the upper bound reported",
+        )
+    return _decompose_extended(means, sp_k, sq_k, scale)
 
 
 def _whiten(
