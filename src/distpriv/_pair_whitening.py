@@ -311,25 +311,33 @@ def _exact_rank(rows: list[list[Fraction]]) -> int:
     return rank
 
 
-_PRIME = 2**61 - 1
+_PRIME = 2**31 - 1  # products of two residues fit in int64
 
 
-def _rank_mod_p(rows: list[list[Fraction]]) -> int:
-    """Rank modulo the prime 2^61 − 1 of a dyadic matrix scaled to integers (≤ its rank)."""
-    den = max((x.denominator for row in rows for x in row), default=1)
-    mat = [[int(x * den) % _PRIME for x in row] for row in rows]
+def _rank_mod_p(mat: np.ndarray) -> int:
+    """Rank modulo the prime 2^31 − 1 of a double matrix scaled to integers (≤ its rank).
+
+    Every double is a dyadic rational; multiplied by the largest denominator the matrix
+    is an integer one, exactly. Row reduction of its residues is vectorised (int64).
+    """
+    ratios = [float(x).as_integer_ratio() for x in mat.ravel()]
+    den = max(d for _, d in ratios)
+    res = np.array([(n * (den // d)) % _PRIME for n, d in ratios], dtype=np.int64)
+    res = res.reshape(mat.shape)
     rank = 0
-    for col in range(len(mat[0]) if mat else 0):
-        piv = next((r for r in range(rank, len(mat)) if mat[r][col]), None)
-        if piv is None:
+    for col in range(res.shape[1]):
+        rows = np.flatnonzero(res[rank:, col]) + rank
+        if rows.size == 0:
             continue
-        mat[rank], mat[piv] = mat[piv], mat[rank]
-        inv = pow(mat[rank][col], _PRIME - 2, _PRIME)
-        for r in range(rank + 1, len(mat)):
-            f = mat[r][col] * inv % _PRIME
-            if f:
-                mat[r] = [(x - f * y) % _PRIME for x, y in zip(mat[r], mat[rank], strict=True)]
+        res[[rank, rows[0]]] = res[[rows[0], rank]]
+        inv = pow(int(res[rank, col]), _PRIME - 2, _PRIME)
+        pivot = (res[rank] * inv) % _PRIME
+        below = res[rank + 1 :, col].copy()
+        # (a − f·b) mod p, one multiplication at a time so nothing exceeds int64.
+        res[rank + 1 :] = (res[rank + 1 :] - (below[:, None] * pivot[None, :]) % _PRIME) % _PRIME
         rank += 1
+        if rank == res.shape[0]:
+            break
     return rank
 
 
@@ -342,14 +350,15 @@ def _literal_support_mismatch(sp: np.ndarray, sq: np.ndarray) -> str:
     here is literal, never rounding (a covariance computed in floating point is almost
     never exactly singular; one given as exactly singular is taken at its word).
     """
+    full = sp.shape[0]
+    if _rank_mod_p(sp) == full and _rank_mod_p(sq) == full:
+        # Full rank modulo a prime implies full rank (a nonzero determinant mod p is a
+        # nonzero determinant), and so does the sum's (PSD): the usual case, covariances
+        # computed in floating point. Exact rational elimination settles the rest.
+        return ""
     fp = [[Fraction(float(x)) for x in row] for row in sp]
     fq = [[Fraction(float(x)) for x in row] for row in sq]
-    full = len(fp)
     fs = [[x + y for x, y in zip(a, b, strict=True)] for a, b in zip(fp, fq, strict=True)]
-    if all(_rank_mod_p(f) == full for f in (fp, fq, fs)):
-        # Full rank modulo a prime implies full rank (a nonzero determinant mod p is a
-        # nonzero determinant): the usual case, a covariance computed in floating point.
-        return ""
     rank_p, rank_q = _exact_rank(fp), _exact_rank(fq)
     if rank_p != rank_q:
         return "P" if rank_p < rank_q else "Q"
