@@ -48,8 +48,11 @@ _EXTENDED_TRIGGER = 1e-10
 # Digits of the extended-precision whitening: with κ ≤ _MAX_CONDITION its absolute errors
 # in the whitened variances are below 1e-35.
 _EXT_DPS = 50
-# Beyond this many retained statistics the extended-precision whitening is not attempted.
+# Beyond this many retained statistics the extended-precision whitening is not attempted;
+# the double or long-double one is kept up to this first-order bound (its m² factors make
+# 1e-10 out of reach at m = 100), which is added to the error bound; beyond it δ = 1.
 _EXT_MAX_DIM = 24
+_LARGE_TRIGGER = 1e-6
 
 
 @dataclass(frozen=True)
@@ -167,14 +170,19 @@ def _decompose(mp: np.ndarray, sp: np.ndarray, mq: np.ndarray, sq: np.ndarray) -
     # The dropped off-diagonal entries of the whitened covariances are at most η too; to
     # first order they move the loss by at most m times what diagonal errors η do
     # (Cauchy–Schwarz on Σ_ij |x_i| |x_j| / (b_i b_j)), so a and b are given m·η.
-    if _first_order(a, b, shift, eta, err_shift) <= _EXTENDED_TRIGGER:
+    # Beyond _EXT_MAX_DIM statistics mpmath is not an option: a looser bar is accepted.
+    limit = _EXTENDED_TRIGGER if a.size <= _EXT_MAX_DIM else _LARGE_TRIGGER
+    first = _first_order(a, b, shift, eta, err_shift)
+    if first <= _EXTENDED_TRIGGER:
         return _finish(a, b, shift, cond, a.size * eta, a.size * eta, err_shift)
     # The double whitening cannot resolve the smallest variances (or the shift along
     # them) to the accuracy asked: its W, applied in long double, leaves an equivalent
     # pair whose sum is within κ·u of I, whitened again in double; else extended precision.
-    refined = _refine(white, means, sp_k, sq_k, scale, cond)
+    refined = _refine(white, means, sp_k, sq_k, scale, cond, limit)
     if refined is not None:
         return refined
+    if first <= limit:
+        return _finish(a, b, shift, cond, a.size * eta, a.size * eta, err_shift)
     if a.size > _EXT_MAX_DIM:
         # mpmath's eigendecomposition grows like m³ at 50 digits (seconds beyond this):
         # δ = 1 is the upper bound reported, never the unresolved double value.
@@ -248,6 +256,7 @@ def _refine(
     sq: np.ndarray,
     scale: np.ndarray,
     cond: float,
+    limit: float,
 ) -> _Decomposition | None:
     """Second whitening, of the pair transformed by the first W in long double.
 
@@ -279,7 +288,7 @@ def _refine(
     a, b, shift, eta, err_shift, _ = _whiten(w, u, a1, b1, d1, entry_err, d_err)
     if float(np.min(np.minimum(a, b))) + eta <= _DEGENERATE_TOL:
         return _degenerate("P" if np.min(a) <= np.min(b) else "Q")
-    if _first_order(a, b, shift, eta, err_shift) <= _EXTENDED_TRIGGER:
+    if _first_order(a, b, shift, eta, err_shift) <= limit:
         return _finish(a, b, shift, cond, a.size * eta, a.size * eta, err_shift)
     return None
 
