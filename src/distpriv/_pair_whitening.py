@@ -331,10 +331,11 @@ def _rank_mod_p(mat: np.ndarray) -> int:
     """
     ratios = [float(x).as_integer_ratio() for x in mat.ravel()]
     den = max(d for _, d in ratios)
+    n_rows, n_cols = int(mat.shape[0]), int(mat.shape[1])
     res = np.array([(n * (den // d)) % _PRIME for n, d in ratios], dtype=np.int64)
-    res = res.reshape(mat.shape)
+    res = res.reshape(n_rows, n_cols)
     rank = 0
-    for col in range(res.shape[1]):
+    for col in range(n_cols):
         rows = np.flatnonzero(res[rank:, col]) + rank
         if rows.size == 0:
             continue
@@ -345,7 +346,7 @@ def _rank_mod_p(mat: np.ndarray) -> int:
         # (a − f·b) mod p, one multiplication at a time so nothing exceeds int64.
         res[rank + 1 :] = (res[rank + 1 :] - (below[:, None] * pivot[None, :]) % _PRIME) % _PRIME
         rank += 1
-        if rank == res.shape[0]:
+        if rank == n_rows:
             break
     return rank
 
