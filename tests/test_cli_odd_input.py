@@ -144,7 +144,7 @@ def test_budget_is_plain_decimals_only(tmp_path, capsys, budget):
 
 
 def test_budget_and_number_flags_accept_plain_decimals():
-    from distpriv.pipeline.ledger_records import parse_budget
+    from distpriv.pipeline.ledger.records import parse_budget
 
     b = parse_budget("2, 1e-3")
     assert (b.epsilon, b.delta) == (2.0, 1e-3)
