@@ -152,12 +152,31 @@ def verify_on_data(
     """
     n_ev, conf = _check_inputs(samples, mechanism, n_eval, confidence)
     gen = check_rng(rng)
-    frame = _noise_frame(mechanism)
-    eps = float(mechanism.guarantee.epsilon)
-    target = float(mechanism.guarantee.delta)
     labels = [str(x) for x in samples.labels]
     data = [np.asarray(s, dtype=np.float64) for s in samples.samples]
     pairs = [tuple(p) for p in samples.pairs]
+    return _check_arrays(data, labels, pairs, mechanism, n_ev, conf, 1, gen, null_control)
+
+
+def _check_arrays(
+    data: list[np.ndarray],
+    labels: list[str],
+    pairs: list[tuple[int, int]],
+    mechanism: CalibratedMechanism,
+    n_ev: int,
+    conf: float,
+    looks: int,
+    gen: np.random.Generator,
+    null_control: bool,
+) -> DataLevelCheck:
+    """One look of the check: its bounds at level (1 − conf) / looks (Bonferroni over looks).
+
+    ``looks`` is the number of looks a sequential check may take
+    (:func:`distpriv.attacks.verify_sequential`); 1 for :func:`verify_on_data`.
+    """
+    frame = _noise_frame(mechanism)
+    eps = float(mechanism.guarantee.epsilon)
+    target = float(mechanism.guarantee.delta)
     sp = _split(data, labels, n_ev, mechanism, gen)
     lattice = detect_sample_lattice(sp.fit)
     decoder = None
@@ -166,7 +185,7 @@ def verify_on_data(
         decoder = lattice_decoder(mechanism.noise, lattice, mag)
         decoder = None if decoder is None else _Cached(decoder)
     n_tests = 2 if decoder is not None else 1
-    alpha = (1.0 - conf) / (2 * len(pairs) * n_tests)
+    alpha = (1.0 - conf) / (2 * len(pairs) * n_tests * looks)
     per_pair = _estimate(sp, pairs, labels, mechanism, frame, decoder, eps, alpha)
     recovery = None
     if decoder is not None:
@@ -210,6 +229,7 @@ def verify_on_data(
         frame.rank,
         tuple(per_pair),
         notes,
+        n_samples=min(int(d.shape[0]) for d in data),
     )
 
 
@@ -218,6 +238,7 @@ class _Cached:
 
     def __init__(self, decoder: Any) -> None:
         self.decoder, self.steps, self.floor_steps = decoder, decoder.steps, decoder.floor_steps
+        self.origin = decoder.origin
         self._memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def decode(self, y: np.ndarray) -> np.ndarray:
