@@ -303,11 +303,26 @@ def _exact_on_train(sp: _Split, decoder: Any) -> bool:
     )
 
 
+class _Lazy:
+    """Scores on the evaluation releases, computed on first use: a candidate that is not
+    chosen on the train split is never scored on the (larger) evaluation split."""
+
+    def __init__(self, fn: Any, i: int, j: int) -> None:
+        self.fn, self.keys = fn, (i, j)
+        self._done: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, h: int) -> np.ndarray:
+        if h not in self._done:
+            self._done[h] = self.fn(h)
+        return self._done[h]
+
+
 def _scores(
     sp: _Split, i: int, j: int, mechanism: CalibratedMechanism, frame: _NoiseFrame, decoder: Any
-) -> dict[str, tuple[dict[int, np.ndarray], dict[int, np.ndarray]]]:
-    """Per candidate set: scores (log p_i − log p_j style) on the train and eval releases."""
-    out: dict[str, tuple[dict[int, np.ndarray], dict[int, np.ndarray]]] = {}
+) -> dict[str, tuple[dict[int, np.ndarray], Any]]:
+    """Per candidate set: scores (log p_i − log p_j style) on the train and eval releases
+    (the latter lazily, see :class:`_Lazy`)."""
+    out: dict[str, tuple[dict[int, np.ndarray], Any]] = {}
     lr = _fit_gaussian(sp.fit[i], sp.fit[j], mechanism.noise_covariance)
     out["gaussian likelihood ratio"] = (
         {h: lr.log_ratio(sp.train[h]) for h in (i, j)},
@@ -332,15 +347,14 @@ def _scores(
 
         out["mixture density"] = (
             {h: mix(sp.train[h]) for h in (i, j)},
-            {h: mix(sp.ev[h]) for h in (i, j)},
+            _Lazy(lambda h: mix(sp.ev[h]), i, j),
         )
     if decoder is not None:
         lr0 = _fit_gaussian(sp.fit[i], sp.fit[j], np.zeros((mechanism.dim, mechanism.dim)))
         dec_tr = {h: decoder.decode(sp.train[h]) for h in (i, j)}
-        dec_ev = {h: decoder.decode(sp.ev[h]) for h in (i, j)}
         out["lattice decoding"] = (
             {h: lr0.log_ratio(dec_tr[h]) for h in (i, j)},
-            {h: lr0.log_ratio(dec_ev[h]) for h in (i, j)},
+            _Lazy(lambda h: lr0.log_ratio(decoder.decode(sp.ev[h])), i, j),
         )
         # Sets of lattice points A (points more likely under θ_i than e^ε× under θ_j,
         # by the fit split's histograms); as a set of releases {y : decode(y) ∈ A} it is
@@ -349,7 +363,7 @@ def _scores(
         pts = _point_ratio(sp.fit[i], sp.fit[j], decoder)
         out["lattice points"] = (
             {h: pts(dec_tr[h]) for h in (i, j)},
-            {h: pts(dec_ev[h]) for h in (i, j)},
+            _Lazy(lambda h: pts(decoder.decode(sp.ev[h])), i, j),
         )
     return out
 

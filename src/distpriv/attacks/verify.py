@@ -179,11 +179,15 @@ def _check_arrays(
     target = float(mechanism.guarantee.delta)
     sp = _split(data, labels, n_ev, mechanism, gen)
     lattice = detect_sample_lattice(sp.fit)
-    decoder = None
+    decoder: Any = None
     if lattice is not None and not mechanism.noise.is_zero:
         mag = np.max(np.abs(np.vstack(data)), axis=0)
         decoder = lattice_decoder(mechanism.noise, lattice, mag)
         decoder = None if decoder is None else _Cached(decoder)
+    elif lattice is not None:
+        # No noise: the release is f itself, "decoded" by reading it (issue 26 item 7:
+        # the lattice-point sets also apply to a noiseless release).
+        decoder = _Identity(*lattice)
     n_tests = 2 if decoder is not None else 1
     alpha = (1.0 - conf) / (2 * len(pairs) * n_tests * looks)
     per_pair = _estimate(sp, pairs, labels, mechanism, frame, decoder, eps, alpha)
@@ -249,6 +253,18 @@ class _Cached:
         return hit[1]
 
 
+class _Identity:
+    """The decoder of a noiseless release on a lattice: the release is the statistics."""
+
+    floor_steps = 0.0
+
+    def __init__(self, origin: np.ndarray, steps: np.ndarray) -> None:
+        self.origin, self.steps = origin, steps
+
+    def decode(self, y: np.ndarray) -> np.ndarray:
+        return self.origin + np.rint((y - self.origin) / self.steps) * self.steps
+
+
 def _q_rate(p: DirectionCheck) -> float:
     """Q(S) of the chosen set, as observed on the evaluation draws."""
     return p.rates[1]
@@ -287,7 +303,13 @@ def _notes(
             f"the noise covers {frame.rank} of {m} directions: the other {m - frame.rank} "
             "are released as computed"
         )
-    if decoder is not None and recovery is not None:
+    if isinstance(decoder, _Identity):
+        notes.append(
+            "every statistic lies on a lattice and no noise is added: the release is the "
+            "statistics themselves; 'lattice points' and 'lattice decoding' bound delta with "
+            "sets of lattice points"
+        )
+    elif decoder is not None and recovery is not None:
         notes.append(
             f"every statistic lies on a lattice (steps {np.round(lattice[1], 12).tolist()}) "
             f"and the noise has one main direction (floor {decoder.floor_steps:.3g} steps in "
