@@ -179,6 +179,7 @@ def main() -> None:
     ap.add_argument("--settings", default="gaussian,lattice")
     ap.add_argument("--levels", default="1,3,5,10")
     ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--verbose", action="store_true", help="one line per run")
     args = ap.parse_args()
     print(
         f"eps={EPS}, target delta={TARGET}; sequential: first {args.first}, budget "
@@ -207,6 +208,14 @@ def main() -> None:
                 walls.append(time.perf_counter() - w0)
                 ns.append(chk.n_samples)
                 hits += chk.verdict == "violation"
+                if args.verbose:
+                    print(
+                        f"  run {r}: {chk.verdict}, lower {chk.delta_lower:.3g}, estimate "
+                        f"{chk.delta_estimate:.3g}, n {chk.n_samples}, looks {chk.looks}/"
+                        f"{chk.max_looks} ({chk.stopped}), CPU {times[-1]:.1f} s, wall "
+                        f"{walls[-1]:.1f} s",
+                        flush=True,
+                    )
                 if chk.verdict == "violation":
                     # certified means certified: the bound must sit below the truth
                     assert chk.delta_lower <= exact * (1 + 1e-9) or level <= 1, chk

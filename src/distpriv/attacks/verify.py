@@ -154,7 +154,7 @@ def verify_on_data(
     gen = check_rng(rng)
     labels = [str(x) for x in samples.labels]
     data = [np.asarray(s, dtype=np.float64) for s in samples.samples]
-    pairs = [tuple(p) for p in samples.pairs]
+    pairs = [(int(p[0]), int(p[1])) for p in samples.pairs]
     return _check_arrays(data, labels, pairs, mechanism, n_ev, conf, 1, gen, null_control)
 
 

@@ -70,7 +70,7 @@ def _as_arrays(got: object) -> tuple[list[np.ndarray], list[str], list[tuple[int
     """The draw callable's output as float arrays, with labels and pairs."""
     if isinstance(got, SampledQueryModel):
         arrays = [np.asarray(s, dtype=np.float64) for s in got.samples]
-        return arrays, [str(x) for x in got.labels], [tuple(p) for p in got.pairs]
+        return arrays, [str(x) for x in got.labels], [(int(p[0]), int(p[1])) for p in got.pairs]
     if isinstance(got, Sequence) and all(isinstance(s, np.ndarray) for s in got):
         model = SampledQueryModel(list(got))
         return _as_arrays(model)

@@ -84,7 +84,7 @@ def _verify_check(
     The first look uses ``VERIFY_SAMPLES`` datasets per value; while undecided the check
     doubles them, up to ``VERIFY_MAX_SAMPLES`` or ``VERIFY_SECONDS`` (the stated budget).
     """
-    from ..attacks import look_schedule, verify_sequential
+    from ..attacks.verify_sequential import look_schedule, verify_sequential
 
     sizes = look_schedule(VERIFY_SAMPLES, max(VERIFY_SAMPLES, VERIFY_MAX_SAMPLES))
     batch = max(sizes[0], *(b - a for a, b in itertools.pairwise(sizes)))
