@@ -143,6 +143,11 @@ def test_verify_draws_no_noise_and_writes_only_its_report(verified):
     assert ver["max_looks"] == 2 and 1 <= ver["looks"] <= 2
     assert ver["n_samples"] == (3000, 6000)[ver["looks"] - 1]
     assert ver["stopped"] in ("certified", "below the target", "sample budget", "time budget")
+    from distpriv.rendering import _verification_line
+
+    line = _verification_line(ver)
+    assert f"{ver['n_samples']} resampled datasets per value" in line
+    assert f"stopped: {ver['stopped']}" in line
     assert "released" not in json.dumps(report["statistics"])
 
 
