@@ -19,8 +19,11 @@ bounds. The samples of each hypothesis are split three ways:
    threshold is chosen — the Gaussian likelihood ratio of the fitted moments plus the
    known noise ({log-ratio > t}), the mixture-density log-ratio, and, on lattice-valued
    statistics with one main noise direction, the lattice decoder followed by the
-   noise-free Gaussian test (:mod:`distpriv.modeling.lattice`); the set maximising a
-   Clopper–Pearson lower bound of P_i(S) − e^ε P_j(S) on this split wins;
+   noise-free Gaussian test (:mod:`distpriv.modeling.lattice`) or by sets of lattice
+   points (the fit split's histograms of f, joint and per statistic; when the decoder
+   recovers every training release, f is sufficient and the mixture density is skipped);
+   the set maximising a Clopper–Pearson lower bound of P_i(S) − e^ε P_j(S) on this split
+   wins;
 3. **eval**: fresh releases on which the chosen set's P_i(S), P_j(S) are counted once.
 
 The estimate is unbiased for δ_S ≤ δ; its only bias is the choice of S (the set is
@@ -36,6 +39,9 @@ estimate exceeds the target by more than about one standard error (its one-sided
 Clopper–Pearson bound is above the target) but nothing is certified; ``no evidence``
 otherwise (an estimate within one standard error of the target is not evidence), with the
 smallest δ the check detects with 80 % power (:func:`detectable_delta`).
+
+:func:`distpriv.attacks.verify_sequential` runs this check on more and more resampled
+datasets until it decides or reaches a sample or time budget (Bonferroni over looks).
 
 What this does *not* certify: an upper bound on δ (a check can refute a guarantee, never
 prove it); anything about the population beyond the model — the resampled subsets
