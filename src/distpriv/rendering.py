@@ -185,10 +185,17 @@ def _verification_line(check: dict[str, Any]) -> str:
     )
     advice = str(check.get("advice", ""))
     advice = advice.split(": ", 1)[1] if ": " in advice else advice
+    looks = ""
+    if check.get("stopped"):
+        # the sequential check (issue 26 item 7): how much it drew and why it stopped
+        looks = (
+            f"; {check['n_samples']} resampled datasets per value, look {check['looks']} of "
+            f"at most {check['max_looks']}, stopped: {_e(str(check['stopped']))}"
+        )
     return (
         f"data-level check (--verify) at epsilon={check['epsilon']:g}: {head}: "
         f"{_e(advice)}; estimate {check['delta_estimate']:.3g}, certified "
-        f">= {check['delta_lower']:.3g}{tail}"
+        f">= {check['delta_lower']:.3g}{tail}{looks}"
     )
 
 
