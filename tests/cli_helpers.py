@@ -26,12 +26,13 @@ def run(argv: Sequence[Any], capsys: Any) -> tuple[int | str | None, str, str]:
     return status, out, err
 
 
-def one_line_error(status: Any, err: str, *words: str) -> None:
+def one_line_error(status: Any, err: str, *words: str) -> str:
     """The CLI refused with exit status 2 and exactly one ``distpriv: error:`` line
-    containing every word of ``words``, and no traceback."""
+    containing every word of ``words``, and no traceback; returns that line."""
     assert status == 2, err
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("distpriv: error: "), err
     for w in words:
         assert w in lines[0], (w, lines[0])
+    return lines[0]

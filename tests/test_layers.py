@@ -19,16 +19,14 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "distpriv"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "_validation": 0,
+    "_text": 0,  # terminal-safe text, plain ASCII numbers (stdlib only)
     "_version": 0,
     "_threads": 0,  # one BLAS thread around the accountant's loops (threadpoolctl only)
     "_lazy": 0,  # lazy re-exports of the package __init__ files (importlib only)
     "_html": 0,  # templates for _repr_html_ and the report (jinja2 only)
     "_distributions": 0,  # the few scipy.stats functions, from scipy.special (cold path)
-    "accounting": 1,  # calibrations; imports pair_profile (same rank), never the reverse
-    "pair_profile": 1,  # exact δ(ε) of two Gaussians; imports the three _pair_* below
-    "_pair_whitening": 1,
-    "_pair_inversion": 1,  # imports _pair_whitening
-    "_pair_region": 1,  # imports _pair_inversion (its Gauss–Legendre nodes)
+    "accounting": 1,  # the accountant package: calibrations and the exact pair profile
+    "pair_profile": 1,  # the profile's old home: re-exports distpriv.accounting.pair_profile
     "distances": 2,
     "divergences": 2,
     "_bottleneck": 2,  # the threshold feasibility tests of distances (numpy, scipy only)

@@ -7,25 +7,30 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._text import parse_decimal, parse_nonnegative_int
+from .errors import ParameterError
+
 __all__ = ["LazyNames", "add_commands"]
 
 
 def _float(text: str) -> float:
+    # Plain ASCII decimals only: float() would read "1_0" as 10 and "١" as 1 (issue #26).
+    # NaN and inf pass: the library names the parameter in its error.
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    return value  # NaN and inf pass: the library names the parameter in its error
+        return parse_decimal(text, "value")
+    except ParameterError:
+        raise argparse.ArgumentTypeError(
+            f"not a number (plain decimal digits 0-9 only): {text!r}"
+        ) from None
 
 
 def _seed(text: str) -> int:
+    if text.startswith("-") and text[1:].isascii() and text[1:].isdigit():
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text}")
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
+        return parse_nonnegative_int(text, "value")
+    except ParameterError:
+        raise argparse.ArgumentTypeError(f"not an integer in digits 0-9: {text!r}") from None
 
 
 def _count(text: str) -> int:
@@ -36,7 +41,7 @@ def _count(text: str) -> int:
 
 
 def _pair_arg(text: str) -> int | tuple[str, str]:
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # "²" and "١" are digits to str.isdigit
         return int(text)
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 2 or not all(parts):

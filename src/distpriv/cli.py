@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ._text import printable
 from .errors import DistPrivError, ParameterError
 from .pipeline.output import OutputError, check_output, write_atomic, write_files
 from .pipeline.scope import command_scope
@@ -33,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _fail(message: object, note: str | None = None) -> int:
     but = f"; but {note}" if note else ""  # a release recorded before the failure
-    sys.stderr.write(f"distpriv: error: {' '.join(str(message).split())}{but}\n")
+    sys.stderr.write(f"distpriv: error: {printable(' '.join(str(message).split()))}{but}\n")
     return EXIT_USAGE
 
 
@@ -341,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     # Library warnings (assumptions, privacy leaks); numpy's RuntimeWarnings are internal.
     shown = (w for w in caught if issubclass(w.category, UserWarning))
-    for line in dict.fromkeys(" ".join(str(w.message).split()) for w in shown):
+    for line in dict.fromkeys(printable(" ".join(str(w.message).split())) for w in shown):
         sys.stderr.write(f"distpriv: warning: {line}\n")
     return status
 

@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ._text import printable
+
 __all__ = [
     "progress_bar",
     "render_audit",
@@ -48,11 +50,12 @@ class _Buffer:
 
 
 def _e(value: Any) -> str:
-    return escape(str(value))
+    """A user- or data-supplied string made inert: printable, then escaped for rich markup."""
+    return escape(printable(value))
 
 
 def _fmt(v: Any, spec: str = ".4g") -> str:
-    return v if isinstance(v, str) else format(v, spec)
+    return _e(v) if isinstance(v, str) else format(v, spec)
 
 
 _MARK = {True: "holds", False: "[red]FAILS[/red]", None: "unverified"}
@@ -142,10 +145,12 @@ def render_release(public: dict[str, Any], private: dict[str, Any]) -> str:
         lo, hi = s["interval95"]
         value = f"{s['value']:.4f}" + (" (clamped)" if s.get("clamped") else "")
         row = [_e(s["name"]), value, f"{s['noise_sd']:.4f}", f"[{lo:.4f}, {hi:.4f}]"]
+        # A constant statistic's ratio is inf, which the JSON-safe private dict holds as
+        # the string "inf": format numbers, show strings as they are.
         if spread is not None:
-            row.append(f"{spread[k]:.3g}")
+            row.append(_fmt(spread[k], ".3g"))
         if truth is not None:
-            row.append(f"{truth[k]:.4f}")
+            row.append(_fmt(truth[k], ".4f"))
         table.add_row(*row)
     console.print(table)
     if public.get("ranges_note"):
@@ -180,10 +185,17 @@ def _verification_line(check: dict[str, Any]) -> str:
     )
     advice = str(check.get("advice", ""))
     advice = advice.split(": ", 1)[1] if ": " in advice else advice
+    looks = ""
+    if check.get("stopped"):
+        # the sequential check (issue 26 item 7): how much it drew and why it stopped
+        looks = (
+            f"; {check['n_samples']} resampled datasets per value, look {check['looks']} of "
+            f"at most {check['max_looks']}, stopped: {_e(str(check['stopped']))}"
+        )
     return (
         f"data-level check (--verify) at epsilon={check['epsilon']:g}: {head}: "
         f"{_e(advice)}; estimate {check['delta_estimate']:.3g}, certified "
-        f">= {check['delta_lower']:.3g}{tail}"
+        f">= {check['delta_lower']:.3g}{tail}{looks}"
     )
 
 

@@ -62,7 +62,10 @@ def spec(stats, m):
 
 
 def composed(specs, **kw):
+    """The composition on the fitted moments (the algebra these tests check); the
+    population's confidence set is tested in test_composition_keeps_the_population_set."""
     data, secret = adult()
+    kw.setdefault("beta", None)
     return compose(specs, model_data=data, secret=secret, subset_size=N, **kw)
 
 
@@ -405,3 +408,18 @@ def test_population_reaches_the_joint_model():
     direct = composed([spec(STATS, m)], newest_model=fpc)
     assert pop.epsilon == pytest.approx(direct.epsilon, rel=1e-12)
     assert pop.epsilon != pytest.approx(sample.epsilon, rel=1e-6)
+
+
+def test_composition_keeps_the_population_set():
+    """One truth (issue 25, item 4): a release calibrated at the default β composes, alone,
+    to its own claim on the same confidence set (not to the fitted model's smaller ε), and
+    two releases compose to more than either."""
+    m = mech(STATS, "expm-g")  # ε = 1, default β: the set's worst member meets ε exactly
+    own = composed([spec(STATS, m)], beta=0.05)
+    fitted = composed([spec(STATS, m)])
+    assert own.epsilon <= m.guarantee.epsilon * (1 + 1e-6)
+    assert own.epsilon == pytest.approx(m.guarantee.epsilon, rel=1e-3)
+    assert fitted.epsilon < own.epsilon * (1 - 1e-3)
+    assert any("probability at least 0.95" in n for n in own.notes)
+    two = composed([spec(STATS, m), spec(STATS, m)], beta=0.05)
+    assert two.epsilon > own.epsilon and two.alone["epsilon"] == pytest.approx(own.epsilon)

@@ -115,7 +115,12 @@ def verified(tmp_path_factory):
         outcomes.append(run_verify(*args, **kwargs))
         return outcomes[-1]
 
+    import distpriv.pipeline.verify_command as verify_command
+
     with pytest.MonkeyPatch.context() as mp:
+        # two looks of the sequential check (3,000 then 6,000 datasets per value)
+        mp.setattr(verify_command, "VERIFY_SAMPLES", 3000)
+        mp.setattr(verify_command, "VERIFY_MAX_SAMPLES", 6000)
         mp.setattr(CalibratedMechanism, "release", no_noise)
         mp.setattr(dp.noise, "secure_sample", no_noise)
         mp.setattr(pipeline, "run_verify", spy)  # the command imports it from here
@@ -134,6 +139,15 @@ def test_verify_draws_no_noise_and_writes_only_its_report(verified):
     report = json.loads(verified["out"].read_text())
     assert report["kind"] == "verification" and report["noise_drawn"] is False
     assert report["verification"]["target_delta"] == pytest.approx(1e-3)
+    ver = report["verification"]
+    assert ver["max_looks"] == 2 and 1 <= ver["looks"] <= 2
+    assert ver["n_samples"] == (3000, 6000)[ver["looks"] - 1]
+    assert ver["stopped"] in ("certified", "below the target", "sample budget", "time budget")
+    from distpriv.rendering import _verification_line
+
+    line = _verification_line(ver)
+    assert f"{ver['n_samples']} resampled datasets per value" in line
+    assert f"stopped: {ver['stopped']}" in line
     assert "released" not in json.dumps(report["statistics"])
 
 

@@ -55,11 +55,11 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import log_ndtr, ndtr
+from scipy.special import log_ndtr
 
 from .._validation import check_array, check_covariance, check_delta, check_epsilon, check_real
 from ..errors import ParameterError
-from ._inversion import _chernoff_bound, _inversion_checked
+from ._inversion import _chernoff_bound, _inversion_checked, _whitening_error
 from ._region import _U, _profile_1d
 from ._whitening import _decompose, _Decomposition, _finite, _Loss, _loss
 
@@ -189,9 +189,9 @@ class GaussianPairProfile:
         Absolute error bound of ``estimate``: a rigorous truncation bound of the
         inversion integral, plus the quadrature's error estimate (difference of a 15- and
         a 30-point Gauss–Legendre rule on every subinterval, QUADPACK's estimate on the
-        oscillatory tail), plus rounding (of the integrand, and first-order rounding of
-        the joint whitening, κ·u relative with κ the condition number of the
-        standardised covariance sum); a few ulps for the closed forms.
+        oscillatory tail), plus rounding (of the integrand, and the first-order effect
+        on δ of the joint whitening's, ``_inversion._whitening_error``); a few ulps
+        for the closed forms.
     method : str
         ``"closed form"`` (equal covariances: Balle & Wang 2018), ``"identical"``
         (P = Q), ``"different supports"`` (δ = 1), ``"point mass"`` (constant privacy
@@ -239,6 +239,9 @@ def _check_pair(
     return mp, sp, mq, sq
 
 
+# Beyond this |log(var_p / var_q)| one statistic's variance ratio or its inverse overflows.
+_MAX_LOG_RATIO = 700.0
+
 # Beyond this loss coefficient (P more than 2·50 + 1 times wider than Q in a whitened
 # direction) the multivariate inversion is not trusted: its tail decays like t^(−1/2).
 _MAX_LAMBDA = 50.0
@@ -259,7 +262,7 @@ def _profile_1d_result(
     mean_p: float, var_p: float, mean_q: float, var_q: float, epsilon: float, dim: int, extra: float
 ) -> GaussianPairProfile:
     est, err, detail = _profile_1d(mean_p, var_p, mean_q, var_q, epsilon)
-    err += extra * max(est, 1e-300)
+    err += extra
     upper = min(1.0, float(np.nextafter(est + err, math.inf)))
     return GaussianPairProfile(epsilon, upper, est, err, "quadratic region", dim, detail)
 
@@ -280,6 +283,16 @@ def _profile_raw_1d(
         return GaussianPairProfile(epsilon, 1.0, 1.0, 0.0, "different supports", 0, detail)
     with np.errstate(over="ignore", invalid="ignore"):
         _finite(np.array([m_p - m_q]), "the mean difference mean_p - mean_q")
+    log_ratio = math.log(vp) - math.log(vq)
+    if abs(log_ratio) > _MAX_LOG_RATIO:
+        # Variance ratio beyond the double range (issue 26): the loss carries ½|log ratio|
+        # > 350 nats, so δ(ε) is 1 to double precision for ε well below that.
+        detail = (
+            f"variance ratio e^{log_ratio:.6g} is beyond the double range; delta = 1 is the "
+            f"upper bound reported (exact to double precision for epsilon < "
+            f"{abs(log_ratio) / 2 - 40:.4g})"
+        )
+        return GaussianPairProfile(epsilon, 1.0, 1.0, 0.0, "different supports", 1, detail)
     return _profile_1d_result(m_p, vp, m_q, vq, epsilon, 1, 0.0)
 
 
@@ -309,17 +322,13 @@ def _profile_from(
         # L is the constant c: δ(ε) = (1 − e^{ε−c})₊ exactly.
         val = max(0.0, -math.expm1(epsilon - loss.const))
         return GaussianPairProfile(epsilon, val, val, 0.0, "point mass", dim)
-    # Rounding of the joint whitening: first-order relative error κ·u of its outputs,
-    # amplified by the size of the loss's coefficients (a heuristic bound, stated as such).
-    size = 1.0 + abs(loss.const) + float(np.sum(loss.beta**2) + np.sum(np.abs(loss.lam)))
-    whitening = 16.0 * dec.condition * np.finfo(float).eps * size
     active = np.flatnonzero((loss.lam != 0.0) | (loss.beta != 0.0))
     if active.size == 1:
         # Only one whitened coordinate carries a difference: the others cancel from the
         # loss, and the one-dimensional quadratic region is exact.
-        k = int(active[0])
+        k, extra = int(active[0]), _whitening_error(dec, loss, epsilon, 0.0)
         return _profile_1d_result(
-            float(dec.shift[k]), float(dec.a[k]), 0.0, float(dec.b[k]), epsilon, dim, whitening
+            float(dec.shift[k]), float(dec.a[k]), 0.0, float(dec.b[k]), epsilon, dim, extra
         )
     if float(np.max(loss.lam)) > _MAX_LAMBDA:
         # P is far wider than Q in some direction: |M| decays like t^(−1/2) there and the
@@ -333,7 +342,8 @@ def _profile_from(
             if checked is not None:
                 est_r, err_r = checked
                 est = min(max(scale * est_r - math.expm1(epsilon), 0.0), 1.0)
-                err = scale * err_r + 4.0 * _U * scale + whitening * max(scale * est_r, 1e-300)
+                err = scale * err_r + 4.0 * _U * scale
+                err += _whitening_error(dec, loss, epsilon, est + err)
                 if err <= max(1e5 * tol, 1e-7):
                     upper = min(1.0, float(np.nextafter(est + err, math.inf)))
                     return GaussianPairProfile(
@@ -345,7 +355,7 @@ def _profile_from(
     if checked is None:
         return _renyi_profile(loss, epsilon, dim, "two inversion contours disagree")
     est, quadrature = checked
-    err = quadrature + whitening * max(est, 1e-300)
+    err = quadrature + _whitening_error(dec, loss, epsilon, est + quadrature)
     upper = min(1.0, float(np.nextafter(est + err, math.inf)))
     return GaussianPairProfile(epsilon, upper, est, err, "characteristic function", dim)
 
@@ -377,8 +387,10 @@ def gaussian_pair_profile(
 
     Singular covariances: if the two Gaussians do not live on the same affine subspace
     (a covariance vanishes in a direction where the other does not, or the means differ
-    in a direction where both vanish), δ(ε) = 1 for every ε. Equal covariances use the
-    closed form of Balle & Wang (2018, Thm 8), exactly :func:`gaussian_delta`.
+    in a direction where both vanish), δ(ε) = 1 for every ε. Near-singular ones are
+    whitened in extended precision where double precision cannot resolve them (issue 26;
+    docs/guarantees.md, "Near-singular covariances"). Equal covariances use the closed
+    form of Balle & Wang (2018, Thm 8), exactly :func:`gaussian_delta`.
 
     Parameters
     ----------
@@ -487,7 +499,9 @@ def _equal_covariance_profile(
     if dist == 0.0:
         return GaussianPairProfile(epsilon, 0.0, 0.0, 0.0, "closed form", int(dec.a.size))
     if epsilon == 0.0:
-        val = float(2.0 * ndtr(dist / 2.0) - 1.0)
+        # 2Φ(D/2) − 1 = erf(D/(2√2)), without the cancellation of the difference at small
+        # D (issue 26: D = 1e-16 gave 1e-300 for 4e-17); erf is accurate to a few ulps.
+        val = math.erf(dist / (2.0 * math.sqrt(2.0)))
         err = 1e-12 * val + 1e-300
     else:
         val = float(np.exp(_log_gaussian_delta(epsilon, np.array([dist]))[0]))
@@ -497,6 +511,11 @@ def _equal_covariance_profile(
         b = epsilon + float(log_ndtr(-dist / 2.0 - epsilon / dist))
         eta = 16.0 * _U * (1.0 + abs(a) + abs(b) + epsilon)
         err = 1e-12 * val + (math.exp(a) + math.exp(min(b, 700.0))) * eta + 1e-300
+    # The whitening's rounding of D: dδ/dD = φ(D/2 − ε/D) ≤ φ(0), and D = √(2 Σ s²) moves
+    # by at most √2 ‖Δs‖ (doubled for the second order).
+    shift_err = float(np.linalg.norm(np.broadcast_to(dec.err_shift, dec.shift.shape)))
+    slope = math.exp(-0.5 * (dist / 2.0 - epsilon / dist) ** 2) / math.sqrt(2.0 * math.pi)
+    err += 2.0 * slope * math.sqrt(2.0) * shift_err
     upper = min(1.0, val + err)
     return GaussianPairProfile(
         epsilon, upper, val, upper - val, "closed form", int(dec.a.size), f"D = {dist:.6g}"
@@ -556,7 +575,7 @@ def gaussian_pair_epsilon(
     dec = None if direct else _decompose(mp, sp, mq, sq)
 
     def upper(e: float, tol: float = _DEFAULT_TOL) -> float:
-        if direct:
+        if dec is None:
             return _profile_raw(mp, sp, mq, sq, e, tol).delta
         return _profile_from(dec, e, tol, reverse=False).delta
 

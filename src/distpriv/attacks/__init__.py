@@ -1,5 +1,6 @@
 """Property-inference attacks, the privacy audit (Chen & Ohrimenko 2023 §5.3) and the
-data-level check of δ(ε) on resampled statistics (:func:`verify_on_data`)."""
+data-level check of δ(ε) on resampled statistics (:func:`verify_on_data`,
+:func:`verify_sequential`)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "NullControl",
         "detectable_delta",
     ),
+    "verify_sequential": ("look_schedule", "verify_sequential"),
 }
 
 __all__ = [
@@ -55,8 +57,10 @@ __all__ = [
     "detectable_delta",
     "epsilon_lower_bound",
     "lattice_decoder",
+    "look_schedule",
     "make_classifier",
     "verify_on_data",
+    "verify_sequential",
 ]
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

@@ -19,8 +19,11 @@ bounds. The samples of each hypothesis are split three ways:
    threshold is chosen — the Gaussian likelihood ratio of the fitted moments plus the
    known noise ({log-ratio > t}), the mixture-density log-ratio, and, on lattice-valued
    statistics with one main noise direction, the lattice decoder followed by the
-   noise-free Gaussian test (:mod:`distpriv.modeling.lattice`); the set maximising a
-   Clopper–Pearson lower bound of P_i(S) − e^ε P_j(S) on this split wins;
+   noise-free Gaussian test (:mod:`distpriv.modeling.lattice`) or by sets of lattice
+   points (the fit split's histograms of f, joint and per statistic; when the decoder
+   recovers every training release, f is sufficient and the mixture density is skipped);
+   the set maximising a Clopper–Pearson lower bound of P_i(S) − e^ε P_j(S) on this split
+   wins;
 3. **eval**: fresh releases on which the chosen set's P_i(S), P_j(S) are counted once.
 
 The estimate is unbiased for δ_S ≤ δ; its only bias is the choice of S (the set is
@@ -36,6 +39,9 @@ estimate exceeds the target by more than about one standard error (its one-sided
 Clopper–Pearson bound is above the target) but nothing is certified; ``no evidence``
 otherwise (an estimate within one standard error of the target is not evidence), with the
 smallest δ the check detects with 80 % power (:func:`detectable_delta`).
+
+:func:`distpriv.attacks.verify_sequential` runs this check on more and more resampled
+datasets until it decides or reaches a sample or time budget (Bonferroni over looks).
 
 What this does *not* certify: an upper bound on δ (a check can refute a guarantee, never
 prove it); anything about the population beyond the model — the resampled subsets
@@ -152,21 +158,44 @@ def verify_on_data(
     """
     n_ev, conf = _check_inputs(samples, mechanism, n_eval, confidence)
     gen = check_rng(rng)
+    labels = [str(x) for x in samples.labels]
+    data = [np.asarray(s, dtype=np.float64) for s in samples.samples]
+    pairs = [(int(p[0]), int(p[1])) for p in samples.pairs]
+    return _check_arrays(data, labels, pairs, mechanism, n_ev, conf, 1, gen, null_control)
+
+
+def _check_arrays(
+    data: list[np.ndarray],
+    labels: list[str],
+    pairs: list[tuple[int, int]],
+    mechanism: CalibratedMechanism,
+    n_ev: int,
+    conf: float,
+    looks: int,
+    gen: np.random.Generator,
+    null_control: bool,
+) -> DataLevelCheck:
+    """One look of the check: its bounds at level (1 − conf) / looks (Bonferroni over looks).
+
+    ``looks`` is the number of looks a sequential check may take
+    (:func:`distpriv.attacks.verify_sequential`); 1 for :func:`verify_on_data`.
+    """
     frame = _noise_frame(mechanism)
     eps = float(mechanism.guarantee.epsilon)
     target = float(mechanism.guarantee.delta)
-    labels = [str(x) for x in samples.labels]
-    data = [np.asarray(s, dtype=np.float64) for s in samples.samples]
-    pairs = [tuple(p) for p in samples.pairs]
     sp = _split(data, labels, n_ev, mechanism, gen)
     lattice = detect_sample_lattice(sp.fit)
-    decoder = None
+    decoder: Any = None
     if lattice is not None and not mechanism.noise.is_zero:
         mag = np.max(np.abs(np.vstack(data)), axis=0)
         decoder = lattice_decoder(mechanism.noise, lattice, mag)
         decoder = None if decoder is None else _Cached(decoder)
+    elif lattice is not None:
+        # No noise: the release is f itself, "decoded" by reading it (issue 26 item 7:
+        # the lattice-point sets also apply to a noiseless release).
+        decoder = _Identity(*lattice)
     n_tests = 2 if decoder is not None else 1
-    alpha = (1.0 - conf) / (2 * len(pairs) * n_tests)
+    alpha = (1.0 - conf) / (2 * len(pairs) * n_tests * looks)
     per_pair = _estimate(sp, pairs, labels, mechanism, frame, decoder, eps, alpha)
     recovery = None
     if decoder is not None:
@@ -210,6 +239,7 @@ def verify_on_data(
         frame.rank,
         tuple(per_pair),
         notes,
+        n_samples=min(int(d.shape[0]) for d in data),
     )
 
 
@@ -218,6 +248,7 @@ class _Cached:
 
     def __init__(self, decoder: Any) -> None:
         self.decoder, self.steps, self.floor_steps = decoder, decoder.steps, decoder.floor_steps
+        self.origin = decoder.origin
         self._memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def decode(self, y: np.ndarray) -> np.ndarray:
@@ -226,6 +257,18 @@ class _Cached:
             hit = (y, self.decoder.decode(y))
             self._memo[id(y)] = hit
         return hit[1]
+
+
+class _Identity:
+    """The decoder of a noiseless release on a lattice: the release is the statistics."""
+
+    floor_steps = 0.0
+
+    def __init__(self, origin: np.ndarray, steps: np.ndarray) -> None:
+        self.origin, self.steps = origin, steps
+
+    def decode(self, y: np.ndarray) -> np.ndarray:
+        return self.origin + np.rint((y - self.origin) / self.steps) * self.steps
 
 
 def _q_rate(p: DirectionCheck) -> float:
@@ -266,7 +309,13 @@ def _notes(
             f"the noise covers {frame.rank} of {m} directions: the other {m - frame.rank} "
             "are released as computed"
         )
-    if decoder is not None and recovery is not None:
+    if isinstance(decoder, _Identity):
+        notes.append(
+            "every statistic lies on a lattice and no noise is added: the release is the "
+            "statistics themselves; 'lattice points' and 'lattice decoding' bound delta with "
+            "sets of lattice points"
+        )
+    elif decoder is not None and recovery is not None:
         notes.append(
             f"every statistic lies on a lattice (steps {np.round(lattice[1], 12).tolist()}) "
             f"and the noise has one main direction (floor {decoder.floor_steps:.3g} steps in "

@@ -155,6 +155,16 @@ class DataLevelCheck:
         Dimension of the noise's range (m when it covers every direction).
     per_pair : tuple of DirectionCheck
     notes : tuple of str
+    n_samples : int
+        Resampled datasets per value the verdict rests on (the smallest over values).
+    looks : int
+        Looks taken by a sequential check (1 for a fixed-size check).
+    max_looks : int
+        Looks the sequential check was allowed (its bounds are Bonferroni-corrected over
+        all of them, so the confidence holds whenever it stopped).
+    stopped : str
+        Why a sequential check stopped ("certified", "below the target", "sample budget",
+        "time budget"), or "" for a fixed-size check.
     """
 
     mechanism: str
@@ -172,6 +182,10 @@ class DataLevelCheck:
     noise_rank: int
     per_pair: tuple[DirectionCheck, ...]
     notes: tuple[str, ...]
+    n_samples: int = 0
+    looks: int = 1
+    max_looks: int = 1
+    stopped: str = ""
 
     @property
     def consistent(self) -> bool:
@@ -211,6 +225,10 @@ class DataLevelCheck:
                 "noise_rank": self.noise_rank,
                 "per_pair": [p.to_dict() for p in self.per_pair],
                 "notes": list(self.notes),
+                "n_samples": self.n_samples,
+                "looks": self.looks,
+                "max_looks": self.max_looks,
+                "stopped": self.stopped,
             }
         )
 

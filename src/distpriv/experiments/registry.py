@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from .._validation import check_choice
 from .._version import __version__
+from ..errors import ParameterError
 from .base import Experiment, ExperimentResult
 from .chen2023 import EXPERIMENTS as CHEN2023
 from .kawamoto2019 import EXPERIMENTS as KAWAMOTO2019
@@ -37,11 +42,53 @@ def run_experiments(
     out_dir: str | Path | None = None,
     on_done: Callable[[ExperimentResult], None] | None = None,
 ) -> list[ExperimentResult]:
-    """Run several experiments in order (``["all"]`` for every one)."""
+    """Run several experiments in order (``["all"]`` for every one).
+
+    With ``out_dir``, every file (CSV, JSON, PNG) is written to a hidden staging folder
+    and moved into ``out_dir`` only once the last experiment has finished: an error or a
+    Ctrl-C on the way leaves nothing in ``out_dir`` and creates no folder (issue #26 item 4;
+    ``on_done`` still sees each result as it finishes).
+    """
     if names == ["all"]:
         names = list(EXPERIMENTS)
     for n in names:
         check_choice(n, "experiment", (*EXPERIMENTS, "all"))
+    if out_dir is None:
+        return _run_all(names, quick, seed, None, on_done)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"out_dir {str(out)!r} exists and is not a folder")
+    anchor = out
+    while not anchor.exists() and anchor != anchor.parent:  # same file system as out_dir
+        anchor = anchor.parent
+    stage = Path(tempfile.mkdtemp(prefix=".distpriv-experiments.", dir=anchor))
+    made: list[Path] = []
+    done = False
+    try:
+        results = _run_all(names, quick, seed, stage, on_done)
+        missing = [d for d in (out, *out.parents) if not d.exists()]
+        for d in reversed(missing):
+            d.mkdir()
+            made.append(d)
+        for f in sorted(stage.iterdir()):
+            os.replace(f, out / f.name)
+        done = True
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        if not done:
+            for d in reversed(made):
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+    return results
+
+
+def _run_all(
+    names: list[str],
+    quick: bool,
+    seed: int,
+    out_dir: Path | None,
+    on_done: Callable[[ExperimentResult], None] | None,
+) -> list[ExperimentResult]:
     results = []
     for n in names:
         res = run_experiment(n, quick=quick, seed=seed, out_dir=out_dir)

@@ -177,6 +177,8 @@ class Query:
         if not self.statistics:
             raise ParameterError("a query needs at least one statistic")
         seen = [s.name for s in self.statistics]
+        if any(not n.strip() for n in seen):
+            raise ParameterError(f"statistic names must not be empty, got {seen}")
         if len(set(seen)) != len(seen):
             raise ParameterError(f"statistic names must be distinct, got {seen}")
         self.ranges: dict[str, tuple[float, float]] = _check_ranges(ranges, seen)

@@ -25,6 +25,7 @@ docs/user-guide.md.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,9 @@ class ModelConfig:
 def _read_toml(path: str | Path, kind: str) -> tuple[Path, dict[str, Any]]:
     """Read and parse a TOML file; a missing file or bad TOML is a one-line ConfigError."""
     p = Path(path)
+    if p.exists() and not p.is_file():  # a FIFO would block the read forever
+        what = "a directory" if p.is_dir() else "not a regular file"
+        raise ConfigError(f"cannot read {kind} {str(p)!r}: it is {what}")
     try:
         raw = p.read_bytes()
     except OSError as exc:
@@ -267,6 +271,8 @@ def _query(data: dict[str, Any], where: str) -> dict[str, str]:
     if not isinstance(query, dict) or not query:
         raise ConfigError(f"{where}: [query] must map statistic names to SQL aggregates")
     for name, expr in query.items():
+        if not name.strip():  # TOML allows "" = "...": a statistic no report could name
+            raise ConfigError(f"{where}: [query] statistic names must not be empty, got {name!r}")
         if not isinstance(expr, str):
             raise ConfigError(f"{where}: [query] {name} must be a SQL string, got {expr!r}")
     return dict(query)
@@ -359,6 +365,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
     include_true = out.get("include_true", False)
     if not isinstance(include_true, bool):
         raise ConfigError(f"{where}: [output] include_true must be true or false")
+    _check_grid(sec.get("values"), mod.get("subset_size"), where)
     title = data.get("title", p.stem)
     if not isinstance(title, str):
         raise ConfigError(f"{where}: title must be a string, got {title!r}")
@@ -385,6 +392,27 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         ledger=_ledger_table(led, base, where),
         ranges=_ranges(data, where),
     )
+
+
+def _check_grid(values: Any, subset_size: Any, where: str) -> None:
+    """Every secret value must be a whole number of rows of the subset: θ_p is a dataset of
+    ``subset_size`` rows of which p·n satisfy the predicate, and the model would otherwise
+    round p·n silently (0.305 × 100 → 31) while the report states 0.305 (issue #26 item 4).
+    Types and ranges are checked where the secret is built; only well-typed values here."""
+    n = subset_size
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0 or not isinstance(values, list):
+        return
+    for p in values:
+        if isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
+            continue
+        rows = p * n
+        if abs(rows - round(rows)) > 1e-9 * max(1.0, rows):
+            lo, hi = math.floor(rows), math.ceil(rows)
+            raise ConfigError(
+                f"{where}: [secret] value {p!r} is not a whole number of rows of [model] "
+                f"subset_size {n} ({p!r} x {n} = {rows:.6g}); a dataset of {n} rows has a "
+                f"proportion that is a multiple of 1/{n}: use {lo / n:g} or {hi / n:g}"
+            )
 
 
 def _ranges(data: dict[str, Any], where: str) -> dict[str, tuple[float, float]]:

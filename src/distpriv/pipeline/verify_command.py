@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -39,9 +40,12 @@ from .steps import (
 __all__ = ["run_verify"]
 
 
-# Monte Carlo datasets per value for the data-level check (half form the density mixture,
-# half are evaluation draws: verify_on_data's default n_eval = 10,000).
+# Monte Carlo datasets per value at the data-level check's first look (half are evaluation
+# draws); it draws more, doubling, while undecided (attacks.verify_sequential), up to
+# VERIFY_MAX_SAMPLES per value or VERIFY_SECONDS of wall-clock time (issue 26 item 7).
 VERIFY_SAMPLES = 20_000
+VERIFY_MAX_SAMPLES = 160_000
+VERIFY_SECONDS = 300.0
 
 
 def _verify(
@@ -75,22 +79,39 @@ def _verify_check(
     n: int,
     mech: CalibratedMechanism,
 ) -> Any:
-    """verify_on_data on datasets resampled from the modelling table (no noise is drawn)."""
-    from ..attacks import verify_on_data
+    """verify_sequential on datasets resampled from the modelling table (no noise is drawn).
 
-    need = len(secret.values) * VERIFY_SAMPLES * (n + len(cfg.query)) * 8.0 * 2
-    check_memory(need, f"--verify ({VERIFY_SAMPLES} datasets per value of {n} rows)")
-    samples = model_query(
-        model_frame,
-        query,
-        secret,
-        subset_size=n,
-        method="montecarlo",
-        n_samples=VERIFY_SAMPLES,
-        missing=cfg.missing,
-        pool_size=_pool_size(model_frame, n),
-    ).to_sampled()
-    return verify_on_data(samples, mech)
+    The first look uses ``VERIFY_SAMPLES`` datasets per value; while undecided the check
+    doubles them, up to ``VERIFY_MAX_SAMPLES`` or ``VERIFY_SECONDS`` (the stated budget).
+    """
+    from ..attacks.verify_sequential import look_schedule, verify_sequential
+
+    sizes = look_schedule(VERIFY_SAMPLES, max(VERIFY_SAMPLES, VERIFY_MAX_SAMPLES))
+    batch = max(sizes[0], *(b - a for a, b in itertools.pairwise(sizes)))
+    need = len(secret.values) * batch * (n + len(cfg.query)) * 8.0 * 2
+    check_memory(need, f"--verify ({batch} datasets per value of {n} rows)")
+    pool = _pool_size(model_frame, n)
+
+    def draw(k: int, gen: Any) -> Any:
+        return model_query(
+            model_frame,
+            query,
+            secret,
+            subset_size=n,
+            method="montecarlo",
+            n_samples=k,
+            rng=gen,
+            missing=cfg.missing,
+            pool_size=pool,
+        ).to_sampled()
+
+    return verify_sequential(
+        draw,
+        mech,
+        first=sizes[0],
+        max_samples=sizes[-1],
+        max_seconds=VERIFY_SECONDS,
+    )
 
 
 def run_verify(

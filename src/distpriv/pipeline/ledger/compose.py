@@ -40,6 +40,7 @@ from scipy.linalg import block_diag
 
 from ..._threads import on_one_blas_thread
 from ..._validation import check_delta
+from ...central.robust import DEFAULT_BETA, marginal, population_model
 from ...distances import winf_distance
 from ...errors import CompositionError, ParameterError
 from ...noise import Noise, NoiseComponent
@@ -272,6 +273,52 @@ def gaussian_pair_composition(
     return eps_max, dlt_max, rows
 
 
+def _on_population(
+    model: Any,
+    noise_cov: np.ndarray,
+    beta: float | None,
+    delta: float,
+    budget_epsilon: float | None,
+) -> tuple[float, float | None, list[dict[str, Any]]]:
+    """:func:`gaussian_pair_composition` on the model, or on the worst members of its
+    (1 − β) confidence set for this noise, folded back to the pairs of Ψ (each pair and
+    direction: its largest ε and δ over its members)."""
+    if beta is None or getattr(model, "uncertainty", None) is None:
+        return gaussian_pair_composition(
+            model.means,
+            model.covariances,
+            noise_cov,
+            model.pairs,
+            delta=delta,
+            budget_epsilon=budget_epsilon,
+        )
+    members = population_model(model, beta=beta, noise_cov=noise_cov)
+    eps, dat, rows = gaussian_pair_composition(
+        members.means,
+        members.covariances,
+        noise_cov,
+        members.pairs,
+        delta=delta,
+        budget_epsilon=budget_epsilon,
+    )
+    per = len(members.pairs) // len(model.pairs)  # members of each pair, in pair order
+    folded: dict[tuple[int, int], dict[str, Any]] = {}
+    for r, row in enumerate(rows):
+        p, forward = (r // 2) // per, r % 2 == 0
+        i, j = model.pairs[p]
+        key = (p, int(forward))
+        out = {"pair": [i, j], "direction": [i, j] if forward else [j, i]}
+        out.update({k: v for k, v in row.items() if k not in ("pair", "direction")})
+        have = folded.get(key)
+        if have is None or out["epsilon"] > have["epsilon"]:
+            if have is not None and "delta_at_budget" in have:
+                out["delta_at_budget"] = max(out["delta_at_budget"], have["delta_at_budget"])
+            folded[key] = out
+        elif "delta_at_budget" in out:
+            have["delta_at_budget"] = max(have["delta_at_budget"], out["delta_at_budget"])
+    return eps, dat, [folded[k] for k in sorted(folded)]
+
+
 # ---------------------------------------------------------------------------------------
 # Laplace family
 # ---------------------------------------------------------------------------------------
@@ -402,6 +449,7 @@ def compose(
     rng: np.random.Generator | int | None = None,
     newest_model: Any = None,
     population: bool = False,
+    beta: float | None = DEFAULT_BETA,
 ) -> ComposedGuarantee:
     """The exact guarantee of several releases of one dataset, as one mechanism.
 
@@ -440,6 +488,13 @@ def compose(
         The modelling table is the whole population (finite-population correction), as
         for :func:`distpriv.model_query`; the joint model is then built the way the
         releases' own models were.
+    beta : float or None
+        Gaussian family, joint model carrying the uncertainty of its moments (a modelling
+        table sampled from the population): the composition is evaluated on the worst
+        members of the same (1 − β) confidence set as the releases' calibrations
+        (:func:`distpriv.central.robust.population_model`, every pair of Ψ at once), so
+        the composed guarantee holds on the population with confidence 1 − β. ``None``:
+        on the fitted moments.
 
     Returns
     -------
@@ -487,19 +542,19 @@ def compose(
             notes += list(warn)
         noise_cov = block_diag(*[s.noise.covariance for s in specs])
         b_eps = None if budget is None else budget.epsilon
-        eps, dat, rows = gaussian_pair_composition(
-            model.means, model.covariances, noise_cov, model.pairs, delta=dlt, budget_epsilon=b_eps
-        )
+        eps, dat, rows = _on_population(model, noise_cov, beta, dlt, b_eps)
         if len(specs) == 1:  # the newest release alone is the whole composition
             alone_eps = eps
         else:
-            last = slice(model.dim - specs[-1].noise.dim, model.dim)
-            alone_eps, _, _ = gaussian_pair_composition(
-                model.means[:, last],
-                model.covariances[:, last, last],
-                specs[-1].noise.covariance,
-                model.pairs,
-                delta=dlt,
+            last = np.arange(model.dim - specs[-1].noise.dim, model.dim)
+            alone_eps, _, _ = _on_population(
+                marginal(model, last), specs[-1].noise.covariance, beta, dlt, None
+            )
+        if beta is not None and getattr(model, "uncertainty", None) is not None:
+            notes.append(
+                f"holds on the population with probability at least {1 - beta:g} over the "
+                "draw of the modelling table: evaluated on the worst members of the "
+                "releases' confidence set for the population's moments, every pair at once"
             )
         theorem = GAUSSIAN_THEOREM
         notes.append(

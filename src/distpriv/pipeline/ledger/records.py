@@ -6,15 +6,18 @@ Plain frozen values, built from and written to the file by :mod:`.store`.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from ..._text import parse_decimal
 from ..._validation import check_privacy
 from ...errors import LedgerError, ParameterError, ParameterTypeError
 from .identity import secret_key
 
-__all__ = ["Budget", "LedgerEntry", "NewRelease", "parse_budget"]
+__all__ = ["Budget", "LedgerEntry", "NewRelease", "check_ledger_path", "parse_budget"]
 
 
 @dataclass(frozen=True)
@@ -52,14 +55,42 @@ def parse_budget(text: str, *, what: str = "--budget") -> Budget:
     parts = str(text).split(",")
     if len(parts) != 2:
         raise ParameterError(f"{what} must be EPS,DELTA (e.g. 2,1e-3), got {text!r}")
-    try:
-        eps, dlt = float(parts[0]), float(parts[1])
-    except ValueError as exc:
-        raise ParameterError(f"{what} must be two numbers EPS,DELTA, got {text!r}") from exc
+    try:  # plain ASCII decimals only: float() reads "1_0" as 10 and "١" as 1 (issue #26)
+        eps, dlt = (parse_decimal(p, what) for p in parts)
+    except ParameterError as exc:
+        raise ParameterError(
+            f"{what} must be two plain decimal numbers EPS,DELTA (e.g. 2,1e-3), got {text!r}"
+        ) from exc
     try:
         return Budget(eps, dlt)
     except (ParameterError, ParameterTypeError) as exc:
         raise ParameterError(f"{what} {text!r}: {exc}") from exc
+
+
+def check_ledger_path(path: str | os.PathLike[str], what: str = "--ledger") -> None:
+    """Refuse a ledger path that SQLite would not read as a plain file name.
+
+    ``":memory:"`` (a ledger that forgets every release when the command ends) and
+    ``file:`` URIs (``file:x?mode=ro``; the ledger opens plain paths, so SQLite would create
+    a file named after the whole string) are refused before anything is created
+    (issue #26 item 4), as is an empty path.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``what`` and the path.
+    """
+    if not isinstance(path, str | os.PathLike):
+        return  # the Ledger names a wrong type
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip():
+        raise ParameterError(f"{what} must be a ledger file name, got {text!r}")
+    name = Path(text).name
+    if ":memory:" in (text, name) or any(t.lower().startswith("file:") for t in (text, name)):
+        raise ParameterError(
+            f"{what} {text!r} is an SQLite special name or URI, not a file: the ledger is a "
+            "plain file (e.g. distpriv-ledger.sqlite) that keeps every release"
+        )
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 from ...errors import LedgerError, ParameterError, ParameterTypeError
 from .identity import data_account, public_account, table_fingerprint
-from .records import Budget, LedgerEntry, NewRelease, parse_budget
+from .records import Budget, LedgerEntry, NewRelease, check_ledger_path, parse_budget
 from .store import Ledger, LedgerCreatedElsewhere
 
 __all__ = [
@@ -121,6 +121,7 @@ def ledgered_draw(
     model_rng: Any = 0,
     model: Any = None,
     population: bool = False,
+    beta: float | None = 0.05,
 ) -> tuple[LedgerEntry, Any, Any, Budget | None]:
     """Compose with the earlier releases, check the budget, draw the noise and record.
 
@@ -155,6 +156,10 @@ def ledgered_draw(
         secret is composed on it rather than on the table modelled again.
     population : bool
         The modelling table is the whole population (as the release's model was built).
+    beta : float or None
+        The composition holds on the population with confidence 1 − β: it is evaluated
+        on the worst members of the same confidence set as the calibration
+        (:func:`distpriv.pipeline.compose.compose`); ``None``: on the fitted moments.
 
     Returns
     -------
@@ -192,6 +197,7 @@ def ledgered_draw(
             rng=model_rng,
             newest_model=model,
             population=population,
+            beta=beta,
         )
 
     return ledger.guarded_release(
@@ -320,6 +326,7 @@ def release_with_ledger(
             model_rng=model_rng,
             model=prep.model,
             population=population,
+            beta=beta,
         )
 
     try:
@@ -366,6 +373,7 @@ class LedgerSession:
         fingerprints: Callable[[bytes], tuple[str, str]] | None = None,
         model: Any = None,
         population: bool = False,
+        beta: float | None = 0.05,
     ) -> tuple[Any, dict[str, Any]]:
         """Compose, check, draw and record (:func:`ledgered_draw`).
 
@@ -376,7 +384,8 @@ class LedgerSession:
         ``fingerprints``: computes both under a given key; called again if another process
         created a lazily opened ledger first (its key differs, :class:`LedgerCreatedElsewhere`).
         ``model``/``population``: the mechanism's own model and how it was built
-        (:func:`ledgered_draw`).
+        (:func:`ledgered_draw`); ``beta``: the confidence on the population of the
+        calibration, which the composition keeps.
 
         Returns
         -------
@@ -406,6 +415,7 @@ class LedgerSession:
                 model_rng=model_rng,
                 model=model,
                 population=population,
+                beta=beta,
             )
 
         if fingerprints is not None:
@@ -492,6 +502,8 @@ def open_ledger(
                 "kept across releases in the ledger"
             )
         return None
+    if not isinstance(path, Ledger):
+        check_ledger_path(path, "--ledger" if ledger is not None else "[ledger] path")
     # lazily: nothing is created before a release is actually recorded
     led = path if isinstance(path, Ledger) else Ledger(path, lazy=True)
     return LedgerSession(led, given, cfg.get("data_name"))
