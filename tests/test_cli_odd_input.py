@@ -291,10 +291,12 @@ def _fake_experiments(monkeypatch, second: str):
         "one": base.Experiment("one", "One", "paper", first),
         "two": base.Experiment("two", "Two", "paper", then),
     }
-    monkeypatch.setattr(registry, "EXPERIMENTS", fakes)
     import distpriv.experiments as package
 
+    # The package first: reading its lazy EXPERIMENTS loads the registry's, and the value
+    # monkeypatch restores must be the real one, not the fakes.
     monkeypatch.setattr(package, "EXPERIMENTS", fakes, raising=False)
+    monkeypatch.setattr(registry, "EXPERIMENTS", fakes)
 
 
 @pytest.mark.parametrize("existing", [False, True])
