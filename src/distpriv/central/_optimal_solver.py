@@ -76,8 +76,16 @@ __all__ = ["SolverResult", "solve_structured"]
 _JITTER = 1e-10
 # Columns whose part outside the current subspace is below this (relative) are not added.
 _NEW_DIRECTION_RTOL = 1e-9
-# Solve the full program once the subspace would cover this share of the dimensions.
+# Solve the full program once the subspace would cover this share of the dimensions
+# (only up to _FULL_MAX_DIM statistics: beyond, the full program stalls a generic solver —
+# more than 198 s at m = 150 — and the best restricted answer, feasible, is returned).
 _FULL_SHARE = 0.6
+_FULL_MAX_DIM = 60
+# Resolvent directions at most this many (they make the first restricted program large).
+_RESOLVENT_MAX = 20
+# Stop when the duality gap is below this and a round no longer lowers the upper bound by
+# more than ``rtol`` (the small solver's accuracy, not the subspace, limits the gap then).
+_STALL_GAP = 1e-5
 # Shifts of the resolvent directions per constraint, over [max(λ_min, range·λ_max), λ_max].
 _SHIFTS = 8
 _SHIFT_RANGE = 1e-6
@@ -300,7 +308,7 @@ def solve_structured(
     # Round 1: the dₜ and the directions of the optimum at S = 0 (fact 2, gₜ = Σₜ⁻¹dₜ).
     q = _orthonormal_extend(np.zeros((m, 0)), prob.diffs)
     q = _orthonormal_extend(q, [prob.w_solve(prob.grad_dirs(None)[0][t]) for t in range(prob.n)])
-    if prob.n * (_SHIFTS + 1) <= _RESOLVENT_BUDGET * m:
+    if prob.n * (_SHIFTS + 1) <= min(_RESOLVENT_BUDGET * m, _RESOLVENT_MAX):
         # Few constraints: resolvents (Σₜ + σI)⁻¹dₜ usually hold the optimum already.
         q = _orthonormal_extend(q, _resolvent_directions(prob.covs, prob.diffs, prob.w_chol))
     best = prob.restricted(q)
@@ -317,13 +325,19 @@ def solve_structured(
             # Warm start: keep the subspace, add where fact 2 says the optimum lives.
             q = _orthonormal_extend(q, [prob.w_solve(g) for g in best.gs])
         if q.shape[1] >= _FULL_SHARE * m:
+            if m > _FULL_MAX_DIM:
+                break  # the best restricted answer (feasible), with its gap reported
             q = np.eye(m)
         rounds += 1
         trial = prob.restricted(q)
+        # Large m only: there no full program can close the last digits of the gap.
+        stalled = m > _FULL_MAX_DIM and rounds > 2 and trial.upper >= best.upper * (1 - rtol)
         if trial.upper <= best.upper or trial.gap < best.gap:
             best = _Round(
                 trial.sigma, trial.factor, trial.gs, trial.upper, max(trial.lower, best.lower)
             )
+        if stalled and best.gap <= _STALL_GAP:
+            break
     return SolverResult(
         best.sigma * scale,
         best.upper * scale * w_scale,

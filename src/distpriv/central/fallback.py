@@ -123,7 +123,9 @@ def covariance_fallback(
         return dataclasses.replace(mech, guarantee=dataclasses.replace(g, notes=(*g.notes, note)))
     lam, r = best
     eps2 = g.epsilon + 2 * lam
-    dlt2 = min(1.0, (1 + math.exp(g.epsilon + lam)) * eta + math.exp(lam) * g.delta)
+    # A huge divergence (independent covariances, many statistics) overflows exp: δ' = 1.
+    big = g.epsilon + lam > 700.0
+    dlt2 = 1.0 if big else min(1.0, (1 + math.exp(g.epsilon + lam)) * eta + math.exp(lam) * g.delta)
     target = "F + Z" if gaussian_noise else "F"
     approx = Assumption(
         "covariance-approximation",
