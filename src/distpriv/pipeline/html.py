@@ -351,6 +351,10 @@ def release_page(
         epsilons=epsilons,
         progress=progress,
     )
+    # The price per statistic (pipeline.price, issue 25): re-calibrations, no noise drawn.
+    from .price import beta_of, price_report
+
+    public["price"] = price_report(rep.model, rep.mechanism, beta=beta_of(rep.mechanism)).to_dict()
     return public, render_html(public)
 
 

@@ -43,6 +43,7 @@ from .outcomes import (
     ReleaseOutcome,
     VerifyOutcome,
 )
+from .price import price_for_options
 from .release import ReleaseReport, build_model, calibrate_for, checked_noise, method_for
 from .report import PRIVATE_BANNER, noise_to_spread, provenance, public_release, secret_dict
 from .sources import (
@@ -531,6 +532,8 @@ def run_verify(
             },
             "guarantee": mech.guarantee.to_dict(),
             "verification": check.to_dict(),
+            # The price per statistic, before any noise is drawn (pipeline.price, issue 25).
+            "price": price_for_options(model, mech, cfg.options).to_dict(),
             "choice": None if choice is None else choice.rows(),
             "noise_drawn": False,
             "provenance": {"version": __version__},
