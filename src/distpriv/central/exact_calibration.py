@@ -149,6 +149,9 @@ def _optimal(
             iso,
         )
     )
+    # expm-g's shape too: optimal-g is then never noisier than expm-g (independent
+    # covariances can leave no cheaper shape: every direction needs noise).
+    families.append(("isotropic noise (expm-g's shape)", _scaled(np.eye(gm.dim)), iso))
     for other in ("daum", "eigm"):
         try:
             fam, s0 = _family(other, build(other, calibration="analytic"))
