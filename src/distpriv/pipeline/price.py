@@ -320,7 +320,7 @@ def price_report(
             "no population layer (beta = none, or the moments are taken as exact): the "
             "premise costs nothing here"
         )
-    saving = [None] * m
+    saving: list[float | None] = [None] * m
     if recal and 1 < m <= drop_max:
         for k in range(m):
             keep = [j for j in range(m) if j != k]
