@@ -298,7 +298,21 @@ def _calibrate_robust(
             every = population_model(gm, beta=beta, noise_cov=cov)
             full = pair_deltas(every, cov, epsilon=epsilon)
             if full.worst <= delta:
-                return _cheaper(shaped, (cov, scale, full, method), paper)
+                best = _cheaper(shaped, (cov, scale, full, method), paper)
+                if name != "optimal-g":
+                    return best
+                # The members that bind depend on the noise: the isotropic shape is judged
+                # on the members for its own noise (optimal-g never noisier than expm-g).
+                iso = _scale_for_set(
+                    gm,
+                    np.eye(gm.dim),
+                    "isotropic noise (expm-g's shape)",
+                    epsilon,
+                    delta,
+                    beta,
+                    start=math.sqrt(float(np.trace(best[0])) / gm.dim),
+                )
+                return _cheaper(iso, best, paper)
             # The candidates moved with the noise: search again on the ones that bind now,
             # keeping the earlier ones (conservative, and the search cannot cycle between
             # noise shapes whose worst candidates differ).
@@ -329,11 +343,17 @@ def _cheaper(
 
 
 def _scale_for_set(
-    gm: Any, shape: np.ndarray, method: str, epsilon: float, delta: float, beta: float
+    gm: Any,
+    shape: np.ndarray,
+    method: str,
+    epsilon: float,
+    delta: float,
+    beta: float,
+    start: float = 1.0,
 ) -> tuple[np.ndarray, float, PairCheck, str] | None:
     """Least s with s²·shape meeting the target on the set's worst members for s²·shape."""
     fam = _scaled(shape)
-    s = 1.0
+    s = start
     for _ in range(_ROBUST_ROUNDS):
         every = population_model(gm, beta=beta, noise_cov=fam(s))
         try:
