@@ -78,9 +78,10 @@ _JITTER = 1e-10
 _NEW_DIRECTION_RTOL = 1e-9
 # Solve the full program once the subspace would cover this share of the dimensions
 # (only up to _FULL_MAX_DIM statistics: beyond, the full program stalls a generic solver —
+# k = 3 hypotheses at m = 50 with the population set's members: > 400 s;
 # more than 198 s at m = 150 — and the best restricted answer, feasible, is returned).
 _FULL_SHARE = 0.6
-_FULL_MAX_DIM = 60
+_FULL_MAX_DIM = 30
 # Resolvent directions at most this many (they make the first restricted program large).
 _RESOLVENT_MAX = 20
 # The first-order solve above _FULL_MAX_DIM statistics: augmented-Lagrangian rounds and
