@@ -1,10 +1,8 @@
 """Command line: ``distpriv release``, ``audit``, ``calibrate``, ``demo``, ``local evaluate``…
 
-Thin by design (DESIGN.md §3): parse, call one pipeline or experiment function, render,
-then write files atomically (temporary file + rename, nothing before the command has
-succeeded). Bad input exits with status 2 and one line on stderr, Ctrl-C with status 130
-and one line, never a traceback.
-"""
+Thin by design (DESIGN.md §3): parse, call one function, render, then write files atomically
+(nothing before the command has succeeded). Bad input: status 2 and one line on stderr;
+Ctrl-C: status 130 and one line; never a traceback."""
 
 from __future__ import annotations
 
@@ -135,8 +133,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from .rendering import render_verification
 
     _claim_outputs(args, "--out")
-    public = run_verify(args.config).public
-    status = _finish(args, public, lambda: render_verification(public))
+    outcome = run_verify(args.config)  # the price table is the curator's: shown, not written
+    public, price = outcome.public, outcome.private.get("price")
+    status = _finish(args, public, lambda: render_verification(public, price))
     # Exit status 1 on a certified violation, so a script can gate a release on it.
     return 1 if public["verification"].get("verdict") == "violation" else status
 

@@ -470,8 +470,9 @@ def render_ledger(report: dict[str, Any]) -> str:
     return buf.text()
 
 
-def render_verification(public: dict[str, Any]) -> str:
-    """``distpriv verify``: the mechanism, its guarantee and the data-level check (no noise)."""
+def render_verification(public: dict[str, Any], price: dict[str, Any] | None = None) -> str:
+    """``distpriv verify``: the mechanism, its guarantee and the data-level check (no noise),
+    after the curator-private price per statistic when given (:mod:`distpriv.pipeline.price`)."""
     buf = _Buffer()
     console = buf.console
     mech = public["mechanism"]
@@ -483,9 +484,50 @@ def render_verification(public: dict[str, Any]) -> str:
         f"expected L2 error: {mech['expected_l2_error']:.4g}, noise rank "
         f"{mech['noise_rank']} of {len(public['statistics'])}"
     )
+    if price:
+        price_lines(console, price)
     _guarantee_lines(console, public["guarantee"])
     check = public["verification"]
     console.print(_verification_line(check))
     for note in check.get("notes", [])[:3]:
         console.print(f"  {_e(note)}")
     return buf.text()
+
+
+def _num(v: Any, spec: str = ".3g", suffix: str = "") -> str:
+    return "-" if v is None else f"{format(v, spec)}{suffix}"
+
+
+def price_lines(console: Console, price: dict[str, Any]) -> None:
+    """The per-statistic price table of :mod:`distpriv.pipeline.price`, then its findings."""
+    table = Table(title="price per statistic (no noise drawn)", title_justify="left")
+    heads = (
+        "statistic",
+        "noise sd",
+        "noise/spread",
+        "sd w/o population",
+        "premise x",
+        "drop saves others",
+        "R^2 others",
+    )
+    for col in heads:
+        table.add_column(col, justify="left" if col == "statistic" else "right")
+    for r in price["statistics"]:
+        save = r["drop_saves_others"]
+        table.add_row(
+            _e(r["statistic"]) + (" [yellow](collinear)[/yellow]" if r["nearly_collinear"] else ""),
+            _num(r["noise_sd"], ".4g"),
+            ("[red]" if r["dominated_by_noise"] else "")
+            + _num(r["noise_to_spread"])
+            + ("[/red]" if r["dominated_by_noise"] else ""),
+            _num(r["noise_sd_without_population"], ".4g"),
+            _num(r["population_premise_factor"], ".3g", "x"),
+            "-" if save is None else f"{max(100 * save, 0.0):.0f} %",
+            _num(r["r_squared"], ".3f"),
+        )
+    console.print(table)
+    for line in price["lines"]:
+        console.print(f"  {_e(line)}")
+    console.print(f"  {_e(price['weights'])}")
+    for note in price.get("notes", []):
+        console.print(f"  ({_e(note)})")

@@ -217,12 +217,12 @@ def test_bad_input(adult):
         quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=[0.0] * 5)
     with pytest.raises(ParameterError, match="calibration"):
         quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=steps, calibration="x")
-    # Statistics with no lattice get no floor: one missing coordinate is still covered by
-    # the main direction (rank 5), two are not (rank 4).
+    # Statistics with no lattice get a floor relative to their spread (issue 25, item 3):
+    # full rank with one or two of them (two were left uncovered before: rank 4).
     one = quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=[None, *steps[1:]])
     assert one.noise_rank == 5
     part = quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=[None, None, *steps[2:]])
-    assert part.noise_rank == 4
+    assert part.noise_rank == 5
     assert any("no lattice known" in n for n in part.guarantee.notes)
 
 

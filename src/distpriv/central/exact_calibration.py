@@ -117,18 +117,27 @@ def _optimal(
     epsilon: float,
     delta: float,
     weights: np.ndarray,
+    for_set: bool = False,
 ) -> tuple[np.ndarray, float, PairCheck, str]:
     """optimal-g: the convex program's Σ_Z scaled, or repaired; never noisier than daum.
 
     Candidates, each calibrated exactly: the program's noise scaled; the program's noise
     plus isotropic noise (a repair that covers every direction); DauM's and EigM's noise
-    shapes. The one of least tr(W Σ_Z) is kept.
+    shapes. The one of least tr(W Σ_Z) is kept. With ``for_set`` (``gm`` is made of the
+    population set's worst members, issue 25 item 2) the program is also solved on those
+    members themselves — a shape chosen for the set, not the fitted shape scaled up — and
+    :func:`_calibrate_robust` adds members until none binds (cutting planes).
     """
     base = paper.noise_covariance
     check0 = pair_deltas(gm, base, epsilon=epsilon)
     if np.trace(base) == 0 and check0.worst <= delta:
         return base, 0.0, check0, "no noise needed"
     families: list[tuple[str, Callable[[float], np.ndarray], float]] = []
+    if for_set:
+        shaped = _set_program(gm, epsilon, delta, weights)
+        if shaped is not None and np.trace(shaped) > 0:
+            label = "convex program on the population set's worst members, scaled"
+            families.append((label, _scaled(shaped), 1.0))
     if np.trace(base) > 0:
         families.append(("convex program's noise, scaled", lambda s: s * s * base, 1.0))
     iso = math.sqrt(max(float(np.trace(base)) / gm.dim, 1e-12 * float(np.trace(gm.covariances[0]))))
@@ -139,6 +148,9 @@ def _optimal(
             iso,
         )
     )
+    # expm-g's shape too: optimal-g is then never noisier than expm-g (independent
+    # covariances can leave no cheaper shape: every direction needs noise).
+    families.append(("isotropic noise (expm-g's shape)", _scaled(np.eye(gm.dim)), iso))
     for other in ("daum", "eigm"):
         try:
             fam, s0 = _family(other, build(other, calibration="analytic"))
@@ -167,6 +179,28 @@ def _optimal(
     if best is None:
         raise MechanismNotApplicableError("; ".join(errors))
     return best
+
+
+def _scaled(cov: np.ndarray) -> Callable[[float], np.ndarray]:
+    return lambda s: s * s * cov
+
+
+def _set_program(
+    members: Any, epsilon: float, delta: float, weights: np.ndarray
+) -> np.ndarray | None:
+    """optimal-g's program (Cor. A.1, analytic D*) with every pair of ``members`` a
+    constraint, for each of its two covariances; ``None`` if it cannot be solved."""
+    from .optimal import calibrate_optimal
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AssumptionWarning)
+            mech = calibrate_optimal(
+                members, epsilon=epsilon, delta=delta, calibration="analytic", weights=weights
+            )
+    except MechanismNotApplicableError:
+        return None
+    return mech.noise_covariance
 
 
 def scale_at_cost(
@@ -203,6 +237,7 @@ def _calibrate_on(
     epsilon: float,
     delta: float,
     start_scale: float | None = None,
+    for_set: bool = False,
 ) -> tuple[np.ndarray, float, PairCheck, str]:
     """The least noise of the mechanism's shape meeting the target on every pair of ``gm``."""
     if paper is None:  # noiseless
@@ -216,7 +251,7 @@ def _calibrate_on(
         return np.zeros((gm.dim, gm.dim)), 0.0, check, "no noise"
     if name == "optimal-g":
         weights = np.asarray(paper.diagnostics["weights"])
-        return _optimal(gm, paper, build, epsilon, delta, weights)
+        return _optimal(gm, paper, build, epsilon, delta, weights, for_set)
     family, start = _family(name, paper)
     if start_scale is not None and start_scale > 0:
         start = start_scale  # a previous round's answer: the bracket is found at once
@@ -248,25 +283,90 @@ def _calibrate_robust(
     """
     guess = np.zeros((gm.dim, gm.dim)) if paper is None else paper.noise_covariance
     every = population_model(gm, beta=beta, noise_cov=guess)
-    active = _worst_pairs(every, pair_deltas(every, guess, epsilon=epsilon), delta, 1)
-    scale = None
-    for _ in range(_ROBUST_ROUNDS):
-        target = _pairs_model(gm, active)
-        cov, scale, _, method = _calibrate_on(
-            name, target, paper, build, epsilon, delta, start_scale=scale
-        )
-        every = population_model(gm, beta=beta, noise_cov=cov)
-        full = pair_deltas(every, cov, epsilon=epsilon)
-        if full.worst <= delta:
-            return cov, scale, full, method
-        # The candidates moved with the noise: search again on the ones that bind now,
-        # keeping the earlier ones (conservative, and the search cannot cycle between
-        # noise shapes whose worst candidates differ).
-        active = [*_worst_pairs(every, full, delta, 2), *active]
+    first = _worst_pairs(every, pair_deltas(every, guess, epsilon=epsilon), delta, 1)
+    # optimal-g first shapes its noise for the members (cutting planes); should the members
+    # not settle while the shape moves with them, the fitted shapes alone (which do).
+    shaped: tuple[np.ndarray, float, PairCheck, str] | None = None
+    for for_set in (True, False) if name == "optimal-g" else (False,):
+        active, scale = list(first), None
+        for _ in range(_ROBUST_ROUNDS):
+            target = _pairs_model(gm, active)
+            cov, scale, _, method = _calibrate_on(
+                name, target, paper, build, epsilon, delta, start_scale=scale, for_set=for_set
+            )
+            every = population_model(gm, beta=beta, noise_cov=cov)
+            full = pair_deltas(every, cov, epsilon=epsilon)
+            if full.worst <= delta:
+                best = _cheaper(shaped, (cov, scale, full, method), paper)
+                if name != "optimal-g":
+                    return best
+                # The members that bind depend on the noise: the isotropic shape is judged
+                # on the members for its own noise (optimal-g never noisier than expm-g).
+                iso = _scale_for_set(
+                    gm,
+                    np.eye(gm.dim),
+                    "isotropic noise (expm-g's shape)",
+                    epsilon,
+                    delta,
+                    beta,
+                    start=math.sqrt(float(np.trace(best[0])) / gm.dim),
+                )
+                return _cheaper(iso, best, paper)
+            # The candidates moved with the noise: search again on the ones that bind now,
+            # keeping the earlier ones (conservative, and the search cannot cycle between
+            # noise shapes whose worst candidates differ).
+            active = [*_worst_pairs(every, full, delta, 2), *active]
+        if for_set:
+            # The set's members move with the shape: keep the last shape, scale it until
+            # the members for that very noise pass, and compare with the fitted shapes.
+            shaped = _scale_for_set(gm, cov, method, epsilon, delta, beta)
+    if shaped is not None:
+        return shaped
     raise MechanismNotApplicableError(  # pragma: no cover - the candidates did not settle
         f"{name}: the calibration for the population confidence set did not settle; "
         "use beta=None (fitted moments only) or a larger modelling table"
     )
+
+
+def _cheaper(
+    a: tuple[np.ndarray, float, PairCheck, str] | None,
+    b: tuple[np.ndarray, float, PairCheck, str],
+    paper: CalibratedMechanism | None,
+) -> tuple[np.ndarray, float, PairCheck, str]:
+    """The result of least tr(W Σ_Z) (W: optimal-g's weights, else I)."""
+    if a is None:
+        return b
+    w = np.asarray((paper.diagnostics if paper is not None else {}).get("weights", 1.0))
+    cost = [float(np.sum(w * r[0])) if w.ndim == 2 else float(np.trace(r[0])) for r in (a, b)]
+    return a if cost[0] <= cost[1] else b
+
+
+def _scale_for_set(
+    gm: Any,
+    shape: np.ndarray,
+    method: str,
+    epsilon: float,
+    delta: float,
+    beta: float,
+    start: float = 1.0,
+) -> tuple[np.ndarray, float, PairCheck, str] | None:
+    """Least s with s²·shape meeting the target on the set's worst members for s²·shape."""
+    fam = _scaled(shape)
+    s = start
+    for _ in range(_ROBUST_ROUNDS):
+        every = population_model(gm, beta=beta, noise_cov=fam(s))
+        try:
+            s, _ = smallest_scale(
+                every, fam, epsilon=epsilon, delta=delta, start=s, name="optimal-g"
+            )
+        except MechanismNotApplicableError:
+            return None
+        check = pair_deltas(
+            population_model(gm, beta=beta, noise_cov=fam(s)), fam(s), epsilon=epsilon
+        )
+        if check.worst <= delta:
+            return fam(s), s, check, f"{method}; scaled for the set's members of this noise"
+    return None
 
 
 def _worst_pairs(model: Any, check: PairCheck, delta: float, count: int) -> list[tuple]:

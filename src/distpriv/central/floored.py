@@ -42,7 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AssumptionWarning, MechanismNotApplicableError, ParameterError
+from ..errors import (
+    AssumptionWarning,
+    MechanismNotApplicableError,
+    ParameterError,
+    PrivacyLeakWarning,
+)
 from ..noise import Noise
 from ..querymodel import GaussianQueryModel
 from ._common import FALLBACK_NOTE, QueryModel, gaussian_assumption
@@ -60,6 +65,13 @@ from .exact import (
 )
 from .exact_calibration import calibrate_exact, scale_at_cost
 from .expected_value import calibrate_dirm, calibrate_expm
+from .floor_levels import (
+    CONTINUOUS_FLOOR,
+    check_floor,
+    continuous_floor,
+    floor_variances,
+    lattice_steps,
+)
 from .optimal import calibrate_optimal
 from .robust import checked_members
 from .uncertainty import calibrate_daum, calibrate_eigm
@@ -92,58 +104,6 @@ _POST = (
     "; plus an independent floor N(0, F), F = diag((floor * h_k)^2) on the lattice steps h_k "
     "(post-processing: it can only improve the Gaussian-model guarantee; distpriv)"
 )
-
-
-def floor_variances(steps: Any, floor: float) -> np.ndarray:
-    """Floor variances (floor · h_k)², shape (m,); 0 where a statistic has no lattice (NaN).
-
-    Parameters
-    ----------
-    steps : array_like, shape (m,)
-        Lattice steps h_k (NaN: not on a lattice).
-    floor : float
-        Standard deviation of the floor in grid steps, ≥ 0.
-    """
-    h = np.asarray(steps, dtype=float)
-    return np.where(np.isfinite(h), (floor * np.nan_to_num(h)) ** 2, 0.0)
-
-
-def _steps(lattice: Any, m: int) -> np.ndarray:
-    if lattice is None:
-        raise MechanismNotApplicableError(
-            "floored mechanisms need the lattice step of each statistic: pass lattice=[h_1, "
-            "..., h_m] (e.g. distpriv.modeling.lattice.query_lattices(table, query, n)), or "
-            "release through the pipeline, which detects it from the modelling table"
-        )
-    out = []
-    for item in lattice:
-        step = getattr(item, "step", item)
-        if step is None:
-            out.append(math.nan)
-            continue
-        try:
-            s = float(step)
-        except (TypeError, ValueError):
-            raise ParameterError(f"lattice steps must be numbers or None, got {step!r}") from None
-        if math.isnan(s):
-            out.append(s)
-            continue
-        if not (s > 0 and math.isfinite(s)):
-            raise ParameterError(f"lattice steps must be positive and finite, got {step!r}")
-        out.append(s)
-    if len(out) != m:
-        raise ParameterError(f"lattice must give {m} steps (one per statistic), got {len(out)}")
-    return np.array(out)
-
-
-def _check_floor(floor: Any) -> float:
-    try:
-        c = float(floor)
-    except (TypeError, ValueError):
-        raise ParameterError(f"floor must be a number of grid steps, got {floor!r}") from None
-    if not (c >= 0 and math.isfinite(c)):
-        raise ParameterError(f"floor must be finite and >= 0 (grid steps), got {floor!r}")
-    return c
 
 
 def _psd_noise(cov: np.ndarray) -> Noise:
@@ -367,9 +327,9 @@ def calibrate_floored(
         raise ParameterError(f"name must be one of {FLOORED_MECHANISMS}, got {name!r}")
     gm, _ = gaussian_assumption(model)
     m = gm.dim
-    steps = _steps(lattice, m)
-    c = _check_floor(floor)
-    fvar = floor_variances(steps, c)
+    steps = lattice_steps(lattice, m)
+    c = check_floor(floor)
+    fvar = continuous_floor(gm, steps, c)
     check: PairCheck | None = None
     with warnings.catch_warnings():
         # The papers' assumptions are not those of the exact guarantee: not warned here.
@@ -543,8 +503,9 @@ def _assemble(
     )
     if unknown:
         notes.append(
-            f"no lattice known for {', '.join(unknown)}: no floor there (continuous values "
-            "cannot be pinned by a grid)"
+            f"no lattice known for {', '.join(unknown)}: their floor is {CONTINUOUS_FLOOR:g} "
+            "of their spread under the model (continuous values cannot be pinned by a grid; "
+            "the floor keeps the noise of full rank)"
         )
     theorem = _THEOREMS[name] + _POST
     diag: dict[str, Any] = {
@@ -585,4 +546,13 @@ def _assemble(
         diag["exact_check"] = chk.to_dict()
     mech = CalibratedMechanism(name, noise, guarantee, model.statistics, diag)
     mech.diagnostics["noise_rank"] = mech.noise_rank
+    if mech.noise_rank < gm.dim:
+        # Never silently rank-deficient (issue 25, item 3): floor = 0 asks for it, say so.
+        msg = (
+            f"{name}: the noise covers {mech.noise_rank} of {gm.dim} directions (floor = "
+            f"{c:g}); the other components would be published exactly"
+        )
+        if c > 0:
+            raise MechanismNotApplicableError(msg + "; use 'expm-g'")
+        warnings.warn(msg, PrivacyLeakWarning, stacklevel=3)
     return mech

@@ -23,6 +23,7 @@ from .config import ReleaseConfig
 from .outcomes import (
     VerifyOutcome,
 )
+from .price import price_for_options
 from .report import PRIVATE_BANNER, secret_dict
 from .sources import (
     check_memory,
@@ -163,6 +164,9 @@ def run_verify(
         "kind": "verification-diagnostics",
         "private": PRIVATE_BANNER,
         "model": model.to_dict(),
+        # The price per statistic, before any noise is drawn (pipeline.price, issue 25):
+        # private, as noise / spread is (the spread is the modelling table's).
+        "price": price_for_options(model, mech, cfg.options).to_dict(),
         "warnings": list(caught.lines),
     }
     return VerifyOutcome(to_jsonable(public), to_jsonable(private), caught.lines, report=check)
