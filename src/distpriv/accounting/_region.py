@@ -67,7 +67,9 @@ def _log_phi(z: float) -> float:
     return -0.5 * z * z - _LOG_SQRT_2PI
 
 
-def _region_1d(d: float, r: float, rm1: float, lr: float, t: float):
+def _region_1d(
+    d: float, r: float, rm1: float, lr: float, t: float
+) -> tuple[str, float, float, float, float]:
     """{u : log f(u) − log φ(u) > t} for f = N(d, r), φ = N(0, 1), with root errors.
 
     Multiplying the inequality by 2r: A u² + B u + C > 0 with A = r − 1 (passed as

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from scipy.stats import beta
 
@@ -65,7 +66,7 @@ class EpsilonBound:
     positives: int
     negatives: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (−inf as a string)."""
         from ..guarantees import to_jsonable
 

@@ -215,7 +215,7 @@ def mahalanobis(diff: np.ndarray, cov: np.ndarray) -> float:
     proj = v.T @ d
     tol = max(float(w[-1]), 0.0) * w.size * 64 * np.finfo(float).eps
     null = w <= tol
-    if np.any(null & (np.abs(proj) > 1e-10 * max(np.linalg.norm(d), 1e-300))):
+    if np.any(null & (np.abs(proj) > 1e-10 * max(float(np.linalg.norm(d)), 1e-300))):
         return math.inf
     return float(math.sqrt(np.sum(proj[~null] ** 2 / w[~null])))
 

@@ -270,7 +270,7 @@ def _calibrate_robust(
     )
 
 
-def _worst_pairs(model: Any, check: PairCheck, delta: float, count: int) -> list[tuple]:
+def _worst_pairs(model: Any, check: PairCheck, delta: float, count: int) -> list[tuple[Any, ...]]:
     """The ``count`` candidate pairs of largest δ (those above δ first), as moments."""
     worst = check.deltas.max(axis=1)
     order = np.argsort(-worst)[:count]
@@ -283,7 +283,7 @@ def _worst_pairs(model: Any, check: PairCheck, delta: float, count: int) -> list
     return out
 
 
-def _pairs_model(gm: Any, pairs: list[tuple]) -> GaussianQueryModel:
+def _pairs_model(gm: Any, pairs: list[tuple[Any, ...]]) -> GaussianQueryModel:
     """A model made of the given pairs of hypotheses (means and covariances)."""
     means = [x for mi, _, mj, _ in pairs for x in (mi, mj)]
     covs = [x for _, ci, _, cj in pairs for x in (ci, cj)]

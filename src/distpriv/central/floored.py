@@ -209,7 +209,7 @@ def _candidates(
     model: QueryModel,
     gm: GaussianQueryModel,
     fvar: np.ndarray,
-    opts: dict,
+    opts: dict[str, Any],
     eps: float,
     dlt: float,
     beta: float | None = None,

@@ -84,7 +84,7 @@ def _secret(prop: str, dp: float) -> ProportionSecret:
     return ProportionSecret(predicate, values=[round(0.5 - dp / 2, 6), round(0.5 + dp / 2, 6)])
 
 
-def _pipelines(prop: str, dp: float, count: int, seed: int) -> list[tuple[dict, Any]]:
+def _pipelines(prop: str, dp: float, count: int, seed: int) -> list[tuple[dict[str, Any], Any]]:
     """``count`` independent (split, 1000-subset Monte Carlo model) pairs."""
     out = []
     for r in range(count):
@@ -106,7 +106,13 @@ def _pipelines(prop: str, dp: float, count: int, seed: int) -> list[tuple[dict, 
 
 
 def _calibrate(
-    label: str, model: Any, parts: dict, eps: float, delta: float, cal: str, group_size: int = 100
+    label: str,
+    model: Any,
+    parts: dict[str, Any],
+    eps: float,
+    delta: float,
+    cal: str,
+    group_size: int = 100,
 ) -> Any:
     if label in ("GroupDP (G)", "DP (G)"):
         sens = group_sensitivities(parts["modeling"], ADULT_STATISTICS, 100)

@@ -387,7 +387,7 @@ class Table:
                 if not np.isfinite(v):
                     raise ParameterError(f"{name}: the aggregate is NULL, NaN or infinite")
             return out
-        out = []
+        columns: list[np.ndarray] = []
         for expr, name in zip(expressions, what, strict=True):
             sid = np.repeat(np.arange(rows.shape[0], dtype=np.int64), rows.shape[1])
             pick = pd.DataFrame({"sid": sid, _ROWID: rows.reshape(-1).astype(np.int64)})
@@ -404,8 +404,8 @@ class Table:
             values = np.ma.filled(np.ma.asarray(arr, dtype=np.float64), np.nan)
             if not np.all(np.isfinite(values)):
                 raise ParameterError(f"{name}: the aggregate is NULL, NaN or infinite")
-            out.append(values)
-        return np.stack(out, axis=-1)
+            columns.append(values)
+        return np.stack(columns, axis=-1)
 
     def subset_frame(self, rows: np.ndarray) -> pd.DataFrame:
         """The records at positions ``rows`` as a DataFrame (for Python callables)."""

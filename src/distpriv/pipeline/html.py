@@ -310,7 +310,7 @@ def release_page(
     *,
     epsilons: Sequence[float] = DEFAULT_EPSILONS,
     progress: ProgressCallback | None = None,
-) -> tuple[dict, str]:
+) -> tuple[dict[str, Any], str]:
     """The public report of a release with its privacy–utility figure, and its HTML.
 
     Parameters
@@ -356,7 +356,7 @@ def release_page(
 
 def demo_page(
     public: Mapping[str, Any], *, progress: ProgressCallback | None = None
-) -> tuple[dict, str]:
+) -> tuple[dict[str, Any], str]:
     """The demo's report with its privacy–utility figure, and its HTML.
 
     The figure is computed on the demo's model: Adult's modelling split, subsets of 100
