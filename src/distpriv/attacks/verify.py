@@ -157,14 +157,14 @@ def verify_on_data(
     target = float(mechanism.guarantee.delta)
     labels = [str(x) for x in samples.labels]
     data = [np.asarray(s, dtype=np.float64) for s in samples.samples]
-    pairs = [tuple(p) for p in samples.pairs]
+    pairs = [(a, b) for a, b in samples.pairs]
     sp = _split(data, labels, n_ev, mechanism, gen)
     lattice = detect_sample_lattice(sp.fit)
-    decoder = None
+    decoder: _Cached | None = None
     if lattice is not None and not mechanism.noise.is_zero:
         mag = np.max(np.abs(np.vstack(data)), axis=0)
-        decoder = lattice_decoder(mechanism.noise, lattice, mag)
-        decoder = None if decoder is None else _Cached(decoder)
+        raw = lattice_decoder(mechanism.noise, lattice, mag)
+        decoder = None if raw is None else _Cached(raw)
     n_tests = 2 if decoder is not None else 1
     alpha = (1.0 - conf) / (2 * len(pairs) * n_tests)
     per_pair = _estimate(sp, pairs, labels, mechanism, frame, decoder, eps, alpha)
@@ -266,7 +266,7 @@ def _notes(
             f"the noise covers {frame.rank} of {m} directions: the other {m - frame.rank} "
             "are released as computed"
         )
-    if decoder is not None and recovery is not None:
+    if decoder is not None and recovery is not None and lattice is not None:
         notes.append(
             f"every statistic lies on a lattice (steps {np.round(lattice[1], 12).tolist()}) "
             f"and the noise has one main direction (floor {decoder.floor_steps:.3g} steps in "

@@ -145,7 +145,7 @@ class ParameterNetwork:
     supports: tuple[tuple[Hashable, ...], ...]
     parents: tuple[tuple[str, ...], ...]
     cpts: tuple[np.ndarray, ...]
-    _graph: nx.DiGraph = field(repr=False)
+    _graph: nx.DiGraph[str] = field(repr=False)
     _index: dict[str, int] = field(repr=False)
 
     def __init__(
@@ -185,7 +185,7 @@ class ParameterNetwork:
             sups.append(vals)
         index = {a: k for k, a in enumerate(attrs)}
         par = self._check_parents(parents, index)
-        graph = nx.DiGraph()
+        graph: nx.DiGraph[str] = nx.DiGraph()
         graph.add_nodes_from(attrs)
         graph.add_edges_from((p, a) for a, ps in zip(attrs, par, strict=True) for p in ps)
         if not nx.is_directed_acyclic_graph(graph):
@@ -311,7 +311,7 @@ class ParameterNetwork:
 
     # ------------------------------------------------------------------ structure
     @property
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> nx.DiGraph[str]:
         """The DAG (a read-only view)."""
         return self._graph.copy(as_view=True)
 

@@ -274,7 +274,7 @@ def _worst_pairs(model: Any, check: PairCheck, delta: float, count: int) -> list
     """The ``count`` candidate pairs of largest δ (those above δ first), as moments."""
     worst = check.deltas.max(axis=1)
     order = np.argsort(-worst)[:count]
-    out = []
+    out: list[tuple[Any, ...]] = []
     for p in order:
         if out and worst[p] <= delta:
             break
@@ -340,14 +340,15 @@ def calibrate_exact(
         The noise shape cannot meet the target at any scale, or (``noiseless``) the model
         alone does not meet it.
     """
-    robust = beta is not None and getattr(gm, "uncertainty", None) is not None
+    # β of the population premise, or None for the fitted model alone.
+    robust_beta = beta if getattr(gm, "uncertainty", None) is not None else None
     with warnings.catch_warnings():
         # The papers' assumptions are not those of the exact guarantee: not warned here.
         warnings.simplefilter("ignore", AssumptionWarning)
         paper = None if name == "noiseless" else build(name, calibration="analytic")
-        if robust:
+        if robust_beta is not None:
             cov, scale, check, method = _calibrate_robust(
-                name, gm, paper, build, epsilon, delta, beta
+                name, gm, paper, build, epsilon, delta, robust_beta
             )
         else:
             cov, scale, check, method = _calibrate_on(name, gm, paper, build, epsilon, delta)
@@ -355,7 +356,7 @@ def calibrate_exact(
     # eigendecomposition): checked again as published.
     noise, check = published_noise(
         lambda f: _noise(cov * f),
-        checked_members(gm, beta if robust else None),
+        checked_members(gm, robust_beta),
         epsilon=epsilon,
         delta=delta,
         name=name,
@@ -383,8 +384,8 @@ def calibrate_exact(
             "exact_check": check.to_dict(),
         }
     )
-    if robust:
-        diag["population_confidence_set"] = confidence_set(gm, beta=beta).to_dict()
+    if robust_beta is not None:
+        diag["population_confidence_set"] = confidence_set(gm, beta=robust_beta).to_dict()
     if name == "daum":
         diag["noise_variance"] = float(np.trace(cov))
     if name == "optimal-g":

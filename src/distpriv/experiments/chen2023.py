@@ -126,7 +126,7 @@ def _calibrate(
             sensitivities=sens,
         )
     name = {**GAUSSIAN, **LAPLACE}[label]
-    opts = {"calibration": cal} if label in GAUSSIAN else {}
+    opts: dict[str, Any] = {"calibration": cal} if label in GAUSSIAN else {}
     return calibrate(name, model, epsilon=eps, delta=delta, **opts)
 
 
@@ -140,7 +140,9 @@ def table2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
     gen = np.random.default_rng(seed)
     labels = [*GAUSSIAN, "GroupDP (G)"]
     eps_list = (0.2, 1.0, 5.0)
-    vals = {(lab, e, c): [] for lab in labels for e in eps_list for c in CALS}
+    vals: dict[tuple[str, float, str], list[float]] = {
+        (lab, e, c): [] for lab in labels for e in eps_list for c in CALS
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AssumptionWarning)
         for parts, model in _pipelines("income", 0.1, n_pipe, seed):
@@ -197,7 +199,7 @@ def table3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
     """Table 3: attack accuracy, Gaussian variants, ε ∈ {0.2, 1, 5}, δ ∈ {1e-4, 1e-3, 1e-2}."""
     t0 = time.perf_counter()
     n_pipe, reps = (2, 5) if quick else (10, 50)
-    acc = {}
+    acc: dict[str, list[float]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AssumptionWarning)
         for p, (parts, model) in enumerate(_pipelines("income", 0.1, n_pipe, seed)):

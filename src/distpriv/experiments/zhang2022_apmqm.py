@@ -88,7 +88,9 @@ def _apmqm_cases(
     net: Any, queries: dict[str, ColumnQuery], eps_grid: np.ndarray
 ) -> tuple[list[tuple[Any, ...]], dict[str, Any], dict[str, list[Any]]]:
     """Every quilt of each query at ε = 1, then the chosen quilt along the ε grid."""
-    rows, searches, sweep = [], {}, {q: [] for q in queries}
+    rows: list[tuple[Any, ...]] = []
+    searches: dict[str, Any] = {}
+    sweep: dict[str, list[Any]] = {q: [] for q in queries}
     for qname, query in queries.items():
         model = AttributeNetworkModel(net, "income", query)
         search = apmqm_quilts(model, epsilon=EPSILON)["income"]

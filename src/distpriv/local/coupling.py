@@ -349,22 +349,20 @@ def coupling_mechanism(
     labs = tuple(str(i) for i in range(est.shape[0])) if labels is None else tuple(map(str, labels))
     if len(labs) != est.shape[0]:
         raise ParameterError(f"labels must have {est.shape[0]} entries, got {len(labs)}")
+    # Domain.__post_init__ sets outputs to the inputs when none were given.
+    outs = domain.inputs if domain.outputs is None else domain.outputs
     couplings, winfs = [], []
     for lam_hat in est:
         if meth == "emd":
             gamma = optimal_coupling(lam_hat, mu, domain.distances)
         elif meth == "nwc":
             ox = np.argsort(domain.inputs[:, 0], kind="stable")
-            # Domain.__post_init__ sets outputs to the inputs when none were given.
-            outs = domain.inputs if domain.outputs is None else domain.outputs
             oy = np.argsort(outs[:, 0], kind="stable")
             sorted_gamma = north_west_corner(lam_hat[ox], mu[oy])
             gamma = np.empty_like(sorted_gamma)
             gamma[np.ix_(ox, oy)] = sorted_gamma
         else:
-            gamma, w = winf_coupling(
-                lam_hat, mu, domain.inputs, domain.outputs, metric=domain.metric
-            )
+            gamma, w = winf_coupling(lam_hat, mu, domain.inputs, outs, metric=domain.metric)
             winfs.append(w)
         couplings.append(gamma)
     gammas = np.stack(couplings)

@@ -401,10 +401,10 @@ class Table:
                 arr = rel.fetchnumpy()["v"]
             except duckdb.Error as exc:
                 raise ParameterError(f"{name}: {' '.join(str(exc).split())}") from exc
-            values = np.ma.filled(np.ma.asarray(arr, dtype=np.float64), np.nan)
-            if not np.all(np.isfinite(values)):
+            col = np.ma.filled(np.ma.asarray(arr, dtype=np.float64), np.nan)
+            if not np.all(np.isfinite(col)):
                 raise ParameterError(f"{name}: the aggregate is NULL, NaN or infinite")
-            columns.append(values)
+            columns.append(col)
         return np.stack(columns, axis=-1)
 
     def subset_frame(self, rows: np.ndarray) -> pd.DataFrame:

@@ -148,7 +148,7 @@ class AutoChoice:
         for c in self.candidates:
             row = c.to_dict()
             ok = ref is not None and ref > 0 and math.isfinite(c.mse)
-            row["vs_rank_one"] = c.mse / ref if ok else None
+            row["vs_rank_one"] = c.mse / ref if ok and ref is not None else None
             out.append(row)
         return out
 
@@ -377,6 +377,7 @@ def choose_mechanism(
             f"epsilon={float(epsilon):g}, delta={float(delta):g} ({reasons})"
         )
     best = min(ok, key=lambda c: c.mse)  # min keeps the first of equal errors
+    assert best.calibrated is not None  # a verified candidate is a calibrated one
     w = _check_weights(weights, model.dim)
     return AutoChoice(
         mechanism=best.calibrated,

@@ -140,9 +140,15 @@ def utility_figure_svg(utility: Mapping[str, Any]) -> str:
 
     eps = np.asarray(utility["epsilons"], dtype=float)
     chosen = utility.get("chosen")
-    rc = {"svg.fonttype": "none", "svg.hashsalt": "distpriv", "font.size": 10}
-    rc["text.parse_math"] = False  # labels are names from a report, never math text ($\frac{$)
-    with matplotlib.rc_context(rc):
+    with matplotlib.rc_context(
+        {
+            "svg.fonttype": "none",
+            "svg.hashsalt": "distpriv",
+            "font.size": 10,
+            # labels are names from a report, never math text ($\frac{$)
+            "text.parse_math": False,
+        }
+    ):
         fig, ax = plt.subplots(figsize=(7.0, 5.0))
         try:
             cmap = plt.get_cmap("tab20")

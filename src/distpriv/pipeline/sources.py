@@ -272,7 +272,7 @@ def table_facts(data: Any, query: Query, subset_size: int) -> TableFacts:
         math.nan if lat.step is None else lat.step
         for lat in query_lattices(table, query, subset_size)
     )
-    return TableFacts(subset_size, spans, tuple(s.scale for s in query.statistics), steps)
+    return TableFacts(subset_size, spans, _linear_scales(query), steps)
 
 
 # ---------------------------------------------------------------------------------------
@@ -349,7 +349,7 @@ def sample_table(table: Table, n: int, rng: np.random.Generator, what: str) -> T
         raise ParameterError(f"{what}: cannot sample {n} rows from a table of {size} rows")
     positions = np.sort(rng.choice(size, size=n, replace=False))
     engine = table.engine
-    if engine.dialect != "duckdb":
+    if not isinstance(engine, DuckDBEngine):
         raise ParameterError(f"{what}: sampling a subset is done for DuckDB tables only")
     rel = engine.relation
     sql = (
@@ -371,7 +371,9 @@ def _types_of(engine: Any, relation: str) -> dict[str, str]:
     return {str(c): str(t) for c, t in zip(described.columns, described.types, strict=True)}
 
 
-def _row_hash(columns: list[str], types: dict[str, str], other: dict[str, str], dialect: str):
+def _row_hash(
+    columns: list[str], types: dict[str, str], other: dict[str, str], dialect: str
+) -> str:
     """SQL of a 64-bit hash of the ``columns`` of a row, comparable across two relations of
     the same engine: a column whose types differ between them is hashed as text."""
     string = "STRING" if dialect == "spark" else "VARCHAR"
@@ -462,6 +464,14 @@ def warn_overlap_tables(model: Table, released: Table) -> int:
     return k
 
 
+def _linear_scales(query: Query) -> tuple[str, ...]:
+    """``"sum"`` or ``"mean"`` per statistic of a query the caller checked is linear."""
+    scales = tuple(s.scale for s in query.statistics)
+    if any(c is None for c in scales):
+        raise ParameterError("default options (group-DP sensitivities) need linear statistics")
+    return tuple(str(c) for c in scales)
+
+
 def engine_table_facts(
     table: Table, query: Query, subset_size: int, *, missing: str = "error"
 ) -> TableFacts:
@@ -480,6 +490,8 @@ def engine_table_facts(
     select, names = [], []
     for s in query.statistics:
         name = f"statistic {s.name!r} ({s.expression})"
+        if s.row_expression is None:  # excluded by the is_linear check above
+            raise ParameterError(f"{name} is not linear")
         expr = f"CAST(({complete.safe_sql(s.row_expression, name, 'scalar')}) AS DOUBLE)"
         select += [f"max({expr}) - min({expr})"]
         names.append(name)
@@ -490,7 +502,7 @@ def engine_table_facts(
             raise ParameterError(f"{name}: the span over the modelling data is not finite")
         spans.append(float(v))
     steps = _lattice_steps(table, query, subset_size, missing)
-    return TableFacts(subset_size, tuple(spans), tuple(s.scale for s in query.statistics), steps)
+    return TableFacts(subset_size, tuple(spans), _linear_scales(query), steps)
 
 
 # Rows on which the grid of each statistic is detected (the floored mechanisms' lattice).

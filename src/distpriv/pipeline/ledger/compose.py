@@ -265,9 +265,9 @@ def gaussian_pair_composition(
                 )
             row["epsilon"] = eps
             eps_max = max(eps_max, eps)
-            if budget_epsilon is not None:
+            if dlt is not None:  # exactly when budget_epsilon is given
                 row["delta_at_budget"] = dlt
-                dlt_max = max(dlt_max, dlt)
+                dlt_max = dlt if dlt_max is None else max(dlt_max, dlt)
             rows.append(row)
     return eps_max, dlt_max, rows
 
