@@ -149,7 +149,13 @@ def adult_samples(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = model_query(
-            paper_split(rng=seed)["modeling"], q, secret, subset_size=100, n_samples=n, rng=seed
+            paper_split(rng=seed)["modeling"],
+            q,
+            secret,
+            subset_size=100,
+            method="montecarlo",
+            n_samples=n,
+            rng=seed,
         )
     return model.samples[0], model.samples[1]
 

@@ -2,9 +2,10 @@
 
     PYTHONPATH=src python docs/make_report_png.py
 
-Runs the example release with mechanism = "auto" (examples/adult-auto.toml) through the pipeline with the
-``--html`` path of the CLI, then takes the screenshot with the same headless-Chromium
-helper the report tests use (distpriv.pipeline.browser). Needs the ``chromium`` package.
+Runs the example release with mechanism = "auto" (examples/adult-auto.toml) through the
+pipeline with the ``--html`` path of the CLI (and a ledger of its own, in a temporary
+folder), then takes the screenshot with the same headless-Chromium helper the report tests
+use (distpriv.pipeline.browser). Needs the ``chromium`` package.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def make(out: Path = ROOT / "docs" / "report.png") -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "report.html"
-        status = main(
-            ["release", str(ROOT / "examples" / "adult-auto.toml"), "--html", str(page), "--quiet"]
-        )
+        # A ledger of its own in the temporary folder: the picture's run must not leave a
+        # ledger beside the shipped example (the default place).
+        ledger = Path(tmp) / "ledger.sqlite"
+        config = str(ROOT / "examples" / "adult-auto.toml")
+        status = main(["release", config, "--html", str(page), "--ledger", str(ledger), "--quiet"])
         if status != 0:
             raise SystemExit(f"distpriv release failed with status {status}")
-        return chromium_screenshot(page, out, width=960, height=4200)
+        return chromium_screenshot(page, out, width=960, height=6400)
 
 
 if __name__ == "__main__":

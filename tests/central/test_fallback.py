@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -62,3 +63,52 @@ def test_no_fallback_when_assumptions_hold(paper_model):
     mech = calibrate("eigm", paper_model, epsilon=1.0, delta=1e-3)
     assert mech.guarantee.fallback is None
     assert mech.to_dict()["guarantee"]["fallback"] is None
+
+
+def _unequal_model(m=200, seed=0):
+    """Issue 26 item 5's reproducer: 200 statistics whose variances differ by up to 8x
+    between the two hypotheses (lambda of Thm 4.6 in the thousands)."""
+    rng = np.random.default_rng(seed)
+    means = np.stack([np.zeros(m), rng.normal(size=m) * 0.1])
+    c0 = np.diag(rng.uniform(0.5, 2.0, size=m))
+    c1 = np.diag(np.diag(c0) * rng.uniform(0.2, 8.0, size=m))
+    return GaussianQueryModel(means, np.stack([c0, c1]))
+
+
+def test_fallback_delta_matches_extended_precision():
+    import mpmath
+
+    from distpriv.central.fallback import fallback_delta
+
+    mpmath.mp.dps = 50
+    for eps, delta, lam, eta in [
+        (1.0, 1e-3, 0.0, 1e-4),
+        (1.0, 1e-3, 0.5, 1e-4),
+        (0.1, 1e-6, 3.0, 1e-7),
+        (1.0, 0.0, 2.0, 1e-9),
+        (1.0, 1e-3, 700.0, 1e-4),
+        (1.0, 1e-3, 720.0, 1e-4),  # e^(eps + lam) overflows a float
+        (5.0, 1e-12, 1e4, 1e-13),
+        (1.0, 1e-3, math.inf, 1e-4),
+    ]:
+        if math.isinf(lam):
+            exact = mpmath.mpf(1)
+        else:
+            e, d, la, et = (mpmath.mpf(x) for x in (eps, delta, lam, eta))
+            exact = min(mpmath.mpf(1), (1 + mpmath.exp(e + la)) * et + mpmath.exp(la) * d)
+        got = fallback_delta(eps, delta, lam, eta)
+        assert 0 < got <= 1
+        assert abs(got - float(exact)) <= 1e-13 * float(exact)
+
+
+def test_fallback_on_200_unequal_statistics_does_not_overflow():
+    # The reproducer: calibrate("dirm-l") raised OverflowError in math.exp(eps + lam).
+    model = _unequal_model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mech = calibrate("dirm-l", model, epsilon=1.0, delta=1e-3)
+    fb = mech.guarantee.fallback
+    assert fb is not None
+    lam = (fb.epsilon - 1.0) / 2
+    assert lam > 709  # e^lam is not a float: the bound is computed in log space
+    assert fb.delta == 1.0  # true (if empty): the weaker guarantee says nothing here

@@ -193,8 +193,16 @@ def test_secure_release_of_full_rank_noise(adult):
 def test_bad_input(adult):
     model, facts = adult
     steps = np.array(facts.lattice_steps)
+    # A model given as moments carries no table, so no lattice: refused, naming it.
+    bare = GaussianQueryModel(model.means, model.covariances, model.pairs, labels=model.labels)
     with pytest.raises(MechanismNotApplicableError, match="lattice"):
-        quiet("daum-floor", model, epsilon=EPS, delta=DELTA)
+        quiet("daum-floor", bare, epsilon=EPS, delta=DELTA)
+    # A model built from the table carries the table's lattice (issue 26 item 5), the one
+    # the pipeline's table facts find on the whole frame: the default is that grid.
+    assert model.facts.lattice_steps == facts.lattice_steps
+    own = quiet("daum-floor", model, epsilon=EPS, delta=DELTA)
+    given = quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=steps)
+    np.testing.assert_array_equal(own.noise_covariance, given.noise_covariance)
     with pytest.raises(ParameterError, match="floor"):
         quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=steps, floor=-1)
     with pytest.raises(ParameterError, match="lattice"):

@@ -200,7 +200,14 @@ def test_montecarlo_sample_model_draws_iid():
     df = small_table(n=90, seed=4)
     secret = ProportionSecret("s", values=[0.4, 0.5])
     model = _quiet(
-        model_query, df, {"sy": "sum(y)"}, secret, subset_size=40, n_samples=20_000, rng=3
+        model_query,
+        df,
+        {"sy": "sum(y)"},
+        secret,
+        subset_size=40,
+        method="montecarlo",
+        n_samples=20_000,
+        rng=3,
     )
     y, s = df.y.to_numpy(), df.s.to_numpy()
     k = model.counts[1]

@@ -151,9 +151,9 @@ def test_nonlinear_sql_and_callable_paths_match_pandas():
     secret = ProportionSecret("s", values=[0.25, 0.5])
     q = Query({"med": "median(x)", "mx": "avg(x)"})
     assert not q.is_linear
-    m = model_query(df, q, secret, subset_size=4, n_samples=50, rng=3)
+    m = model_query(df, q, secret, subset_size=4, method="montecarlo", n_samples=50, rng=3)
     fn = Query(lambda d: [d.x.median(), d.x.mean()], names=["med", "mx"])
-    m2 = model_query(df, fn, secret, subset_size=4, n_samples=50, rng=3)
+    m2 = model_query(df, fn, secret, subset_size=4, method="montecarlo", n_samples=50, rng=3)
     # Same seed, same subsets: DuckDB's grouped aggregate equals the per-subset callable.
     for a, b in zip(m.samples, m2.samples, strict=True):
         np.testing.assert_allclose(a, b)

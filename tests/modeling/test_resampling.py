@@ -223,7 +223,14 @@ def test_pool_holding_whole_strata_is_exact_and_uniform_rows(modeling):
     pool, sizes, pooled = draw_pool(table, INCOME, pool_size=10_000, rng=np.random.default_rng(0))
     assert pooled == sizes and pool.n_rows == 400
     model = model_query(
-        small, PAPER_QUERY, INCOME, subset_size=20, n_samples=50, rng=0, pool_size=10_000
+        small,
+        PAPER_QUERY,
+        INCOME,
+        subset_size=20,
+        method="montecarlo",
+        n_samples=50,
+        rng=0,
+        pool_size=10_000,
     )
     assert model.sampling.exact and model.sampling.method == "pool"
     # Rows of a proper pool are a uniform sample of their stratum: inclusion frequencies.
@@ -244,8 +251,10 @@ def test_pool_holding_whole_strata_is_exact_and_uniform_rows(modeling):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"pool_size": 50}, "pool_size=50 is smaller than subset_size=100"),
-        ({"pool_size": 0}, "pool_size"),
+        ({"pool_size": 50, "method": "montecarlo"}, "pool_size=50 is smaller than subset_size=100"),
+        ({"pool_size": 0, "method": "montecarlo"}, "pool_size"),
+        # The default method is analytic: a pool is refused without montecarlo.
+        ({"pool_size": 500}, "applies only to method='montecarlo'"),
         ({"pool_size": 500, "method": "analytic"}, "applies only to method='montecarlo'"),
     ],
 )
@@ -267,7 +276,14 @@ def test_pool_from_a_table_larger_than_memory_is_drawn_in_the_engine(
     with pytest.raises(DistPrivError, match="holds at most 100"):
         as_table(str(path)).frame  # noqa: B018
     model = model_query(
-        str(path), PAPER_QUERY, INCOME, subset_size=20, n_samples=50, rng=0, pool_size=60
+        str(path),
+        PAPER_QUERY,
+        INCOME,
+        subset_size=20,
+        method="montecarlo",
+        n_samples=50,
+        rng=0,
+        pool_size=60,
     )
     assert model.sampling.method == "pool" and model.sampling.pool_strata_sizes == (60, 60)
     assert sum(model.stratum_sizes) == 400

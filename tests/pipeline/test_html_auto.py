@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -137,3 +138,52 @@ def test_bad_input(paper_model):
         choose_mechanism(paper_model, epsilon=-1.0, delta=1e-3)
     with pytest.raises(ParameterError, match="mechanism"):
         choose_mechanism(paper_model, epsilon=1.0, delta=1e-3, mechanisms=["nope"])
+
+
+def test_auto_on_200_unequal_statistics_keeps_the_choice():
+    # Issue 26 item 5's reproducer: auto crashed with OverflowError (the Thm 4.6 fallback of
+    # dirm-l) on 200 statistics whose covariances differ.
+    rng = np.random.default_rng(0)
+    m = 200
+    means = np.stack([np.zeros(m), rng.normal(size=m) * 0.1])
+    c0 = np.diag(rng.uniform(0.5, 2.0, size=m))
+    c1 = np.diag(np.diag(c0) * rng.uniform(0.2, 8.0, size=m))
+    model = GaussianQueryModel(means, np.stack([c0, c1]))
+    names = ["expm-g", "dirm-l", "eigm", "optimal-g"]
+    choice = choose_mechanism(model, epsilon=1.0, delta=1e-3, mechanisms=names)
+    rows = {c.mechanism: c for c in choice.candidates}
+    assert set(rows) == set(names)
+    assert choice.name in names and rows[choice.name].verified
+    # dirm-l is calibrated; its guarantee rests on translation, which fails here.
+    assert not rows["dirm-l"].verified and "translation" in rows["dirm-l"].reason
+
+
+def test_a_candidate_that_fails_numerically_is_dropped_with_its_reason(paper_model, monkeypatch):
+    import distpriv.pipeline.auto as auto
+
+    real = auto.calibrate
+
+    def flaky(name, model, **kw):
+        if name == "eigm":
+            raise OverflowError("math range error")
+        if name == "daum":
+            raise np.linalg.LinAlgError("Singular matrix")
+        return real(name, model, **kw)
+
+    monkeypatch.setattr(auto, "calibrate", flaky)
+    choice = choose_mechanism(
+        paper_model,
+        epsilon=1.0,
+        delta=1e-3,
+        mechanisms=["expm-g", "eigm", "daum"],
+        allow_partial_noise=True,  # on this model the exact expm-g needs no noise at all
+    )
+    rows = {c.mechanism: c for c in choice.candidates}
+    assert choice.name == "expm-g"
+    assert rows["eigm"].reason == "could not be calibrated (OverflowError: math range error)"
+    assert rows["daum"].reason == "could not be calibrated (LinAlgError: Singular matrix)"
+    assert not rows["eigm"].verified and math.isnan(rows["eigm"].mse)
+    # A programming error is not a numerical failure: it still propagates.
+    monkeypatch.setattr(auto, "calibrate", lambda *a, **k: (_ for _ in ()).throw(KeyError("x")))
+    with pytest.raises(KeyError):
+        choose_mechanism(paper_model, epsilon=1.0, delta=1e-3, mechanisms=["expm-g"])

@@ -74,6 +74,34 @@ class _Text(HTMLParser):
             self.parts.append(data)
 
 
+class _SvgText(HTMLParser):
+    """The text Chromium renders inside the figure's <svg> (labels are SVG text)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._svg = 0
+        self._style = 0
+
+    def handle_starttag(self, tag, attrs):
+        self._svg += tag == "svg"
+        self._style += tag == "style"
+
+    def handle_endtag(self, tag):
+        self._svg -= tag == "svg"
+        self._style -= tag == "style"
+
+    def handle_data(self, data):
+        if self._svg and not self._style and data.strip():
+            self.parts.append(data.strip())
+
+
+def svg_text(dom: str) -> list[str]:
+    p = _SvgText()
+    p.feed(dom)
+    return p.parts
+
+
 def dom_text(dom: str) -> tuple[str, list[dict]]:
     p = _Text()
     p.feed(dom)
@@ -116,6 +144,16 @@ def test_release_report_in_chromium(tmp_path):
         assert re.sub(r"<[^>]+>", "", fmt_number(s["noise_sd"], 3)) in text
     assert "Privacy against accuracy" in text and "Provenance" in text
     assert {"http-equiv": "Content-Security-Policy", "content": CSP} in metas
+    # No raw mathtext anywhere in what Chromium renders (issue 26 item 6): the figure's
+    # tick labels were "$\\mathdefault{10^{4}}$" (the check can fail: it did).
+    dom = chromium_dom(page)
+    figure = svg_text(dom)
+    assert any("expected error" in t for t in figure)  # the figure's text is there
+    assert any(re.fullmatch(r"10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+", t) for t in figure)  # plain ticks
+    assert not [t for t in figure if "$" in t or "\\" in t]
+    assert "mathdefault" not in dom and "mathdefault" not in text
+    # The fingerprints say what they are: keyed HMACs, not plain SHA-256.
+    assert "fingerprint (HMAC-SHA-256, keyed)" in text and "(SHA-256)" not in text
 
 
 def test_audit_report_in_chromium(tmp_path):

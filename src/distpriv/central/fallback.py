@@ -26,12 +26,49 @@ from ..guarantees import Assumption, PrivacyGuarantee
 from ..querymodel import GaussianQueryModel
 from .base import CalibratedMechanism
 
-__all__ = ["covariance_fallback", "fallback_eta", "gaussian_covariance_divergence"]
+__all__ = [
+    "covariance_fallback",
+    "fallback_delta",
+    "fallback_eta",
+    "gaussian_covariance_divergence",
+]
 
 
 def fallback_eta(delta: float) -> float:
     """η used for the fallback: δ/10 (or 1e-9 for a pure mechanism)."""
     return delta / 10.0 if delta > 0 else 1e-9
+
+
+def fallback_delta(epsilon: float, delta: float, lam: float, eta: float) -> float:
+    """Thm 4.6's δ' = min(1, (1 + e^(ε+λ)) η + e^λ δ), computed in log space.
+
+    λ grows with the number of statistics and the covariance gap (hundreds on 200 unequal
+    statistics), where e^(ε+λ) overflows a float; any term above 1 makes δ' = 1 (a true,
+    if empty, guarantee), so the sum is formed only when every term is below 1.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The mechanism's guarantee on the reference covariance.
+    lam : float
+        λ ≥ 0 (:func:`gaussian_covariance_divergence`).
+    eta : float
+        η in (0, 1).
+
+    Returns
+    -------
+    float
+        δ' in (0, 1].
+    """
+    if not math.isfinite(lam):
+        return 1.0
+    log_eta = math.log(eta)
+    logs = [log_eta, log_eta + epsilon + lam]
+    if delta > 0:
+        logs.append(lam + math.log(delta))
+    if max(logs) >= 0.0:
+        return 1.0
+    return min(1.0, math.fsum(math.exp(v) for v in logs))
 
 
 def gaussian_covariance_divergence(cov_p: np.ndarray, cov_q: np.ndarray, eta: float) -> float:
@@ -130,7 +167,7 @@ def covariance_fallback(
         return dataclasses.replace(mech, guarantee=dataclasses.replace(g, notes=(*g.notes, note)))
     lam, r = best
     eps2 = g.epsilon + 2 * lam
-    dlt2 = min(1.0, (1 + math.exp(g.epsilon + lam)) * eta + math.exp(lam) * g.delta)
+    dlt2 = fallback_delta(g.epsilon, g.delta, lam, eta)
     target = "F + Z" if gaussian_noise else "F"
     approx = Assumption(
         "covariance-approximation",

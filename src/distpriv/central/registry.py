@@ -391,7 +391,10 @@ def calibrate(
         exact profile verifies, with the target as "requested" when it is not met;
         ``method`` for approx-wasserstein; ``direction`` for daum;
         ``weights`` (per-statistic, or a matrix W in tr(W Σ_Z)) for optimal-g;
-        ``group_size`` and ``sensitivities`` for the group-DP baselines.
+        ``group_size`` and ``sensitivities`` for the group-DP baselines; ``lattice`` and
+        ``floor`` for the floored mechanisms. Options not given are filled from
+        ``model.facts`` when the model carries them (a model built by
+        :func:`distpriv.model_query`: :func:`default_options`).
 
     Returns
     -------
@@ -443,6 +446,13 @@ def calibrate(
             f"unknown option(s) {', '.join(map(repr, unknown))} for mechanism {name!r}; "
             f"allowed: {allowed}"
         )
+    # Only a mechanism with default options asks for them (a model computes its facts
+    # on first use).
+    facts = getattr(model, "facts", None) if spec.defaults is not None else None
+    if isinstance(facts, TableFacts):
+        # A model built from a table carries the table's facts: the options a data curator
+        # gets by default (lattice, group-DP sensitivities) are the same on every path.
+        options = {**default_options(name, facts), **options}
     if isinstance(model, GaussianQueryModel | SampledQueryModel):  # QUERY_MODELS
         _check_range(model)
     if name in FLOORED_MECHANISMS:

@@ -67,6 +67,14 @@ class DataQueryModel(GaussianQueryModel):
         finite-population correction is taken against it, and the moments are exact);
         ``False`` (the default of :func:`model_query`) when it is a sample of the
         population: then ``uncertainty`` says how well the moments are known.
+    facts : TableFacts or None
+        Public facts about the modelling table (computed on first use) that mechanisms'
+        default options come from (:func:`distpriv.modeling.facts.engine_table_facts`):
+        the per-row span of each statistic (group-DP baselines) and the lattice step of
+        each statistic (the floored mechanisms, :mod:`distpriv.modeling.lattice`).
+        :func:`distpriv.calibrate` and ``auto`` fill options the caller does not set from
+        them, so the library, the configuration path and ``auto`` calibrate the same
+        mechanism the same way. ``None`` for statistics that are not linear.
     """
 
     samples: tuple[np.ndarray, ...] | None
@@ -97,6 +105,7 @@ class DataQueryModel(GaussianQueryModel):
         sampling: Resampling | None = None,
         uncertainty: MomentUncertainty | None = None,
         population: bool = True,
+        facts: Any = None,
     ) -> None:
         super().__init__(
             means,
@@ -120,6 +129,20 @@ class DataQueryModel(GaussianQueryModel):
             ("population", bool(population)),
         ):
             object.__setattr__(self, name, value)
+        # Computed on first use (only mechanisms with default options need them), so that
+        # building a model costs the engine no more round trips than its moments.
+        pending = facts if callable(facts) else None
+        object.__setattr__(self, "_facts", None if pending is not None else facts)
+        object.__setattr__(self, "_facts_pending", pending)
+
+    @property
+    def facts(self) -> Any:
+        """The modelling table's facts (``TableFacts`` or ``None``), computed once on first use."""
+        pending = self.__dict__.get("_facts_pending")
+        if pending is not None:
+            object.__setattr__(self, "_facts", pending())
+            object.__setattr__(self, "_facts_pending", None)
+        return self.__dict__.get("_facts")
 
     def to_sampled(self) -> SampledQueryModel:
         """The Monte Carlo draws as a :class:`SampledQueryModel` (for the Wasserstein family)."""
@@ -276,7 +299,7 @@ def model_query(
     secret: ProportionSecret,
     *,
     subset_size: int,
-    method: str = "montecarlo",
+    method: str = "analytic",
     n_samples: int = 1000,
     rng: np.random.Generator | int | None = None,
     pool_size: int | None = None,
@@ -298,20 +321,21 @@ def model_query(
     secret : ProportionSecret
     subset_size : int
         n, the number of rows of a protected dataset.
-    method : {"montecarlo", "analytic"}
-        ``"montecarlo"`` (the paper's): ``n_samples`` datasets per θ, drawn as index
-        arrays in chunks of about 2²⁰ row indices, with the sample mean and covariance
-        accumulated chunk by chunk (:func:`distpriv.modeling.resampling.monte_carlo`).
-        Linear statistics are summed from per-row features in numpy; other SQL aggregates
-        are evaluated by one grouped DuckDB query per chunk; a Python callable is called
-        per dataset.
-        ``"analytic"`` (linear statistics only): the exact mean and covariance under this
-        sampling (:func:`stratum_moments`), with no Monte Carlo error, computed in the
-        engine from one aggregate query (:func:`distpriv.modeling.moments.table_moments`:
-        counts, sums and cross-product sums per stratum) — a Parquet/CSV file or Spark
-        DataFrame of any size is never loaded into memory. The non-Gaussianity
-        diagnostics use the exact third and fourth cumulants of the same sampling;
-        ``n_samples`` and ``rng`` are not used.
+    method : {"analytic", "montecarlo"}
+        ``"analytic"`` (default, as for :func:`distpriv.release` and the CLI; linear
+        statistics only, other statistics need ``method="montecarlo"`` and the error says
+        so): the exact mean and covariance under this sampling (:func:`stratum_moments`),
+        with no Monte Carlo error, computed in the engine from one aggregate query
+        (:func:`distpriv.modeling.moments.table_moments`: counts, sums and cross-product
+        sums per stratum) — a Parquet/CSV file or Spark DataFrame of any size is never
+        loaded into memory. The non-Gaussianity diagnostics use the exact third and fourth
+        cumulants of the same sampling; ``n_samples`` and ``rng`` are not used.
+        ``"montecarlo"`` (the paper's; pass ``rng`` for a reproducible model):
+        ``n_samples`` datasets per θ, drawn as index arrays in chunks of about 2²⁰ row
+        indices, with the sample mean and covariance accumulated chunk by chunk
+        (:func:`distpriv.modeling.resampling.monte_carlo`). Linear statistics are summed
+        from per-row features in numpy; other SQL aggregates are evaluated by one grouped
+        DuckDB query per chunk; a Python callable is called per dataset.
     n_samples : int
         Datasets per θ (≥ 2).
     rng : int, numpy.random.Generator or None
@@ -437,7 +461,26 @@ def model_query(
         sampling=resampling,
         uncertainty=uncertainty,
         population=population,
+        facts=_facts_thunk(table, q, n, policy),
     )
+
+
+def _facts_thunk(table: Any, q: Query, n: int, missing: str) -> Any:
+    """What computes the table's facts for default options (spans, lattices) on first use:
+    ``None`` when the statistics are not linear or a span is not finite (a mechanism that
+    needs them then says so when it is calibrated)."""
+    if not q.is_linear:
+        return None
+
+    def compute() -> Any:
+        from .facts import engine_table_facts
+
+        try:
+            return engine_table_facts(table, q, n, missing=missing)
+        except ParameterError:
+            return None
+
+    return compute
 
 
 def _feature_uncertainty(sampler: Any) -> MomentUncertainty:
@@ -553,4 +596,5 @@ def _analytic_model(
         ),
         uncertainty=uncertainty,
         population=population,
+        facts=_facts_thunk(table, q, n, missing),
     )

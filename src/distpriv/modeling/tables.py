@@ -25,7 +25,14 @@ from ..errors import ParameterError
 from .engines import DuckDBEngine, SparkEngine, is_spark_dataframe, make_engine, missing_condition
 from .expressions import parse_expression
 
-__all__ = ["MAX_IN_MEMORY_ROWS", "MISSING_POLICIES", "MissingReport", "Table", "as_table"]
+__all__ = [
+    "MAX_IN_MEMORY_ROWS",
+    "MISSING_POLICIES",
+    "MissingReport",
+    "Table",
+    "as_table",
+    "sample_table",
+]
 
 _NAME = "data"
 _ROWID = "__distpriv_rowid"
@@ -442,3 +449,30 @@ def as_table(data: Any) -> Table:
     if isinstance(data, Table):
         return data
     return Table(data)
+
+
+def sample_table(table: Table, n: int, rng: np.random.Generator, what: str) -> Table:
+    """A uniformly random ``n``-row subset of ``table``, selected in its engine.
+
+    The positions are drawn as :func:`distpriv.pipeline.sources.sample_subset` draws
+    them (so a seeded release is unchanged) and bound as a parameter; only the ``n``
+    chosen rows leave the engine.
+    """
+    size = table.n_rows
+    if n > size:
+        raise ParameterError(f"{what}: cannot sample {n} rows from a table of {size} rows")
+    positions = np.sort(rng.choice(size, size=n, replace=False))
+    engine = table.engine
+    if not isinstance(engine, DuckDBEngine):
+        raise ParameterError(f"{what}: sampling a subset is done for DuckDB tables only")
+    rel = engine.relation
+    sql = (
+        f"SELECT * EXCLUDE (__distpriv_pos) FROM (SELECT *, row_number() OVER () - 1 AS "
+        f"__distpriv_pos FROM {rel}) WHERE list_contains($pos, __distpriv_pos) "
+        "ORDER BY __distpriv_pos"
+    )
+    try:
+        frame = engine.conn.execute(sql, {"pos": positions.tolist()}).df()
+    except duckdb.Error as exc:
+        raise ParameterError(f"{what}: {' '.join(str(exc).split())}") from exc
+    return Table(frame, f"{table.source} (random {n}-row subset)")

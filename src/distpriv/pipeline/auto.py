@@ -47,6 +47,13 @@ _TOLERANCE = 1e-9
 
 ProgressCallback = Callable[[int, int], None]
 
+# Numerical failures of a calibration that drop the candidate (with the reason) instead of
+# ending the comparison; programming errors (TypeError, AttributeError...) still propagate.
+_NUMERIC_FAILURES: tuple[type[Exception], ...] = (
+    ArithmeticError,
+    np.linalg.LinAlgError,
+)
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -257,7 +264,8 @@ def calibrate_candidates(
     Returns
     -------
     tuple of Candidate
-        In the order of ``mechanisms``.
+        In the order of ``mechanisms``. A mechanism that cannot be calibrated (an error of
+        the library, or a numerical failure such as an overflow) is a row with its reason.
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
@@ -275,7 +283,7 @@ def calibrate_candidates(
         mine = dict(opts.get(name, {}))
         if "weights" in spec.options and w is not None:
             mine.setdefault("weights", w)
-        if "lattice" in spec.options and "lattice" not in mine:
+        if "lattice" in spec.options and "lattice" not in mine and not _has_lattice(model):
             # No lattice from the table: detect it on the model's Monte Carlo samples.
             if floor_lattice is None:
                 floor_lattice = _sample_lattice(model)
@@ -295,6 +303,11 @@ def calibrate_candidates(
                     mech = calibrate(name, target, epsilon=eps, delta=dlt, **mine)
             except DistPrivError as exc:
                 reason = " ".join(str(exc).split())
+            except _NUMERIC_FAILURES as exc:
+                # A numerical failure of one calibration (an overflow, a singular matrix)
+                # drops that candidate with its reason, never the whole comparison.
+                text = " ".join(str(exc).split()) or "no message"
+                reason = f"could not be calibrated ({type(exc).__name__}: {text})"
         if mech is None:
             out.append(Candidate(name, nan, False, nan, nan, reason))
         else:
@@ -417,8 +430,9 @@ def choose_for_table(
         baselines' group size and sensitivities), as for a named mechanism.
     progress : callable(done, total), optional
     lattice : sequence of float, optional
-        The grid step of each statistic (NaN: none) for the floored mechanisms, when no
-        ``facts`` carry it (the library's :func:`~distpriv.pipeline.release`).
+        The grid step of each statistic (NaN: none) for the floored mechanisms, when
+        neither ``facts`` nor the model (``model.facts``, :func:`distpriv.model_query`)
+        carry it.
 
     Raises
     ------
@@ -457,6 +471,13 @@ def choose_for_table(
         progress=progress,
         allow_partial_noise=_flag(opts.get("allow_partial_noise", False)),
     )
+
+
+def _has_lattice(model: Any) -> bool:
+    """The model carries its table's lattice (``model.facts``, :func:`distpriv.model_query`),
+    which :func:`distpriv.calibrate` uses: the same grid as the configuration path."""
+    facts = getattr(model, "facts", None)
+    return getattr(facts, "lattice_steps", None) is not None
 
 
 def _sample_lattice(model: Any) -> tuple[float, ...] | None:

@@ -29,6 +29,7 @@ from .auto import ProgressCallback, calibrate_candidates
 __all__ = [
     "DEFAULT_EPSILONS",
     "demo_page",
+    "plain_tick_label",
     "release_page",
     "render_html",
     "utility_curve",
@@ -125,6 +126,44 @@ def utility_curve(
     }
 
 
+_SUPERSCRIPTS = str.maketrans("0123456789-−+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁻⁺")
+
+
+def plain_tick_label(text: str, value: float) -> str:
+    """A log-axis tick label as plain Unicode text: ``10⁴``, ``2×10⁻¹``, never mathtext.
+
+    Matplotlib's log formatter writes ``$\\mathdefault{10^{4}}$``, which only its own
+    mathtext renderer understands; the figure keeps text as SVG text (``svg.fonttype =
+    none``) and does not parse math (labels come from reports), so that string would reach
+    the page raw (issue 26 item 6). Anything left that is not plain falls back to ``%g``.
+    """
+    if not text:
+        return text
+    body = text.strip()
+    if body.startswith("$") and body.endswith("$"):
+        body = body[1:-1]
+        inner = re.fullmatch(r"\\mathdefault\{(.*)\}", body)
+        body = inner.group(1) if inner else body
+        body = re.sub(r"\^\{([^{}]*)\}", lambda m: m.group(1).translate(_SUPERSCRIPTS), body)
+        body = body.replace("\\times", "×").replace("\\cdot", "·").replace("\\,", "")
+        body = body.replace("\\!", "").replace("{", "").replace("}", "").strip()
+    if "$" in body or "\\" in body or "^" in body:
+        return f"{value:g}"
+    return body
+
+
+def _plain_log_formatters(axis: Any) -> None:
+    """Major and minor tick labels of a log axis as plain text (:func:`plain_tick_label`)."""
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    class PlainLog(LogFormatterSciNotation):
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return plain_tick_label(super().__call__(x, pos), x)
+
+    axis.set_major_formatter(PlainLog(base=10.0))
+    axis.set_minor_formatter(PlainLog(base=10.0, labelOnlyBase=False))
+
+
 def utility_figure_svg(utility: Mapping[str, Any]) -> str:
     """Draw a :func:`utility_curve` result as an inline ``<svg>`` element (matplotlib).
 
@@ -188,6 +227,8 @@ def utility_figure_svg(utility: Mapping[str, Any]) -> str:
                 )
             ax.set_xscale("log")
             ax.set_yscale("log")
+            _plain_log_formatters(ax.xaxis)
+            _plain_log_formatters(ax.yaxis)
             ax.set_xlabel("ε (smaller is more private)")
             ax.set_ylabel("expected error √E‖Z‖² (lower is better)")
             ax.grid(True, which="major", color="0.9")

@@ -7,6 +7,7 @@ add configuration, provenance, checks and the two reports on top of it.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,12 +23,12 @@ from ..central import (
     mechanism_info,
     model_view_for,
 )
-from ..errors import ParameterError
+from ..errors import AssumptionWarning, ParameterError, PrivacyLeakWarning
 from ..guarantees import Release, to_jsonable
 from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
-from ..modeling.lattice import lattice_steps, query_lattices
 from ..modeling.tables import Table, as_table
 from .auto import AUTO, choose_for_table
+from .sources import check_model_support, warn_overlap_tables
 
 __all__ = [
     "ReleaseReport",
@@ -36,6 +37,8 @@ __all__ = [
     "checked_noise",
     "method_for",
     "release",
+    "release_warnings",
+    "warn_partial_noise",
 ]
 
 
@@ -72,26 +75,43 @@ class ReleaseReport:
         report of ``distpriv release``).
         """
         from .._html import repr_report
-        from .report import intervals95
 
         public = {"kind": "release", **self.to_dict()}
-        half, _ = intervals95(self.mechanism)
-        public["statistics"] = [
+        public["statistics"] = self._public_statistics()
+        return repr_report(public, private_hidden=True, private_method=".diagnostics()")
+
+    def _public_statistics(self) -> list[dict[str, Any]]:
+        """Name, released value, noise sd and 95 % interval for the true value per statistic.
+
+        The interval is the released value ± the half-width of the noise's central 95 %
+        (:func:`~distpriv.pipeline.report.intervals95`: exact for Gaussian or one Laplace
+        term, Chebyshev otherwise), intersected with a declared range. Around a value that
+        was clamped to its range it is at least as wide as around the unclamped one.
+        """
+        from .report import intervals95
+
+        half, how = intervals95(self.mechanism)
+        value = np.asarray(self.release.value, dtype=float).reshape(-1)
+        query = getattr(self.model, "query", None)
+        m = value.size
+        if query is not None:
+            lo, hi = query.range_bounds()
+        else:
+            lo, hi = np.full(m, -np.inf), np.full(m, np.inf)
+        sd = np.sqrt(np.clip(np.diag(self.mechanism.noise_covariance), 0.0, None))
+        return [
             {
                 "name": name,
-                "value": float(v),
-                "noise_sd": float(np.sqrt(max(c, 0.0))),
-                "interval95": [float(v - h), float(v + h)],
+                "value": float(value[k]),
+                "noise_sd": float(sd[k]),
+                "interval95": [
+                    float(np.clip(value[k] - half[k], lo[k], hi[k])),
+                    float(np.clip(value[k] + half[k], lo[k], hi[k])),
+                ],
+                "interval95_method": how[k],
             }
-            for name, v, c, h in zip(
-                self.release.statistics,
-                np.asarray(self.release.value, dtype=float).reshape(-1),
-                np.diag(self.mechanism.noise_covariance),
-                half,
-                strict=False,
-            )
+            for k, name in enumerate(self.release.statistics)
         ]
-        return repr_report(public, private_hidden=True, private_method=".diagnostics()")
 
     def to_dict(self) -> dict[str, Any]:
         """The publishable part: statistics, noisy values, noise, guarantee."""
@@ -216,6 +236,84 @@ def checked_noise(mech: CalibratedMechanism) -> CalibratedMechanism:
     return mech
 
 
+def warn_partial_noise(mech: CalibratedMechanism, verified: bool) -> None:
+    """Warn when the noise leaves statistics' directions uncovered (published exactly)."""
+    rank, m = mech.noise_rank, mech.dim
+    if rank >= m:
+        return
+    tail = (
+        "the data-level check (--verify) runs below"
+        if verified
+        else "run with --verify (distpriv.verify_on_data in Python), or choose a mechanism "
+        "with full-rank noise"
+    )
+    warnings.warn(
+        f"{mech.name}: the noise covers {rank} of {m} directions; the statistics' other "
+        "components are published exactly, and on grid-valued statistics (counts, means of "
+        "integer columns) they can reveal the statistics themselves, which the Gaussian "
+        f"model does not see; {tail}",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
+
+
+def warn_dropped(rows: int, n: int) -> None:
+    """Warn when ``missing="drop"`` left fewer released rows than the model describes."""
+    if rows != n:
+        warnings.warn(
+            f"[data] missing = 'drop' removed {n - rows} of the {n} released rows: the "
+            f"statistics are computed on {rows} rows while the model describes datasets of "
+            f"{n} rows (the guarantee assumes the dropped rows carry no information)",
+            AssumptionWarning,
+            stacklevel=3,
+        )
+
+
+def release_warnings(
+    model_table: Table,
+    released: Table,
+    model: DataQueryModel,
+    mech: CalibratedMechanism,
+    *,
+    rows_used: int | None = None,
+    verified: bool = False,
+    support: bool = True,
+) -> int:
+    """The warnings of a release, one home for :func:`release` and ``run_release``.
+
+    :class:`~distpriv.errors.PrivacyLeakWarning` when the modelling table holds the released
+    rows (beyond chance), when it has too few rows per stratum for the subset size, and
+    when the noise leaves directions uncovered; an
+    :class:`~distpriv.errors.AssumptionWarning` when dropping missing values left fewer
+    released rows than the model describes.
+
+    Parameters
+    ----------
+    model_table, released : Table
+        The modelling and released tables.
+    model : DataQueryModel
+    mech : CalibratedMechanism
+    rows_used : int, optional
+        Released rows the statistics were computed on (after ``missing="drop"``).
+    verified : bool
+        The data-level check runs (changes the advice of the partial-noise warning).
+    support : bool
+        Check the model's support (``False`` when the caller already has).
+
+    Returns
+    -------
+    int
+        Released rows also found in the modelling table (curator-private).
+    """
+    overlap = warn_overlap_tables(model_table, released)
+    if support:
+        check_model_support(model.stratum_sizes, model.counts, model.subset_size)
+    warn_partial_noise(mech, verified)
+    if rows_used is not None:
+        warn_dropped(rows_used, released.n_rows)
+    return overlap
+
+
 def release(
     data: Any,
     query: Query | Mapping[str, str],
@@ -285,6 +383,14 @@ def release(
     Returns
     -------
     ReleaseReport
+
+    Warns
+    -----
+    PrivacyLeakWarning, AssumptionWarning
+        The same warnings as :func:`distpriv.pipeline.run_release`, from the same function
+        (:func:`release_warnings`): released rows in the modelling table, a model resting
+        on too few rows, noise that leaves directions uncovered, rows dropped for missing
+        values; and the model's own (:func:`distpriv.model_query`).
 
     Notes
     -----
@@ -387,17 +493,9 @@ def prepare_release(
         missing=missing,
         population=population,
     )
-    needs_grid = auto or "lattice" in mechanism_info(mechanism).options
-    if needs_grid and "lattice" not in (options or {}) and q.is_linear:
-        # Floored mechanisms (auto's candidates included): the grid of each statistic, from
-        # its type and the model data.
-        steps = lattice_steps(query_lattices(model_data, q, n))
-        if not auto:
-            options = {**(options or {}), "lattice": steps}
-    else:
-        steps = None
     # F(data) first: a problem with the released table is reported before calibration's.
-    value = q.evaluate(table, missing=missing)
+    evaluation = q.evaluation(table, missing=missing)
+    value = evaluation.value
     choice = None
     if auto:
         choice = choose_for_table(
@@ -405,11 +503,14 @@ def prepare_release(
             epsilon=epsilon,
             delta=delta,
             options={"beta": beta, **dict(options or {})},
-            lattice=steps,
+            facts=model.facts,
         )
         mech = checked_noise(choice.mechanism)
     else:
+        # Default options (lattice, group-DP sensitivities) come from model.facts.
         mech = calibrate_for(
             mechanism, model, epsilon=epsilon, delta=delta, options=options, beta=beta
         )
+    # The same warnings as the configuration path (run_release), from the same function.
+    release_warnings(as_table(model_data), table, model, mech, rows_used=evaluation.n_rows)
     return PreparedRelease(table, q, model, mech, value, gen, choice)

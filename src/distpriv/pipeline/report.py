@@ -10,7 +10,9 @@ covers; they go to the private diagnostics, marked as such.
 from __future__ import annotations
 
 import math
+import re
 import warnings
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +32,7 @@ __all__ = [
     "noise_to_spread",
     "provenance",
     "public_release",
+    "public_warnings",
     "secret_dict",
 ]
 
@@ -229,3 +232,79 @@ def noise_to_spread(mech: CalibratedMechanism, model: Any) -> list[float]:
             spread > 0, sd / np.where(spread > 0, spread, 1.0), np.where(sd > 0, np.inf, 0.0)
         )
     return [float(x) for x in ratio]
+
+
+# What the public report says about each warning raised during a release (issue 26 item 6).
+# Warnings about the model, the modelling table (public data, SECURITY.md), the mechanism
+# or the configuration are stated publicly: in a fixed sentence where their own text holds
+# numbers of the modelling table (stratum sizes, moments), as they are where it holds only
+# public facts (the noise rank, declared ranges, epsilon). Warnings about the released rows
+# themselves (their overlap with the modelling table, rows dropped for missing values) are
+# facts about the private data that no guarantee covers, and unknown warnings may be: both
+# stay in the PRIVATE diagnostics (and on stderr) only.
+# (kind, pattern of the one-line text, public sentence or None to keep the text).
+_PUBLIC_WARNINGS: tuple[tuple[str, re.Pattern[str], str | None], ...] = (
+    (
+        "too-few-rows",
+        re.compile(r"^the model rests on too few rows"),
+        "The model rests on too few rows of the modelling table for datasets of this size: "
+        "the modelled datasets overlap heavily, so the guarantee depends on a shaky model.",
+    ),
+    (
+        "not-gaussian",
+        re.compile(r"^f_theta is not Gaussian"),
+        "The statistics are visibly not Gaussian under the model (skewness or kurtosis far "
+        "from a Gaussian's), while the Gaussian mechanisms' guarantee rests on that "
+        "approximation.",
+    ),
+    (
+        "assumption-fails",
+        re.compile(r"assumption '[^']*' does not hold"),
+        "An assumption of the mechanism's theorem does not hold on the model (see the "
+        "assumptions table).",
+    ),
+    ("partial-noise", re.compile(r"the noise covers \d+ of \d+ directions"), None),
+    ("verification", re.compile(r"^--verify on "), None),
+    ("classical-constant", re.compile(r"^the classical Gaussian constant"), None),
+    ("noise-exceeds-range", re.compile(r"^statistic .* exceeds its declared range"), None),
+)
+
+
+def public_warnings(items: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The warnings of a release that the public report states, in public words.
+
+    Parameters
+    ----------
+    items : iterable of (text, category name)
+        Each distinct warning raised while the release was made (one line each).
+
+    Returns
+    -------
+    list of dict
+        ``kind``, ``category`` and ``text`` (public) per warning about the model, the
+        modelling table, the mechanism or the configuration, in order; warnings about the
+        released rows, and unknown ones, are left out (private diagnostics only).
+        ``qualifies_guarantee`` is ``False`` only for a
+        :class:`~distpriv.errors.UtilityWarning` (accuracy, not privacy): every other
+        warning keeps the report's status from showing a clean, verified release.
+    """
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for text, category in items:
+        found = next((w for w in _PUBLIC_WARNINGS if w[1].search(text)), None)
+        if found is None:
+            continue  # about the released rows, or unknown: private only
+        kind, _, sentence = found
+        public = text if sentence is None else sentence
+        if public in seen:  # e.g. two statistics not Gaussian: one sentence
+            continue
+        seen.add(public)
+        out.append(
+            {
+                "kind": kind,
+                "category": category,
+                "text": public,
+                "qualifies_guarantee": category != UtilityWarning.__name__,
+            }
+        )
+    return out

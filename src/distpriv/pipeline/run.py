@@ -31,8 +31,14 @@ from .ledger import Budget, Ledger, open_ledger
 from .outcomes import (
     ReleaseOutcome,
 )
-from .release import ReleaseReport, method_for
-from .report import PRIVATE_BANNER, noise_to_spread, provenance, public_release
+from .release import ReleaseReport, method_for, release_warnings
+from .report import (
+    PRIVATE_BANNER,
+    noise_to_spread,
+    provenance,
+    public_release,
+    public_warnings,
+)
 from .steps import (
     _collect_warnings,
     _complete,
@@ -42,8 +48,6 @@ from .steps import (
     _secret,
     _subset_size,
     _tables,
-    _warn_dropped,
-    _warn_partial_noise,
 )
 from .verify_command import _verify, run_verify
 
@@ -156,7 +160,9 @@ def run_release(
     -------
     ReleaseOutcome
         ``public``: the publishable report; ``private``: model moments, stratum sizes,
-        calibration diagnostics, the salt of the data fingerprint, true values on request.
+        calibration diagnostics, the key of the data fingerprints (``identity_key``, when no
+        ledger holds it), true values on request; the warnings, also in ``public`` in
+        public words (:func:`~distpriv.pipeline.report.public_warnings`).
     """
     cfg = _config(config)
     if insecure_seed is not None:
@@ -170,12 +176,16 @@ def run_release(
     key = ledger_key if ledger_key is not None else new_identity_key()
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
-        model_frame, released, source, overlap = _tables(cfg, data, n)
-        model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
-        _warn_partial_noise(mech, verify)
+        model_frame, released, source = _tables(cfg, data, n)
+        model, mech, choice = _model_and_mechanism(
+            cfg, model_frame, query, secret, n, progress, support=False
+        )
         evaluation = query.evaluation(released, missing=cfg.missing)
         value = evaluation.value
-        _warn_dropped(evaluation.n_rows, n)
+        # One home for the release's warnings, shared with the library's distpriv.release.
+        overlap = release_warnings(
+            model_frame, released, model, mech, rows_used=evaluation.n_rows, verified=verify
+        )
         verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
 
         def fingerprints(k: bytes) -> tuple[str, str]:
@@ -224,4 +234,6 @@ def run_release(
             ),
         }
     private["warnings"] = list(caught.lines)
+    # The report tells the whole truth (issue 26 item 6): every warning, in public words.
+    public["warnings"] = public_warnings(caught.items)
     return ReleaseOutcome(public, to_jsonable(private), caught.lines, report)

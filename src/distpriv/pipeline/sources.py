@@ -22,15 +22,16 @@ from ..central import TableFacts
 from ..datasets import PAPER_SPLIT, paper_split
 from ..errors import ParameterError, PrivacyLeakWarning
 from ..modeling import Query
-from ..modeling import tables as _tables
 from ..modeling.engines import DuckDBEngine, file_reader
 from ..modeling.expressions import quote_column
+from ..modeling.facts import LATTICE_SAMPLE_ROWS, engine_table_facts, linear_scales
 from ..modeling.lattice import query_lattices
-from ..modeling.tables import Table, as_table
+from ..modeling.tables import Table, as_table, sample_table
 from .config import BUILTIN_PREFIX, DUCKDB_PREFIX, SPARK_PREFIX
 from .scope import command_cache
 
 __all__ = [
+    "LATTICE_SAMPLE_ROWS",
     "MEMORY_LIMIT_BYTES",
     "MIN_ROWS_PER_DRAWN_ROW",
     "check_memory",
@@ -272,7 +273,7 @@ def table_facts(data: Any, query: Query, subset_size: int) -> TableFacts:
         math.nan if lat.step is None else lat.step
         for lat in query_lattices(table, query, subset_size)
     )
-    return TableFacts(subset_size, spans, _linear_scales(query), steps)
+    return TableFacts(subset_size, spans, linear_scales(query), steps)
 
 
 # ---------------------------------------------------------------------------------------
@@ -336,32 +337,6 @@ def open_table(source: str, *, split_seed: int = 0, what: str = "data") -> Table
     if table.n_rows == 0:
         raise ParameterError(f"{what}: data is empty: the table {source!r} has no rows")
     return table
-
-
-def sample_table(table: Table, n: int, rng: np.random.Generator, what: str) -> Table:
-    """A uniformly random ``n``-row subset of ``table``, selected in its engine.
-
-    The positions are drawn as :func:`sample_subset` draws them (so a seeded release is
-    unchanged) and bound as a parameter; only the ``n`` chosen rows leave the engine.
-    """
-    size = table.n_rows
-    if n > size:
-        raise ParameterError(f"{what}: cannot sample {n} rows from a table of {size} rows")
-    positions = np.sort(rng.choice(size, size=n, replace=False))
-    engine = table.engine
-    if not isinstance(engine, DuckDBEngine):
-        raise ParameterError(f"{what}: sampling a subset is done for DuckDB tables only")
-    rel = engine.relation
-    sql = (
-        f"SELECT * EXCLUDE (__distpriv_pos) FROM (SELECT *, row_number() OVER () - 1 AS "
-        f"__distpriv_pos FROM {rel}) WHERE list_contains($pos, __distpriv_pos) "
-        "ORDER BY __distpriv_pos"
-    )
-    try:
-        frame = engine.conn.execute(sql, {"pos": positions.tolist()}).df()
-    except duckdb.Error as exc:
-        raise ParameterError(f"{what}: {' '.join(str(exc).split())}") from exc
-    return Table(frame, f"{table.source} (random {n}-row subset)")
 
 
 def _types_of(engine: Any, relation: str) -> dict[str, str]:
@@ -462,68 +437,3 @@ def warn_overlap_tables(model: Table, released: Table) -> int:
             stacklevel=2,
         )
     return k
-
-
-def _linear_scales(query: Query) -> tuple[str, ...]:
-    """``"sum"`` or ``"mean"`` per statistic of a query the caller checked is linear."""
-    scales = tuple(s.scale for s in query.statistics)
-    if any(c is None for c in scales):
-        raise ParameterError("default options (group-DP sensitivities) need linear statistics")
-    return tuple(str(c) for c in scales)
-
-
-def engine_table_facts(
-    table: Table, query: Query, subset_size: int, *, missing: str = "error"
-) -> TableFacts:
-    """:func:`table_facts` in one aggregate query (spans = max − min of each row feature).
-
-    Rows with a missing value in a used column are left out under ``missing="drop"``.
-    """
-    if not query.is_linear:
-        bad = next(s for s in query.statistics if not s.linear)
-        raise ParameterError(
-            f"default options (group-DP sensitivities) need linear statistics; "
-            f"{bad.name!r} ({bad.expression}) is not: set them in [mechanism]"
-        )
-    query.check_columns(table)
-    complete, _ = table.complete(query.columns, missing=missing, what="modelling data")
-    select, names = [], []
-    for s in query.statistics:
-        name = f"statistic {s.name!r} ({s.expression})"
-        if s.row_expression is None:  # excluded by the is_linear check above
-            raise ParameterError(f"{name} is not linear")
-        expr = f"CAST(({complete.safe_sql(s.row_expression, name, 'scalar')}) AS DOUBLE)"
-        select += [f"max({expr}) - min({expr})"]
-        names.append(name)
-    row = complete.run(select, what="spans of the statistics on the modelling data")[0]
-    spans = []
-    for name, v in zip(names, row, strict=True):
-        if v is None or not np.isfinite(float(v)):
-            raise ParameterError(f"{name}: the span over the modelling data is not finite")
-        spans.append(float(v))
-    steps = _lattice_steps(table, query, subset_size, missing)
-    return TableFacts(subset_size, tuple(spans), _linear_scales(query), steps)
-
-
-# Rows on which the grid of each statistic is detected (the floored mechanisms' lattice).
-LATTICE_SAMPLE_ROWS = 200_000
-
-
-def _lattice_steps(table: Table, query: Query, subset_size: int, missing: str) -> tuple[float, ...]:
-    """The grid step of each statistic (NaN where none), detected on a bounded sample drawn
-    in the engine: at most :data:`LATTICE_SAMPLE_ROWS` rows and a quarter of the in-memory
-    limit, never the whole table. A subsample can only find a multiple of the true step
-    (the gcd of fewer differences), so the floor it sets is never smaller than intended.
-    A Spark table larger than the sample gets no grid (so no floored mechanism)."""
-    limit = max(1, min(LATTICE_SAMPLE_ROWS, _tables.MAX_IN_MEMORY_ROWS // 4))
-    if table.n_rows > limit:
-        if table.engine.dialect != "duckdb":
-            return tuple(math.nan for _ in query.statistics)
-        rng = np.random.default_rng(0)  # which public rows: no privacy role
-        table = sample_table(table, limit, rng, "grid detection")
-    if missing != "error":
-        table = table.complete(query.columns, missing=missing, what="modelling data")[0]
-    return tuple(
-        math.nan if lat.step is None else lat.step
-        for lat in query_lattices(table, query, subset_size)
-    )

@@ -17,10 +17,8 @@ import numpy as np
 from .._validation import check_positive_int
 from ..central import CalibratedMechanism, mechanism_info
 from ..errors import (
-    AssumptionWarning,
     ConfigError,
     ParameterError,
-    PrivacyLeakWarning,
 )
 from ..modeling import DataQueryModel, ProportionSecret, Query
 from ..modeling import tables as _tables_mod
@@ -36,7 +34,6 @@ from .sources import (
     engine_table_facts,
     open_table,
     sample_table,
-    warn_overlap_tables,
 )
 
 __all__: list[str] = []  # private steps of the commands
@@ -44,6 +41,8 @@ __all__: list[str] = []  # private steps of the commands
 
 class _Caught:
     lines: tuple[str, ...] = ()
+    # (one-line text, category name) of each distinct warning, for the public report.
+    items: tuple[tuple[str, str], ...] = ()
 
 
 @contextmanager
@@ -57,6 +56,7 @@ def _collect_warnings() -> Iterator[_Caught]:
     for w in log:
         seen.setdefault(" ".join(str(w.message).split()), w.category)
     box.lines = tuple(seen)
+    box.items = tuple((text, cat.__name__) for text, cat in seen.items())
     for text, cat in seen.items():
         warnings.warn(text, cat, stacklevel=3)
 
@@ -102,9 +102,10 @@ def _pool_size(table: Table, n: int) -> int | None:
     return max(POOL_ROWS, MIN_ROWS_PER_DRAWN_ROW * n)
 
 
-def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table, Table, str, int]:
-    """Modelling and released tables (in their engines), the released one's source, and
-    their row overlap (issue #19 item 1: nothing large is loaded into pandas)."""
+def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table, Table, str]:
+    """Modelling and released tables (in their engines) and the released one's source
+    (issue #19 item 1: nothing large is loaded into pandas). Their row overlap is checked
+    with the release's other warnings (:func:`~distpriv.pipeline.release.release_warnings`)."""
     model = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
     subset_rng = np.random.default_rng(cfg.insecure_seed)  # fresh OS entropy unless insecure
     released, source = _released_table(cfg, data, n, subset_rng)
@@ -113,7 +114,7 @@ def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table,
             f"data has {released.n_rows} rows but subset_size={n}: the query model "
             f"describes datasets of {n} rows, so only such a dataset can be released"
         )
-    return model, released, source, warn_overlap_tables(model, released)
+    return model, released, source
 
 
 def _model_fingerprint(table: Table, query: Query, secret: ProportionSecret, key: bytes) -> str:
@@ -122,37 +123,6 @@ def _model_fingerprint(table: Table, query: Query, secret: ProportionSecret, key
     can be large, and its identity need not match across engines."""
     columns = sorted({table.column_name(c) for c in query.columns | secret.columns})
     return multiset_fingerprint(table, key=key, columns=columns, portable=False)
-
-
-def _warn_dropped(rows: int, n: int) -> None:
-    if rows != n:
-        warnings.warn(
-            f"[data] missing = 'drop' removed {n - rows} of the {n} released rows: the "
-            f"statistics are computed on {rows} rows while the model describes datasets of "
-            f"{n} rows (the guarantee assumes the dropped rows carry no information)",
-            AssumptionWarning,
-            stacklevel=3,
-        )
-
-
-def _warn_partial_noise(mech: CalibratedMechanism, verified: bool) -> None:
-    """Warn when the noise leaves statistics' directions uncovered (published exactly)."""
-    rank, m = mech.noise_rank, mech.dim
-    if rank >= m:
-        return
-    tail = (
-        "the data-level check (--verify) runs below"
-        if verified
-        else "run with --verify, or choose a mechanism with full-rank noise"
-    )
-    warnings.warn(
-        f"{mech.name}: the noise covers {rank} of {m} directions; the statistics' other "
-        "components are published exactly, and on grid-valued statistics (counts, means of "
-        "integer columns) they can reveal the statistics themselves, which the Gaussian "
-        f"model does not see; {tail}",
-        PrivacyLeakWarning,
-        stacklevel=2,
-    )
 
 
 def _released_table(
@@ -175,9 +145,13 @@ def _model_and_mechanism(
     secret: ProportionSecret,
     n: int,
     progress: Callable[[int, int], None] | None = None,
+    support: bool = True,
 ) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice | None]:
+    """The model and the calibrated mechanism (fixed or ``auto``); ``support``: warn here
+    when the model rests on too few rows (``run_release`` warns with the release's other
+    warnings instead)."""
     if cfg.mechanism == AUTO:
-        return _auto_model_and_mechanism(cfg, model_frame, query, secret, n, progress)
+        return _auto_model_and_mechanism(cfg, model_frame, query, secret, n, progress, support)
     method = method_for(cfg.mechanism, cfg.model.get("method", "analytic"))
     n_samples = _check_model_memory(cfg, secret, n, method)
     model = build_model(
@@ -193,9 +167,12 @@ def _model_and_mechanism(
         population=cfg.model.get("population", False),
         pool_size=_pool_size(model_frame, n),
     )
-    check_model_support(model.stratum_sizes, model.counts, n)
+    if support:
+        check_model_support(model.stratum_sizes, model.counts, n)
+    # The model carries its table's facts (model_query); the call names the problem when
+    # the statistics have none (not linear) and the mechanism needs them.
     facts = (
-        engine_table_facts(model_frame, query, n, missing=cfg.missing)
+        model.facts or engine_table_facts(model_frame, query, n, missing=cfg.missing)
         if mechanism_info(cfg.mechanism).defaults
         else None
     )
@@ -217,6 +194,7 @@ def _auto_model_and_mechanism(
     secret: ProportionSecret,
     n: int,
     progress: Callable[[int, int], None] | None,
+    support: bool = True,
 ) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice]:
     """``mechanism = "auto"``: the least-error mechanism that verifies (pipeline.auto)."""
     method = cfg.model.get("method", "analytic")
@@ -233,13 +211,14 @@ def _auto_model_and_mechanism(
         population=cfg.model.get("population", False),
         pool_size=_pool_size(model_frame, n),
     )
-    check_model_support(model.stratum_sizes, model.counts, n)
+    if support:
+        check_model_support(model.stratum_sizes, model.counts, n)
     choice = choose_for_table(
         model,
         epsilon=cfg.epsilon,
         delta=cfg.delta,
         options=cfg.options,
-        facts=engine_table_facts(model_frame, query, n, missing=cfg.missing),
+        facts=model.facts or engine_table_facts(model_frame, query, n, missing=cfg.missing),
         progress=progress,
     )
     return model, choice.mechanism, choice
