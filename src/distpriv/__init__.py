@@ -7,6 +7,8 @@ a :class:`Release` carrying its :class:`PrivacyGuarantee`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._lazy import attach
 
 # Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
@@ -165,6 +167,76 @@ __all__ = [
     "verify_on_data",
     "winf_distance",
 ]
+
+if TYPE_CHECKING:
+    # The names as attach() resolves them at run time, for type checkers (which do not
+    # follow a module __getattr__: without this every public name would be Any).
+    from . import (
+        accounting,
+        attacks,
+        central,
+        datasets,
+        distances,
+        divergences,
+        experiments,
+        guarantees,
+        local,
+        modeling,
+        noise,
+        pipeline,
+        querymodel,
+    )
+    from ._version import __version__
+    from .accounting import gaussian_constant, max_mahalanobis_distance
+    from .accounting.pair_profile import (
+        GaussianPairProfile,
+        gaussian_delta,
+        gaussian_epsilon,
+        gaussian_pair_delta,
+        gaussian_pair_epsilon,
+        gaussian_pair_profile,
+    )
+    from .attacks import DataLevelCheck, verify_on_data
+    from .central import (
+        MECHANISMS,
+        CalibratedMechanism,
+        calibrate,
+        mechanism_info,
+        relax_max_divergence,
+        relax_wasserstein,
+        relaxed_parameters,
+    )
+    from .distances import closeness, winf_distance
+    from .errors import (
+        AssumptionWarning,
+        BudgetExceededError,
+        CompositionError,
+        ConfigError,
+        DistPrivError,
+        LedgerError,
+        MechanismNotApplicableError,
+        ParameterError,
+        ParameterTypeError,
+        PrivacyLeakWarning,
+        SamplerError,
+        UtilityWarning,
+    )
+    from .guarantees import Assumption, PrivacyGuarantee, Release
+    from .modeling import DataQueryModel, ProportionSecret, Query, model_query
+    from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample
+    from .pipeline import (
+        Budget,
+        Ledger,
+        ReleaseReport,
+        compose,
+        release,
+        release_with_ledger,
+        run_audit,
+        run_calibrate,
+        run_demo,
+        run_release,
+    )
+    from .querymodel import GaussianQueryModel, MomentUncertainty, SampledQueryModel
 
 __getattr__, __dir__ = attach(
     __name__,

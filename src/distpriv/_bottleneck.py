@@ -42,7 +42,8 @@ def _max_flow(allowed: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
         (np.ones(2 * n_edges), (np.concatenate([rows, n + cols]), np.concatenate([edge, edge]))),
         shape=(n + k, n_edges),
     ).tocsr()
-    res = linprog(
+    # scipy-stubs types A_ub/A_eq as dense only; HiGHS takes the sparse matrix as is.
+    res = linprog(  # type: ignore[call-overload]
         -np.ones(n_edges),
         A_ub=constraints,
         b_ub=np.concatenate([a, b]),

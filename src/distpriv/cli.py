@@ -122,7 +122,8 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
             public, page = release_page(outcome, progress=bars.step("privacy-utility figure"))
     text = _dump(public) if args.json else ("" if args.quiet else render_release(public, private))
-    contents = {"--out": _dump(public), "--private-out": _dump(private), "--html": page}
+    # page is None only without --html, whose path is then not among ``paths``.
+    contents = {"--out": _dump(public), "--private-out": _dump(private), "--html": page or ""}
     write_files([(p, contents[f], f) for p, f in paths])
     sys.stdout.write(text)
     return 0
@@ -281,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="distpriv", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"distpriv {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    handlers = {
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "calibrate": _cmd_calibrate,
         "release": _cmd_release,
         "verify": _cmd_verify,

@@ -25,6 +25,7 @@ must carry all the mass (W∞) or at least 1 − δ of it ((W, δ)-closeness).
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -39,7 +40,11 @@ __all__ = ["closeness", "winf_distance"]
 METRICS: tuple[str, ...] = ("l1", "l2", "linf")
 METHODS: tuple[str, ...] = ("coupling", "bound")
 
-_CDIST_METRIC = {"l1": "cityblock", "l2": "euclidean", "linf": "chebyshev"}
+_CDIST_METRIC: dict[str, Literal["cityblock", "euclidean", "chebyshev"]] = {
+    "l1": "cityblock",
+    "l2": "euclidean",
+    "linf": "chebyshev",
+}
 
 # Quantile-function intervals thinner than this are rounding artefacts of cumulative sums
 # (0.1 + 0.2 != 0.3), not mass: a gap there would be spurious.
@@ -176,7 +181,7 @@ def _winf_1d(x: np.ndarray, a: np.ndarray | None, y: np.ndarray, b: np.ndarray |
     order = np.argsort(merged, kind="stable")  # two sorted runs: a linear-time merge
     width = np.diff(merged[order], prepend=0.0)
     keep = np.flatnonzero(width > _MASS_TOL)
-    before_a = np.cumsum(order < fa.size) - (order < fa.size)
+    before_a: np.ndarray = np.cumsum(order < fa.size) - (order < fa.size)
     ia = np.minimum(before_a[keep], xs.size - 1)
     ib = np.minimum(keep - before_a[keep], ys.size - 1)
     return float(np.max(np.abs(xs[ia] - ys[ib]), initial=0.0))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -88,6 +88,10 @@ def _resolve_statistics(statistics: Sequence[str] | None, m: int) -> tuple[str, 
 class _PairsMixin:
     labels: tuple[Hashable, ...]
     pairs: tuple[tuple[int, int], ...]
+
+    if TYPE_CHECKING:
+        # Every model that mixes this in defines it; declared for the type checker only.
+        def to_dict(self) -> dict[str, Any]: ...
 
     def _repr_html_(self) -> str:
         """Compact HTML summary for Jupyter: labels, statistics and means per hypothesis."""

@@ -165,15 +165,33 @@ def _oscillatory_tail(
         log_i = _log_mgf(loss, np.array([z]))[0] - z * epsilon - np.log(z) - np.log1p(z)
         return complex(np.exp(log_i - 1j * omega * t)) / math.pi
 
-    opts = {"epsabs": tol / 8.0, "epsrel": 0.0, "limit": 2000}
+    eabs, erel, limit = tol / 8.0, 0.0, 2000
     if abs(omega) * (t1 - t0) < 50.0:
-        val, err = quad(lambda t: amp(t).real, t0, t1, **opts)
+        val, err = quad(lambda t: amp(t).real, t0, t1, epsabs=eabs, epsrel=erel, limit=limit)
         return float(val), float(err)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IntegrationWarning)
         # Re[A e^{iωt}] = Re A cos ωt − Im A sin ωt.
-        c_val, c_err = quad(lambda t: amp(t).real, t0, t1, weight="cos", wvar=omega, **opts)
-        s_val, s_err = quad(lambda t: amp(t).imag, t0, t1, weight="sin", wvar=omega, **opts)
+        c_val, c_err = quad(
+            lambda t: amp(t).real,
+            t0,
+            t1,
+            weight="cos",
+            wvar=omega,
+            epsabs=eabs,
+            epsrel=erel,
+            limit=limit,
+        )
+        s_val, s_err = quad(
+            lambda t: amp(t).imag,
+            t0,
+            t1,
+            weight="sin",
+            wvar=omega,
+            epsabs=eabs,
+            epsrel=erel,
+            limit=limit,
+        )
     return float(c_val - s_val), float(c_err + s_err)
 
 

@@ -575,7 +575,7 @@ def gaussian_pair_epsilon(
     dec = None if direct else _decompose(mp, sp, mq, sq)
 
     def upper(e: float, tol: float = _DEFAULT_TOL) -> float:
-        if dec is None:
+        if dec is None:  # exactly when direct
             return _profile_raw(mp, sp, mq, sq, e, tol).delta
         return _profile_from(dec, e, tol, reverse=False).delta
 

@@ -4,6 +4,8 @@ data-level check of δ(ε) on resampled statistics (:func:`verify_on_data`,
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import attach
 
 # Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
@@ -62,5 +64,28 @@ __all__ = [
     "verify_on_data",
     "verify_sequential",
 ]
+
+if TYPE_CHECKING:
+    # The names as attach() resolves them at run time, for type checkers (which do not
+    # follow a module __getattr__: without this every public name would be Any).
+    from .audit import (
+        UNDEFENDED,
+        AuditAttackResult,
+        AuditReport,
+        MechanismAudit,
+        accuracy_interval,
+        audit,
+    )
+    from .bounds import EpsilonBound, clopper_pearson, epsilon_lower_bound
+    from .classifiers import CLASSIFIERS, make_classifier
+    from .lattice import LatticeDecoder, detect_lattice, lattice_decoder
+    from .likelihood import GaussianLikelihoodRatio
+    from .verify import (
+        DataLevelCheck,
+        DirectionCheck,
+        NullControl,
+        detectable_delta,
+        verify_on_data,
+    )
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

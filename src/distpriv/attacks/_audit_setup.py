@@ -156,7 +156,10 @@ def _pair_model(
 
 
 def _likelihood_ratios(
-    model: GaussianQueryModel, pair: tuple[float, float], mechs: list, dim: int
+    model: GaussianQueryModel,
+    pair: tuple[float, float],
+    mechs: list[tuple[str, CalibratedMechanism | None]],
+    dim: int,
 ) -> dict[str, GaussianLikelihoodRatio]:
     means, covs = _pair_model(model, pair)
     return {

@@ -67,7 +67,9 @@ class _Tally:
 
     def __init__(self, mechanisms: list[str], attacks: list[str]) -> None:
         self.attacks = attacks
-        self.accuracy = {m: {a: [] for a in attacks} for m in mechanisms}
+        self.accuracy: dict[str, dict[str, list[float]]] = {
+            m: {a: [] for a in attacks} for m in mechanisms
+        }
         self.confusion = {m: {a: np.zeros(4, dtype=np.int64) for a in attacks} for m in mechanisms}
 
     def record(self, mech: str, attack: str, pred: np.ndarray, y: np.ndarray) -> None:

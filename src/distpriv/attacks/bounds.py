@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from .._distributions import beta_ppf
 from .._validation import check_delta, check_real
@@ -64,7 +65,7 @@ class EpsilonBound:
     positives: int
     negatives: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (−inf as a string)."""
         from ..guarantees import to_jsonable
 

@@ -315,7 +315,7 @@ def _notes(
             "statistics themselves; 'lattice points' and 'lattice decoding' bound delta with "
             "sets of lattice points"
         )
-    elif decoder is not None and recovery is not None:
+    elif decoder is not None and recovery is not None and lattice is not None:
         notes.append(
             f"every statistic lies on a lattice (steps {np.round(lattice[1], 12).tolist()}) "
             f"and the noise has one main direction (floor {decoder.floor_steps:.3g} steps in "

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..accounting import classical_covers, max_distance
 from ..accounting.pair_profile import covariance_gap, gaussian_delta
-from ..errors import AssumptionWarning
+from ..errors import AssumptionWarning, ParameterTypeError
 from ..guarantees import Assumption, PrivacyGuarantee
 from ..querymodel import GaussianQueryModel, SampledQueryModel
 
@@ -215,24 +215,25 @@ def mahalanobis(diff: np.ndarray, cov: np.ndarray) -> float:
     proj = v.T @ d
     tol = max(float(w[-1]), 0.0) * w.size * 64 * np.finfo(float).eps
     null = w <= tol
-    if np.any(null & (np.abs(proj) > 1e-10 * max(np.linalg.norm(d), 1e-300))):
+    if np.any(null & (np.abs(proj) > 1e-10 * max(float(np.linalg.norm(d)), 1e-300))):
         return math.inf
     return float(math.sqrt(np.sum(proj[~null] ** 2 / w[~null])))
 
 
-def pair_distances(
-    model: GaussianQueryModel, noise_cov: np.ndarray, *, include_model: bool
-) -> np.ndarray:
+def pair_distances(model: QueryModel, noise_cov: np.ndarray, *, include_model: bool) -> np.ndarray:
     """Mahalanobis distance of each pair's means under the released output's covariance.
 
     With ``include_model`` the output covariance is Σ_θ + Σ_Z, evaluated with both
     covariances of the pair (the larger distance is kept); otherwise Σ_Z alone (what the
     translation-based theorems use). Returns shape (p,).
     """
+    covs = model.covariances if isinstance(model, GaussianQueryModel) else None
+    if include_model and covs is None:
+        raise ParameterTypeError("pair_distances: include_model needs a GaussianQueryModel")
     out = np.empty(len(model.pairs))
     for p, ((i, j), d) in enumerate(zip(model.pairs, model.mean_differences, strict=True)):
-        if include_model:
-            out[p] = max(mahalanobis(d, model.covariances[t] + noise_cov) for t in (i, j))
+        if covs is not None and include_model:
+            out[p] = max(mahalanobis(d, covs[t] + noise_cov) for t in (i, j))
         else:
             out[p] = mahalanobis(d, noise_cov)
     return out

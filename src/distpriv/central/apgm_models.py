@@ -98,7 +98,9 @@ def _stack_moments(means: Any, covariances: Any) -> tuple[np.ndarray, np.ndarray
     return np.broadcast_to(mu, (k, p)), np.broadcast_to(cov, (k, p, p))
 
 
-def _columns(sensitive: int, queried: int | Sequence[int], p: int) -> tuple[int, np.ndarray]:
+def _columns(
+    sensitive: int, queried: int | Sequence[int] | np.ndarray, p: int
+) -> tuple[int, np.ndarray]:
     i = check_positive_int(sensitive, "sensitive", minimum=0)
     if i >= p:
         raise ParameterError(f"sensitive must be a column index below {p}, got {i}")
@@ -119,7 +121,7 @@ def gaussian_conditional(
     covariances: Any,
     *,
     sensitive: int,
-    queried: int | Sequence[int],
+    queried: int | Sequence[int] | np.ndarray,
     values: Any,
     n: int,
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -293,7 +293,7 @@ class AttributeNetworkModel:
     @property
     def pair_labels(self) -> tuple[tuple[str, str], ...]:
         """Every pair of parameter values of each secret, as ``"attr=value"`` labels."""
-        out = []
+        out: list[tuple[str, str]] = []
         for s in self.secrets:
             vals = self.network.supports[self.network.index(s)]
             out.extend(

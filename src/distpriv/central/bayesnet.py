@@ -147,7 +147,7 @@ class ParameterNetwork:
     supports: tuple[tuple[Hashable, ...], ...]
     parents: tuple[tuple[str, ...], ...]
     cpts: tuple[np.ndarray, ...]
-    _graph: nx.DiGraph = field(repr=False)
+    _graph: nx.DiGraph[str] = field(repr=False)
     _index: dict[str, int] = field(repr=False)
 
     def __init__(
@@ -189,7 +189,7 @@ class ParameterNetwork:
         par = self._check_parents(parents, index)
         import networkx as nx  # imported when a network is built, not by the registry
 
-        graph = nx.DiGraph()
+        graph: nx.DiGraph[str] = nx.DiGraph()
         graph.add_nodes_from(attrs)
         graph.add_edges_from((p, a) for a, ps in zip(attrs, par, strict=True) for p in ps)
         if not nx.is_directed_acyclic_graph(graph):
@@ -315,7 +315,7 @@ class ParameterNetwork:
 
     # ------------------------------------------------------------------ structure
     @property
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> nx.DiGraph[str]:
         """The DAG (a read-only view)."""
         return self._graph.copy(as_view=True)
 

@@ -105,7 +105,7 @@ class PairCheck:
             f"{prof.method}, numerical error bound {prof.error_bound:.2g} included)"
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
         return {
             "epsilon": self.epsilon,

@@ -369,11 +369,11 @@ def _scale_for_set(
     return None
 
 
-def _worst_pairs(model: Any, check: PairCheck, delta: float, count: int) -> list[tuple]:
+def _worst_pairs(model: Any, check: PairCheck, delta: float, count: int) -> list[tuple[Any, ...]]:
     """The ``count`` candidate pairs of largest δ (those above δ first), as moments."""
     worst = check.deltas.max(axis=1)
     order = np.argsort(-worst)[:count]
-    out = []
+    out: list[tuple[Any, ...]] = []
     for p in order:
         if out and worst[p] <= delta:
             break
@@ -382,7 +382,7 @@ def _worst_pairs(model: Any, check: PairCheck, delta: float, count: int) -> list
     return out
 
 
-def _pairs_model(gm: Any, pairs: list[tuple]) -> GaussianQueryModel:
+def _pairs_model(gm: Any, pairs: list[tuple[Any, ...]]) -> GaussianQueryModel:
     """A model made of the given pairs of hypotheses (means and covariances)."""
     means = [x for mi, _, mj, _ in pairs for x in (mi, mj)]
     covs = [x for _, ci, _, cj in pairs for x in (ci, cj)]
@@ -439,14 +439,15 @@ def calibrate_exact(
         The noise shape cannot meet the target at any scale, or (``noiseless``) the model
         alone does not meet it.
     """
-    robust = beta is not None and getattr(gm, "uncertainty", None) is not None
+    # β of the population premise, or None for the fitted model alone.
+    robust_beta = beta if getattr(gm, "uncertainty", None) is not None else None
     with warnings.catch_warnings():
         # The papers' assumptions are not those of the exact guarantee: not warned here.
         warnings.simplefilter("ignore", AssumptionWarning)
         paper = None if name == "noiseless" else build(name, calibration="analytic")
-        if robust:
+        if robust_beta is not None:
             cov, scale, check, method = _calibrate_robust(
-                name, gm, paper, build, epsilon, delta, beta
+                name, gm, paper, build, epsilon, delta, robust_beta
             )
         else:
             cov, scale, check, method = _calibrate_on(name, gm, paper, build, epsilon, delta)
@@ -454,7 +455,7 @@ def calibrate_exact(
     # eigendecomposition): checked again as published.
     noise, check = published_noise(
         lambda f: _noise(cov * f),
-        checked_members(gm, beta if robust else None),
+        checked_members(gm, robust_beta),
         epsilon=epsilon,
         delta=delta,
         name=name,
@@ -482,8 +483,8 @@ def calibrate_exact(
             "exact_check": check.to_dict(),
         }
     )
-    if robust:
-        diag["population_confidence_set"] = confidence_set(gm, beta=beta).to_dict()
+    if robust_beta is not None:
+        diag["population_confidence_set"] = confidence_set(gm, beta=robust_beta).to_dict()
     if name == "daum":
         diag["noise_variance"] = float(np.trace(cov))
     if name == "optimal-g":

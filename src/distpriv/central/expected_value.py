@@ -8,6 +8,8 @@ differences span a low-dimensional subspace, noise along it suffices (Thm 4.3).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..accounting.pair_profile import gaussian_delta
@@ -29,7 +31,7 @@ __all__ = ["calibrate_dirm", "calibrate_expm", "gaussian_diagnostics"]
 
 def gaussian_diagnostics(
     model: QueryModel, noise: Noise, epsilon: float, d_star: float, *, include_model: bool
-) -> dict:
+) -> dict[str, Any]:
     """Per-pair Mahalanobis distances of the output and the exact δ(ε) they give.
 
     On ill-conditioned covariances the computed distance can exceed D* by rounding; that
@@ -127,7 +129,7 @@ def calibrate_dirm(
             else ""
         )
     ]
-    diag: dict = {"directions": basis, "rank": rank, "span_residual": resid}
+    diag: dict[str, Any] = {"directions": basis, "rank": rank, "span_residual": resid}
     if kind == "laplace":
         sens = float(np.abs(proj).sum(axis=1).max()) if rank else 0.0
         noise = Noise.along("laplace", basis, np.full(rank, sens / epsilon))

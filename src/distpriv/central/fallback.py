@@ -21,6 +21,7 @@ import numpy as np
 from scipy import linalg
 from scipy.stats import chi2
 
+from ..errors import ParameterError
 from ..guarantees import Assumption, PrivacyGuarantee
 from ..querymodel import GaussianQueryModel
 from .base import CalibratedMechanism
@@ -134,6 +135,8 @@ def covariance_fallback(
     d_star : float or None
         D*(ε, δ) of the mechanism (needed when ``uses_model_covariance``).
     """
+    if uses_model_covariance and d_star is None:
+        raise ParameterError("covariance_fallback: d_star is needed with uses_model_covariance")
     g = mech.guarantee
     gaussian_noise = all(c.kind == "gaussian" for c in mech.noise.components)
     noise_cov = mech.noise_covariance if gaussian_noise else np.zeros((model.dim,) * 2)
@@ -141,7 +144,11 @@ def covariance_fallback(
     outputs = model.covariances + noise_cov
     best: tuple[float, int] | None = None
     for r in range(model.n_thetas):
-        if uses_model_covariance and not _pair_condition_holds(model, outputs[r], d_star):
+        if (
+            uses_model_covariance
+            and d_star is not None
+            and not _pair_condition_holds(model, outputs[r], d_star)
+        ):
             continue
         lam = max(
             max(

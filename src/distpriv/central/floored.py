@@ -169,7 +169,7 @@ def _candidates(
     model: QueryModel,
     gm: GaussianQueryModel,
     fvar: np.ndarray,
-    opts: dict,
+    opts: dict[str, Any],
     eps: float,
     dlt: float,
     beta: float | None = None,
@@ -428,7 +428,8 @@ def _search_best(
     delta: float,
     beta: float | None = None,
 ) -> tuple[Noise, str, float, PairCheck]:
-    robust = beta is not None and getattr(gm, "uncertainty", None) is not None
+    # β of the population premise, or None for the fitted model alone.
+    robust_beta = beta if getattr(gm, "uncertainty", None) is not None else None
     target = checked_members(gm, beta)
     best = None
     errors = []
@@ -453,8 +454,8 @@ def _search_best(
                 continue
             start = cap
         try:
-            if robust:
-                s, check = _population_search(name, gm, fam, start, epsilon, delta, beta)
+            if robust_beta is not None:
+                s, check = _population_search(name, gm, fam, start, epsilon, delta, robust_beta)
             else:
                 s, check = smallest_scale(
                     gm, fam, epsilon=epsilon, delta=delta, start=start, name=name

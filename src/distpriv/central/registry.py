@@ -348,6 +348,17 @@ def _check_range(model: GaussianQueryModel | SampledQueryModel) -> None:
 
 
 @on_one_blas_thread
+def _query_model(
+    model: GaussianQueryModel | SampledQueryModel | AttributeNetworkModel, name: str
+) -> GaussianQueryModel | SampledQueryModel:
+    """The model as a query model; the floored and exact calibrations take no other."""
+    if not isinstance(model, GaussianQueryModel | SampledQueryModel):
+        raise MechanismNotApplicableError(
+            f"mechanism {name!r} is calibrated on a query model, got a {type(model).__name__}"
+        )
+    return model
+
+
 def calibrate(
     name: str,
     model: GaussianQueryModel | SampledQueryModel | AttributeNetworkModel,
@@ -460,7 +471,7 @@ def calibrate(
         # A model built from a table carries the table's facts: the options a data curator
         # gets by default (lattice, group-DP sensitivities) are the same on every path.
         options = {**default_options(name, facts), **options}
-    if isinstance(model, QUERY_MODELS):
+    if isinstance(model, GaussianQueryModel | SampledQueryModel):  # QUERY_MODELS
         _check_range(model)
     # Imported here, not at the top: see _Builder.
     from ..accounting import CALIBRATIONS, DISTANCE_CALIBRATIONS
@@ -469,6 +480,7 @@ def calibrate(
     if name in _FLOORED:
         from .floored import calibrate_floored
 
+        model = _query_model(model, name)
         # Calibrated (exactly by default) and verified inside central/floored.py.
         cal = options.pop("calibration", "exact")
         check_choice(cal, "calibration", CALIBRATIONS)
@@ -481,15 +493,16 @@ def calibrate(
     if spec.gaussian:
         options["calibration"] = cal
     if cal == "exact":
-        gm = model if isinstance(model, GaussianQueryModel) else model.to_gaussian()
+        qmodel = _query_model(model, name)
+        gm = qmodel if isinstance(qmodel, GaussianQueryModel) else qmodel.to_gaussian()
 
         def build(other: str, *, calibration: str) -> CalibratedMechanism:
             opts = {**options, "calibration": calibration} if other == name else {}
             return _REGISTRY[other].build(model, epsilon=eps, delta=dlt, **opts)
 
-        return calibrate_exact(name, model, gm, build, epsilon=eps, delta=dlt, beta=conf)
+        return calibrate_exact(name, qmodel, gm, build, epsilon=eps, delta=dlt, beta=conf)
     mech = spec.build(model, epsilon=eps, delta=dlt, **options)
-    if not isinstance(model, QUERY_MODELS):
+    if not isinstance(model, GaussianQueryModel | SampledQueryModel):  # QUERY_MODELS
         return mech
     failed = {a.name for a in mech.guarantee.failed}
     # The same Gaussian the mechanism was calibrated on (fitted if given samples).

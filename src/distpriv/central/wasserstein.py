@@ -9,6 +9,7 @@ bounds alone.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtri
@@ -18,7 +19,7 @@ from ..distances import closeness, winf_distance
 from ..errors import MechanismNotApplicableError
 from ..guarantees import Assumption
 from ..noise import Noise
-from ..querymodel import GaussianQueryModel
+from ..querymodel import GaussianQueryModel, SampledQueryModel
 from ._common import (
     QueryModel,
     covariance_gaps,
@@ -33,7 +34,7 @@ __all__ = ["calibrate_approx_wasserstein", "calibrate_wasserstein", "gaussian_l1
 CLOSENESS_METHODS = ("coupling", "bound")
 
 
-def _empirical_assumption(model: QueryModel) -> Assumption:
+def _empirical_assumption(model: SampledQueryModel) -> Assumption:
     sizes = ", ".join(str(s.shape[0]) for s in model.samples)
     return Assumption(
         "empirical-model",
@@ -136,7 +137,7 @@ def calibrate_approx_wasserstein(
             )
         ]
         theorem = "Chen & Ohrimenko 2023, Thm 3.2 with Thm 3.3"
-        diag = {"tail_radius": tails}
+        diag: dict[str, Any] = {"tail_radius": tails}
     else:
         method = check_choice(method or "coupling", "method", CLOSENESS_METHODS)
         ws = np.array(

@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import attach
 
 # Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
@@ -62,5 +64,19 @@ __all__ = [
     "split",
     "synthetic_city",
 ]
+
+if TYPE_CHECKING:
+    # The names as attach() resolves them at run time, for type checkers (which do not
+    # follow a module __getattr__: without this every public name would be Any).
+    from .adult import ADULT_ATTRIBUTION, ADULT_COLUMNS, PAPER_SPLIT, load_adult, paper_split, split
+    from .hospital import (
+        HOSPITAL_COLUMNS,
+        HospitalParameters,
+        generate_hospital,
+        hospital_moments,
+        hospital_theta,
+    )
+    from .networks import school_network
+    from .scenarios import SCENARIOS, adult_scenario, load_scenario, synthetic_city
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

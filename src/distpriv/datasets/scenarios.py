@@ -164,8 +164,8 @@ def synthetic_city(
         centers[inner],
         centers,
         metric="l2",
-        input_labels=[labels[i] for i in inner],
-        output_labels=labels,
+        input_labels=tuple(labels[i] for i in inner),
+        output_labels=tuple(labels),
     )
     dists = {t: _histogram(grid, p, inner, 0.0) for t, p in zip(CITY_GROUPS, pts, strict=True)}
     ests = {t: _histogram(grid, p, inner, 0.5) for t, p in zip(CITY_GROUPS, est_pts, strict=True)}
@@ -251,7 +251,7 @@ def adult_scenario(*, seed: int = 0, estimate_fraction: float = 0.2) -> LocalSce
         for a0, a1 in ADULT_AGE_BANDS
         for h0, h1 in ADULT_HOURS_BANDS
     ]
-    domain = Domain(coords, metric="l2", input_labels=labels)
+    domain = Domain(coords, metric="l2", input_labels=tuple(labels))
     groups = {
         "male": (df["sex"] == "Male").to_numpy(),
         "female": (df["sex"] == "Female").to_numpy(),

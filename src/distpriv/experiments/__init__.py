@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import attach
 
 # Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
@@ -39,5 +41,12 @@ __all__ = [
     "run_experiments",
     "single_run_interval",
 ]
+
+if TYPE_CHECKING:
+    # The names as attach() resolves them at run time, for type checkers (which do not
+    # follow a module __getattr__: without this every public name would be Any).
+    from .base import Comparison, Experiment, ExperimentResult, single_run_interval
+    from .paper import ADULT_STATISTICS, INCOME_SECRET, resolve_source
+    from .registry import EXPERIMENTS, reproduction_markdown, run_experiment, run_experiments
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

@@ -38,7 +38,7 @@ EPS_A_LOW, EPS_A_HIGH = 10 / KM, 100 / KM  # 0.1 and 1 per km
 
 def _tm_eps(
     scn: Any, pair: tuple[str, str], k: int, eps_a: float, r: float, n: int, rng: Any
-) -> tuple:
+) -> tuple[Any, float, float, float]:
     """(mechanism, ε̂, low, high) of the tupling mechanism over an (ε_A, r)-RL at δ = 0.001."""
     lam0, lam1 = (scn.distributions[t] for t in pair)
     tm = tupling_mechanism(restricted_laplace(scn.domain, epsilon=eps_a, radius=r), k=k)

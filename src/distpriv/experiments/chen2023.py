@@ -84,7 +84,7 @@ def _secret(prop: str, dp: float) -> ProportionSecret:
     return ProportionSecret(predicate, values=[round(0.5 - dp / 2, 6), round(0.5 + dp / 2, 6)])
 
 
-def _pipelines(prop: str, dp: float, count: int, seed: int) -> list[tuple[dict, Any]]:
+def _pipelines(prop: str, dp: float, count: int, seed: int) -> list[tuple[dict[str, Any], Any]]:
     """``count`` independent (split, 1000-subset Monte Carlo model) pairs."""
     out = []
     for r in range(count):
@@ -106,7 +106,13 @@ def _pipelines(prop: str, dp: float, count: int, seed: int) -> list[tuple[dict, 
 
 
 def _calibrate(
-    label: str, model: Any, parts: dict, eps: float, delta: float, cal: str, group_size: int = 100
+    label: str,
+    model: Any,
+    parts: dict[str, Any],
+    eps: float,
+    delta: float,
+    cal: str,
+    group_size: int = 100,
 ) -> Any:
     if label in ("GroupDP (G)", "DP (G)"):
         sens = group_sensitivities(parts["modeling"], ADULT_STATISTICS, 100)
@@ -120,7 +126,7 @@ def _calibrate(
             sensitivities=sens,
         )
     name = {**GAUSSIAN, **LAPLACE}[label]
-    opts = {"calibration": cal} if label in GAUSSIAN else {}
+    opts: dict[str, Any] = {"calibration": cal} if label in GAUSSIAN else {}
     return calibrate(name, model, epsilon=eps, delta=delta, **opts)
 
 
@@ -134,7 +140,9 @@ def table2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
     gen = np.random.default_rng(seed)
     labels = [*GAUSSIAN, "GroupDP (G)"]
     eps_list = (0.2, 1.0, 5.0)
-    vals = {(lab, e, c): [] for lab in labels for e in eps_list for c in CALS}
+    vals: dict[tuple[str, float, str], list[float]] = {
+        (lab, e, c): [] for lab in labels for e in eps_list for c in CALS
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AssumptionWarning)
         for parts, model in _pipelines("income", 0.1, n_pipe, seed):
@@ -191,7 +199,7 @@ def table3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
     """Table 3: attack accuracy, Gaussian variants, ε ∈ {0.2, 1, 5}, δ ∈ {1e-4, 1e-3, 1e-2}."""
     t0 = time.perf_counter()
     n_pipe, reps = (2, 5) if quick else (10, 50)
-    acc = {}
+    acc: dict[str, list[float]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AssumptionWarning)
         for p, (parts, model) in enumerate(_pipelines("income", 0.1, n_pipe, seed)):

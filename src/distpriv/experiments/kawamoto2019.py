@@ -78,8 +78,8 @@ def dummies(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) 
     eps_as = [0.02, 0.1, 1.0, 5.0] if quick else [0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0]
     radii = [0.5, 1.0, 2.0, 4.0] if quick else [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
     loss_lines = [(5, RADIUS), (10, 1.0), (10, RADIUS), (10, 3.0)]
-    rows: list[tuple] = []
-    panel: dict[str, list[tuple]] = {"a": [], "b": [], "c": [], "d": []}
+    rows: list[tuple[Any, ...]] = []
+    panel: dict[str, list[tuple[Any, ...]]] = {"a": [], "b": [], "c": [], "d": []}
     for k in ks:
         _, e, lo, hi = _tm_eps(scn, pair, k, EPS_A_HIGH, RADIUS, n, gen)
         panel["a"].append((k, e, lo, hi))
@@ -210,7 +210,7 @@ MECHS = ("RR", "PL", "PG", "TM", "coupling")
 
 def _curves(
     scn: Any, pair: tuple[str, str], quick: bool, n: int, gen: np.random.Generator
-) -> list[tuple]:
+) -> list[tuple[Any, ...]]:
     """(mechanism, parameter label, value, ε, ε_low, ε_high, loss) for every setting."""
     lam0, lam1 = (scn.distributions[t] for t in pair)
     dom = scn.domain
@@ -240,7 +240,7 @@ def _curves(
     return out
 
 
-def _best_loss(rows: list[tuple], names: tuple[str, ...], target: float) -> float:
+def _best_loss(rows: list[tuple[Any, ...]], names: tuple[str, ...], target: float) -> float:
     """Least loss among the settings of mechanisms ``names`` whose ε interval is ≤ ``target``."""
     ok = [r[6] for r in rows if r[0] in names and r[5] <= target]
     return min(ok) if ok else math.inf

@@ -53,7 +53,7 @@ _BOUND_COLUMNS = [
 ]
 
 
-def _bounds_city(s: int, n: int) -> tuple[list[tuple], int]:
+def _bounds_city(s: int, n: int) -> tuple[list[tuple[Any, ...]], int]:
     """The rows of one synthetic city (seed ``s``), and its number of outputs |Y|."""
     scn = synthetic_city(seed=s)
     lam0, lam1 = (scn.distributions[t] for t in scn.pairs[0])
@@ -69,7 +69,7 @@ def _bounds_city(s: int, n: int) -> tuple[list[tuple], int]:
     return rows, tm.n_outputs
 
 
-def _column(rows: list[tuple], d: float, k: int) -> list[float]:
+def _column(rows: list[tuple[Any, ...]], d: float, k: int) -> list[float]:
     return [r[k] for r in rows if r[1] == d]
 
 
@@ -84,7 +84,7 @@ def _over_cities(vals: list[float]) -> tuple[float, float, float]:
     return mean, max(lo, 0.0), hi
 
 
-def _bounds_comparisons(rows: list[tuple]) -> list[Comparison]:
+def _bounds_comparisons(rows: list[tuple[Any, ...]]) -> list[Comparison]:
     comps = []
     for d in _BOUND_DELTAS:
         mean, lo, hi = _over_cities(_column(rows, d, 2))
@@ -99,7 +99,7 @@ def _bounds_comparisons(rows: list[tuple]) -> list[Comparison]:
     return comps
 
 
-def _bounds_checks(rows: list[tuple]) -> dict[str, bool]:
+def _bounds_checks(rows: list[tuple[Any, ...]]) -> dict[str, bool]:
     """The paper's claims: the (sound) bound holds and is loose; ε falls as δ grows."""
     checks = {}
     for d in _BOUND_DELTAS:
@@ -133,7 +133,9 @@ def _paper_beta() -> tuple[float, dict[float, float]]:
     return beta_fit, {d: thm3(beta_fit, d) for d in _BOUND_DELTAS}
 
 
-def _bounds_notes(rows: list[tuple], outputs: dict[int, int], seeds: list[int], n: int) -> tuple:
+def _bounds_notes(
+    rows: list[tuple[Any, ...]], outputs: dict[int, int], seeds: list[int], n: int
+) -> tuple[Any, ...]:
     betas = [(r[6], outputs[r[0]]) for r in rows]
     beta_fit, fit = _paper_beta()
     return (
@@ -158,7 +160,7 @@ def _bounds_notes(rows: list[tuple], outputs: dict[int, int], seeds: list[int], 
     )
 
 
-def _draw_bounds(plt: Any, rows: list[tuple]) -> Any:
+def _draw_bounds(plt: Any, rows: list[tuple[Any, ...]]) -> Any:
     deltas = _BOUND_DELTAS
     emp = {d: _column(rows, d, 7) for d in deltas}
     low = {d: [e - lo for e, lo in zip(emp[d], _column(rows, d, 8), strict=True)] for d in deltas}
@@ -214,7 +216,7 @@ def bounds(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
     t0 = time.perf_counter()
     n = 100_000 if quick else 1_000_000
     seeds = [seed + i for i in range(2 if quick else 5)]
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     outputs: dict[int, int] = {}
     for s in seeds:  # one synthetic city per seed
         city_rows, outputs[s] = _bounds_city(s, n)

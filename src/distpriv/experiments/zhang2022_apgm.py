@@ -141,7 +141,9 @@ def _apgm_sources(seed: int, points: int) -> dict[str, dict[str, Any]]:
 
 def _apgm_rows(
     sources: dict[str, dict[str, Any]], truth: Any, reps: int, gen: np.random.Generator
-) -> tuple[list[tuple], dict, dict]:
+) -> tuple[
+    list[tuple[Any, ...]], dict[tuple[str, str, str], float], dict[tuple[str, str, str], Any]
+]:
     """One row per (source, statistic, calibration): noise, error over 100 runs, a release."""
     rows, sd_of, runs_of = [], {}, {}
     for src, models in sources.items():
@@ -179,7 +181,10 @@ def _apgm_rows(
 
 
 def _apgm_comparisons(
-    sources: dict[str, dict[str, Any]], runs_of: dict, seed: int, reps: int
+    sources: dict[str, dict[str, Any]],
+    runs_of: dict[tuple[str, str, str], Any],
+    seed: int,
+    reps: int,
 ) -> list[Comparison]:
     """Our errors, Δ and Var over Θ, and the true averages, against §4.2's numbers."""
     comps = []
@@ -217,7 +222,11 @@ def _apgm_comparisons(
     return comps
 
 
-def _apgm_checks(sources: dict, sd_of: dict, comps: list[Comparison]) -> dict[str, bool]:
+def _apgm_checks(
+    sources: dict[str, dict[str, Any]],
+    sd_of: dict[tuple[str, str, str], float],
+    comps: list[Comparison],
+) -> dict[str, bool]:
     checks = {}
     for src in sources:
         sds = [sd_of[(src, s, "classical")] for s in STATS]
@@ -233,7 +242,13 @@ def _apgm_checks(sources: dict, sd_of: dict, comps: list[Comparison]) -> dict[st
     return checks
 
 
-def _draw_apgm(plt: Any, sources: dict, sd_of: dict, eps_grid: np.ndarray, curves: dict) -> Any:
+def _draw_apgm(
+    plt: Any,
+    sources: dict[str, dict[str, Any]],
+    sd_of: dict[tuple[str, str, str], float],
+    eps_grid: np.ndarray,
+    curves: dict[tuple[str, str], Any],
+) -> Any:
     """Left: APGM's noise per source of (Δ, Var); right: expected error against ε."""
     fig, axes = plt.subplots(1, 2, figsize=(12.5, 4.6))
     ax = axes[0]

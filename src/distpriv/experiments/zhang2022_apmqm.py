@@ -64,7 +64,9 @@ _APMQM_COLUMNS = [
 ]
 
 
-def _quilt_row(kind: str, qname: str, eps: float, cand: Any, scale: float, chosen: bool) -> tuple:
+def _quilt_row(
+    kind: str, qname: str, eps: float, cand: Any, scale: float, chosen: bool
+) -> tuple[Any, ...]:
     q = cand.quilt
     return (
         kind,
@@ -82,9 +84,13 @@ def _quilt_row(kind: str, qname: str, eps: float, cand: Any, scale: float, chose
     )
 
 
-def _apmqm_cases(net: Any, queries: dict[str, ColumnQuery], eps_grid: np.ndarray) -> tuple:
+def _apmqm_cases(
+    net: Any, queries: dict[str, ColumnQuery], eps_grid: np.ndarray
+) -> tuple[list[tuple[Any, ...]], dict[str, Any], dict[str, list[Any]]]:
     """Every quilt of each query at ε = 1, then the chosen quilt along the ε grid."""
-    rows, searches, sweep = [], {}, {q: [] for q in queries}
+    rows: list[tuple[Any, ...]] = []
+    searches: dict[str, Any] = {}
+    sweep: dict[str, list[Any]] = {q: [] for q in queries}
     for qname, query in queries.items():
         model = AttributeNetworkModel(net, "income", query)
         search = apmqm_quilts(model, epsilon=EPSILON)["income"]
@@ -103,7 +109,9 @@ def _apmqm_cases(net: Any, queries: dict[str, ColumnQuery], eps_grid: np.ndarray
     return rows, searches, sweep
 
 
-def _apmqm_findings(net: Any, queries: dict[str, ColumnQuery], searches: dict, seed: int) -> tuple:
+def _apmqm_findings(
+    net: Any, queries: dict[str, ColumnQuery], searches: dict[str, Any], seed: int
+) -> tuple[list[Comparison], dict[str, bool]]:
     """Example 1's claims: comparisons with the paper and checks of Alg. 2's choices."""
     e_gender = net.max_influence("income", ["gender"])
     q1, q2, q3 = queries

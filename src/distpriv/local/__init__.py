@@ -24,6 +24,8 @@ central releases).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import attach
 
 # Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
@@ -145,5 +147,44 @@ __all__ = [
     "tupling_monte_carlo",
     "winf_coupling",
 ]
+
+if TYPE_CHECKING:
+    # The names as attach() resolves them at run time, for type checkers (which do not
+    # follow a module __getattr__: without this every public name would be Any).
+    from .bounds import TuplingBound, theorem3_bound, tupling_bound
+    from .coupling import (
+        COUPLING_METHODS,
+        CouplingGuarantee,
+        CouplingMechanism,
+        coupling_guarantee,
+        coupling_mechanism,
+        north_west_corner,
+        optimal_coupling,
+        winf_coupling,
+    )
+    from .domains import METRICS, Domain, Grid, LocalScenario, build_grid, lift
+    from .evaluate import MECHANISM_NAMES, LocalEvaluation, build_mechanism, evaluate
+    from .mechanisms import (
+        MatrixMechanism,
+        matrix_mechanism,
+        planar_gaussian,
+        planar_laplace,
+        randomized_response,
+        restricted_laplace,
+    )
+    from .montecarlo import DistPEstimate, TuplingMonteCarlo, tupling_distp, tupling_monte_carlo
+    from .profiles import (
+        DIVERGENCE_NAMES,
+        DistPProfile,
+        Divergences,
+        distp_delta,
+        distp_epsilon,
+        distp_profile,
+        divergence_distp,
+        theorem1_guarantee,
+        theorem2_guarantee,
+    )
+    from .tupling import TuplingMechanism, tupling_exact, tupling_mechanism
+    from .utility import AttackResult, attack_success, bayes_attack, expected_loss
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

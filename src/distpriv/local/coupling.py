@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -147,7 +147,12 @@ def winf_coupling(
     xs = np.asarray(x_points, dtype=np.float64).reshape(p.size, -1)
     ys = np.asarray(y_points, dtype=np.float64).reshape(q.size, -1)
     w = winf_distance(xs, ys, u_weights=p, v_weights=q, metric=metric)
-    dist = cdist(xs, ys, metric={"l1": "cityblock", "l2": "euclidean", "linf": "chebyshev"}[metric])
+    names: dict[str, Literal["cityblock", "euclidean", "chebyshev"]] = {
+        "l1": "cityblock",
+        "l2": "euclidean",
+        "linf": "chebyshev",
+    }
+    dist = cdist(xs, ys, metric=names[metric])
     levels = np.unique(dist[dist >= w * (1 - _WINF_RTOL)])
     for t in levels:
         gamma = _min_cost_on(dist <= t * (1 + _WINF_RTOL) + 1e-15, dist, p, q)
@@ -166,7 +171,8 @@ def _min_cost_on(
         (np.ones(2 * e), (np.concatenate([rows, n + cols]), np.concatenate([np.arange(e)] * 2))),
         shape=(n + m, e),
     ).tocsr()
-    res = linprog(
+    # scipy-stubs types A_ub/A_eq as dense only; HiGHS takes the sparse matrix as is.
+    res = linprog(  # type: ignore[call-overload]
         dist[rows, cols],
         A_eq=a_eq,
         b_eq=np.concatenate([p, q]),
@@ -343,20 +349,20 @@ def coupling_mechanism(
     labs = tuple(str(i) for i in range(est.shape[0])) if labels is None else tuple(map(str, labels))
     if len(labs) != est.shape[0]:
         raise ParameterError(f"labels must have {est.shape[0]} entries, got {len(labs)}")
+    # Domain.__post_init__ sets outputs to the inputs when none were given.
+    outs = domain.inputs if domain.outputs is None else domain.outputs
     couplings, winfs = [], []
     for lam_hat in est:
         if meth == "emd":
             gamma = optimal_coupling(lam_hat, mu, domain.distances)
         elif meth == "nwc":
             ox = np.argsort(domain.inputs[:, 0], kind="stable")
-            oy = np.argsort(domain.outputs[:, 0], kind="stable")
+            oy = np.argsort(outs[:, 0], kind="stable")
             sorted_gamma = north_west_corner(lam_hat[ox], mu[oy])
             gamma = np.empty_like(sorted_gamma)
             gamma[np.ix_(ox, oy)] = sorted_gamma
         else:
-            gamma, w = winf_coupling(
-                lam_hat, mu, domain.inputs, domain.outputs, metric=domain.metric
-            )
+            gamma, w = winf_coupling(lam_hat, mu, domain.inputs, outs, metric=domain.metric)
             winfs.append(w)
         couplings.append(gamma)
     gammas = np.stack(couplings)

@@ -9,11 +9,11 @@ product A#(λ) = λA (2019a, §2.1).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -28,7 +28,11 @@ __all__ = ["METRICS", "Domain", "Grid", "LocalScenario", "build_grid", "lift"]
 
 #: Metrics on coordinates: Euclidean (default), Manhattan, Chebyshev.
 METRICS: tuple[str, ...] = ("l2", "l1", "linf")
-_CDIST = {"l1": "cityblock", "l2": "euclidean", "linf": "chebyshev"}
+_CDIST: dict[str, Literal["cityblock", "euclidean", "chebyshev"]] = {
+    "l1": "cityblock",
+    "l2": "euclidean",
+    "linf": "chebyshev",
+}
 
 
 def _points(value: object, name: str) -> np.ndarray:
@@ -41,7 +45,8 @@ def _labels(value: object, name: str, n: int) -> tuple[str, ...]:
         return tuple(str(i) for i in range(n))
     if isinstance(value, str) or not hasattr(value, "__len__"):
         raise ParameterTypeError(f"{name} must be a sequence of {n} strings, got {value!r}")
-    labels = tuple(str(v) for v in value)  # type: ignore[union-attr]
+    # Anything with a length is accepted (lists, tuples, arrays, pandas indexes).
+    labels = tuple(str(v) for v in cast("Iterable[object]", value))
     if len(labels) != n:
         raise ParameterError(f"{name} must have {n} entries (one per point), got {len(labels)}")
     return labels

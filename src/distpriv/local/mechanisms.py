@@ -171,6 +171,13 @@ class MatrixMechanism:
         d = _distances(self, distances)
         return float(p @ (self.matrix * d).sum(axis=1))
 
+    @property
+    def _log_a(self) -> np.ndarray:
+        # __post_init__ always fills log_matrix; None is only the constructor's default.
+        if self.log_matrix is None:  # pragma: no cover - an invariant, not user input
+            raise RuntimeError("MatrixMechanism.log_matrix was not filled")
+        return self.log_matrix
+
     def dp_epsilon(self) -> float:
         """Exact ε of (ε, 0)-DP w.r.t. all pairs of inputs: max_{x, x', y} ln A(x)[y] / A(x')[y].
 
@@ -178,7 +185,7 @@ class MatrixMechanism:
         input distributions. ``inf`` when some output has probability 0 for one input
         and not for another.
         """
-        la = self.log_matrix
+        la = self._log_a
         with np.errstate(invalid="ignore"):
             spread = la.max(axis=0) - la.min(axis=0)
         spread = np.where(np.isnan(spread), 0.0, spread)  # all −inf: never output
@@ -197,7 +204,7 @@ class MatrixMechanism:
         off = ~np.eye(n, dtype=bool)
         if np.any(dx[off] <= 0):
             raise ParameterError("xdp_epsilon needs distinct input points (d(x, x') > 0)")
-        la = self.log_matrix
+        la = self._log_a
         best = 0.0
         for start in range(0, n, _XDP_BLOCK):
             block = la[start : start + _XDP_BLOCK]
@@ -428,8 +435,11 @@ def restricted_laplace(domain: Domain, *, epsilon: float, radius: float) -> Matr
     empty = np.flatnonzero(~inside.any(axis=1))
     if empty.size:
         need = float(d[empty].min(axis=1).max())
+        # Domain.__post_init__ always sets the labels ("0", "1", ... by default).
+        labels = dom.input_labels
+        first = str(empty[0]) if labels is None else labels[empty[0]]
         raise ParameterError(
-            f"radius={r!r} leaves {empty.size} input(s) (first: {dom.input_labels[empty[0]]!r}) "
+            f"radius={r!r} leaves {empty.size} input(s) (first: {first!r}) "
             f"with no output within distance r; use radius >= {need:.6g}"
         )
     log_w = np.where(inside, -eps * d, -np.inf)

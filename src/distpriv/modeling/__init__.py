@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import attach
 
 # Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
@@ -43,5 +45,14 @@ __all__ = [
     "parse_expression",
     "stratum_moments",
 ]
+
+if TYPE_CHECKING:
+    # The names as attach() resolves them at run time, for type checkers (which do not
+    # follow a module __getattr__: without this every public name would be Any).
+    from .expressions import ParsedExpression, parse_expression
+    from .model import DataQueryModel, model_query, stratum_moments
+    from .queries import Query, QueryEvaluation, Statistic
+    from .secrets import ProportionSecret
+    from .tables import MissingReport, Table, as_table
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

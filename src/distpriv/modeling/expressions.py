@@ -164,7 +164,7 @@ class ParsedExpression:
     ----------
     text : str
         The user's text (for messages and reports only; never executed).
-    tree : sqlglot.exp.Expression
+    tree : sqlglot.exp.Expr
         The validated syntax tree.
     columns : frozenset of str
         The column names it references (as written, case preserved).
@@ -175,7 +175,9 @@ class ParsedExpression:
     """
 
     text: str
-    tree: exp.Expression
+    # exp.Expr is the base of every node in recent sqlglot (exp.Expression derives from it);
+    # annotations are strings here, so releases without the name still import this module.
+    tree: exp.Expr
     columns: frozenset[str]
     aggregate: bool
     what: str
@@ -208,7 +210,7 @@ def _reject(what: str, text: str, reason: str) -> ParameterError:
     return ParameterError(f"{what} ({text}) is not allowed: {reason}")
 
 
-def _check_node(node: exp.Expression, what: str, text: str) -> None:
+def _check_node(node: exp.Expr, what: str, text: str) -> None:
     if isinstance(node, exp.Anonymous):
         name = str(node.name).lower()
         if name not in _ANONYMOUS:

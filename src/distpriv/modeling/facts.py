@@ -24,7 +24,7 @@ from .tables import Table, sample_table
 if TYPE_CHECKING:
     from ..central.registry import TableFacts
 
-__all__ = ["LATTICE_SAMPLE_ROWS", "engine_table_facts", "table_lattices"]
+__all__ = ["LATTICE_SAMPLE_ROWS", "engine_table_facts", "linear_scales", "table_lattices"]
 
 # Rows on which the grid of each statistic is detected (the floored mechanisms' lattice).
 LATTICE_SAMPLE_ROWS = 200_000
@@ -71,6 +71,8 @@ def engine_table_facts(
     select, names = [], []
     for s in query.statistics:
         name = f"statistic {s.name!r} ({s.expression})"
+        if s.row_expression is None:  # excluded by the is_linear check above
+            raise ParameterError(f"{name} is not linear")
         expr = f"CAST(({complete.safe_sql(s.row_expression, name, 'scalar')}) AS DOUBLE)"
         select += [f"max({expr}) - min({expr})"]
         names.append(name)
@@ -84,7 +86,15 @@ def engine_table_facts(
         math.nan if lat.step is None else lat.step
         for lat in table_lattices(table, query, subset_size, missing=missing)
     )
-    return TableFacts(subset_size, tuple(spans), tuple(s.scale for s in query.statistics), steps)
+    return TableFacts(subset_size, tuple(spans), linear_scales(query), steps)
+
+
+def linear_scales(query: Query) -> tuple[str, ...]:
+    """``"sum"`` or ``"mean"`` per statistic of a query the caller checked is linear."""
+    scales = tuple(s.scale for s in query.statistics)
+    if any(c is None for c in scales):
+        raise ParameterError("default options (group-DP sensitivities) need linear statistics")
+    return tuple(str(c) for c in scales)
 
 
 def table_lattices(

@@ -20,7 +20,7 @@ from .._validation import check_choice, check_positive_int, check_rng
 from ..errors import AssumptionWarning, ParameterError, ParameterTypeError
 from ..querymodel import GaussianQueryModel, MomentUncertainty, SampledQueryModel
 from .moments import iid_cumulants, row_kurtosis, sum_cumulants, table_moments
-from .queries import Query
+from .queries import Query, _row_tree
 from .resampling import Resampling, monte_carlo
 from .secrets import ProportionSecret
 from .tables import as_table, check_missing_policy
@@ -265,6 +265,8 @@ def _diagnostics(
     orth = np.linalg.norm(diffs - np.outer(diffs @ ref, ref), axis=1)
     parallel = float(np.max(np.divide(orth, norms, out=np.zeros_like(orth), where=norms > 0)))
     if shape is None:
+        if draws is None:
+            raise ValueError("_diagnostics needs the draws or the exact shape moments")
         skew, kurt = (np.stack(x) for x in zip(*(_shape_moments(d) for d in draws), strict=True))
         n_draw = draws[0].shape[0]
     else:
@@ -522,7 +524,7 @@ def _analytic_model(
     n = check_positive_int(subset_size, "subset_size")
     tm = table_moments(
         table,
-        [s.row_parsed for s in q.statistics],
+        [_row_tree(s) for s in q.statistics],
         secret.parsed,
         names=list(q.names),
         missing=missing,
@@ -536,7 +538,10 @@ def _analytic_model(
                     f"predicate; the table has {have}"
                 )
     scale = np.array([1.0 / n if s.scale == "mean" else 1.0 for s in q.statistics])
-    means, covs, skews, kurts = [], [], [], []
+    means: list[np.ndarray] = []
+    covs: list[np.ndarray] = []
+    skews: list[np.ndarray] = []
+    kurts: list[np.ndarray] = []
     cumulants = sum_cumulants if population else iid_cumulants
     for k in counts:
         ma, ca, k3a, k4a = cumulants(tm.a, k)
@@ -549,10 +554,10 @@ def _analytic_model(
         safe = np.where(ok, var, 1.0)
         skews.append(np.where(ok, (k3a + k3b) / safe**1.5, 0.0))
         kurts.append(np.where(ok, (k4a + k4b) / safe**2, 0.0))
-    means, covs = np.stack(means), np.stack(covs)
+    mean_arr, cov_arr = np.stack(means), np.stack(covs)
     pairs_idx = tuple((secret.values.index(a), secret.values.index(b)) for a, b in secret.pairs)
     diagnostics = _diagnostics(
-        means, covs, None, pairs_idx, shape=(np.stack(skews), np.stack(kurts))
+        mean_arr, cov_arr, None, pairs_idx, shape=(np.stack(skews), np.stack(kurts))
     )
     diagnostics["missing"] = tm.missing.to_dict()
     diagnostics["engine"] = table.dialect
@@ -575,8 +580,8 @@ def _analytic_model(
         "correction; moments estimated from the table)"
     )
     return DataQueryModel(
-        means,
-        covs,
+        mean_arr,
+        cov_arr,
         secret=secret,
         query=q,
         samples=None,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -172,7 +173,7 @@ def table_moments(
 
     counts_missing = {c: 0 for c in used}
     dropped = 0
-    good: dict[int, tuple] = {}
+    good: dict[int, tuple[Any, ...]] = {}
     for row in rows:
         s, is_bad, n = int(row[0]), int(row[1]), int(row[2])
         tail = row[3 + 5 * m + m * (m - 1) // 2 :]
@@ -206,7 +207,7 @@ def table_moments(
     return TableMoments(strata[0], strata[1], report, sql)
 
 
-def _stratum(row: tuple, m: int, shift: np.ndarray, names: list[str]) -> StratumSums:
+def _stratum(row: tuple[Any, ...], m: int, shift: np.ndarray, names: list[str]) -> StratumSums:
     n = int(row[2])
     vals = np.array([np.nan if v is None else float(v) for v in row[3:]], dtype=np.float64)
     per = vals[: 5 * m].reshape(m, 5)

@@ -57,6 +57,27 @@ class Statistic:
         return self.row_expression is not None
 
 
+def _tree(s: Statistic) -> ParsedExpression:
+    """The validated aggregate of a statistic of a SQL query (every one is parsed)."""
+    if s.parsed is None:
+        raise ParameterError(f"statistic {s.name!r} has no SQL expression")
+    return s.parsed
+
+
+def _row_tree(s: Statistic) -> ParsedExpression:
+    """The validated row expression of a linear statistic."""
+    if s.row_parsed is None:
+        raise ParameterError(f"statistic {s.name!r} is not linear (no row expression)")
+    return s.row_parsed
+
+
+def _row_sql(s: Statistic) -> str:
+    """The rendered row expression of a linear statistic."""
+    if s.row_expression is None:
+        raise ParameterError(f"statistic {s.name!r} is not linear (no row expression)")
+    return s.row_expression
+
+
 _LINEAR = (exp.Avg, exp.Sum, exp.Count, exp.CountIf)
 
 
@@ -251,7 +272,7 @@ class Query:
         """Per-row features of a linear query, shape (n_rows, m) (row-level path)."""
         self.check_columns(table)
         return table.row_values(
-            [s.row_expression for s in self.statistics],
+            [_row_sql(s) for s in self.statistics],
             [f"statistic {s.name!r} ({s.expression})" for s in self.statistics],
         )
 
@@ -282,7 +303,7 @@ class Query:
             return QueryEvaluation(self._call(table.frame), table.n_rows, report)
         self.check_columns(table)
         check_missing_policy(missing)
-        exprs = [s.parsed.sql() for s in self.statistics]
+        exprs = [_tree(s).sql() for s in self.statistics]
         what = [f"statistic {s.name!r} ({s.expression})" for s in self.statistics]
         # One query: the statistics and the NULL/NaN counts of their columns. Only when
         # something is missing does a second query (the errors or the drop) follow.
@@ -305,13 +326,15 @@ class Query:
             return np.stack([self._call(table.subset_frame(r)) for r in rows])
         self.check_columns(table)
         return table.aggregate(
-            [s.parsed.sql() for s in self.statistics],
+            [_tree(s).sql() for s in self.statistics],
             [f"statistic {s.name!r} ({s.expression})" for s in self.statistics],
             rows=rows,
         )
 
     def _call(self, frame: Any) -> np.ndarray:
         try:
+            if self.function is None:  # only called on a callable's query
+                raise ParameterError("the query has no callable")
             out = np.asarray(self.function(frame), dtype=np.float64).reshape(-1)
         except (TypeError, ValueError) as exc:
             raise ParameterError(f"the query callable did not return numbers: {exc}") from exc

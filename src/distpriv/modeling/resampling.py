@@ -113,13 +113,14 @@ class Resampling:
     @property
     def note(self) -> str:
         """One sentence for reports."""
-        if self.method == "full":
+        pool = self.pool_strata_sizes  # None exactly for method "full"
+        if self.method == "full" or pool is None:
             return "datasets drawn without replacement from the whole strata (exact sampling)"
         if self.exact:
             return "pool holds every row of both strata: the same as full sampling"
         return (
-            f"datasets drawn from a uniform pool of {self.pool_strata_sizes[0]} + "
-            f"{self.pool_strata_sizes[1]} rows of the strata ({self.stratum_sizes[0]} + "
+            f"datasets drawn from a uniform pool of {pool[0]} + "
+            f"{pool[1]} rows of the strata ({self.stratum_sizes[0]} + "
             f"{self.stratum_sizes[1]}); each dataset is uniform over the strata, but they "
             "share the pool, so the moments approximate f_theta with an extra error of "
             "relative order 1/pool_size"

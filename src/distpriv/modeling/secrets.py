@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,6 +49,9 @@ class ProportionSecret:
     predicate: str
     values: tuple[float, ...]
     pairs: tuple[tuple[float, float], ...]
+    if TYPE_CHECKING:
+        # Set in __init__ (not a dataclass field: kept out of repr, equality and hashing).
+        _parsed: ParsedExpression
 
     def __init__(
         self,

@@ -90,7 +90,7 @@ class StratifiedSampler:
         self.features = query.row_features(self.table) if query.is_linear else None
         if self.features is None and query.function is None:
             query.evaluate_subsets(self.table, np.arange(min(self.n, self.table.n_rows))[None, :])
-        self.scale = None
+        self.scale: np.ndarray | None = None
         self._columns: tuple[np.ndarray, np.ndarray] | None = None
         if self.features is not None:
             self.scale = np.array(
@@ -153,6 +153,9 @@ class StratifiedSampler:
             out = np.empty((c, cols_a.shape[0]))
             for j in range(cols_a.shape[0]):
                 out[:, j] = np.take(cols_a[j], ia).sum(axis=1) + np.take(cols_b[j], ib).sum(axis=1)
+            # The columns exist only for a linear query, which always has its scale.
+            if self.scale is None:  # pragma: no cover - an invariant, not user input
+                raise RuntimeError("per-row columns without a linear query's scale")
             yield out * self.scale
 
     def draw(self, index: int, count: int, rng: np.random.Generator) -> np.ndarray:

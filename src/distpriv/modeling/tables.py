@@ -399,7 +399,7 @@ class Table:
                 if not np.isfinite(v):
                     raise ParameterError(f"{name}: the aggregate is NULL, NaN or infinite")
             return out
-        out = []
+        columns: list[np.ndarray] = []
         for expr, name in zip(expressions, what, strict=True):
             sid = np.repeat(np.arange(rows.shape[0], dtype=np.int64), rows.shape[1])
             pick = pd.DataFrame({"sid": sid, _ROWID: rows.reshape(-1).astype(np.int64)})
@@ -413,11 +413,11 @@ class Table:
                 arr = rel.fetchnumpy()["v"]
             except duckdb.Error as exc:
                 raise ParameterError(f"{name}: {' '.join(str(exc).split())}") from exc
-            values = np.ma.filled(np.ma.asarray(arr, dtype=np.float64), np.nan)
-            if not np.all(np.isfinite(values)):
+            col = np.ma.filled(np.ma.asarray(arr, dtype=np.float64), np.nan)
+            if not np.all(np.isfinite(col)):
                 raise ParameterError(f"{name}: the aggregate is NULL, NaN or infinite")
-            out.append(values)
-        return np.stack(out, axis=-1)
+            columns.append(col)
+        return np.stack(columns, axis=-1)
 
     def subset_frame(self, rows: np.ndarray) -> pd.DataFrame:
         """The records at positions ``rows`` as a DataFrame (for Python callables)."""
@@ -468,7 +468,7 @@ def sample_table(table: Table, n: int, rng: np.random.Generator, what: str) -> T
         raise ParameterError(f"{what}: cannot sample {n} rows from a table of {size} rows")
     positions = np.sort(rng.choice(size, size=n, replace=False))
     engine = table.engine
-    if engine.dialect != "duckdb":
+    if not isinstance(engine, DuckDBEngine):
         raise ParameterError(f"{what}: sampling a subset is done for DuckDB tables only")
     rel = engine.relation
     sql = (

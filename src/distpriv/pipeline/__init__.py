@@ -7,6 +7,8 @@ curator's ``private`` diagnostics; :func:`release` is the same process as a libr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import attach
 
 # Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
@@ -110,5 +112,19 @@ __all__ = [
     "run_verify",
     "table_facts",
 ]
+
+if TYPE_CHECKING:
+    # The names as attach() resolves them at run time, for type checkers (which do not
+    # follow a module __getattr__: without this every public name would be Any).
+    from .auto import AutoChoice, choose_mechanism
+    from .config import ModelConfig, ReleaseConfig, load_model_config, load_release_config
+    from .demo import ADULT_STATISTICS, INCOME_SECRET, DemoReport, DemoRow
+    from .html import render_html
+    from .ledger import Budget, Ledger, LedgerEntry, parse_budget, release_with_ledger
+    from .ledger.compose import ComposedGuarantee, ReleaseSpec, compose
+    from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome, VerifyOutcome
+    from .release import ReleaseReport, build_model, calibrate_for, release
+    from .run import run_audit, run_calibrate, run_demo, run_release, run_verify
+    from .sources import fingerprint, load_frame, resolve_source, table_facts
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

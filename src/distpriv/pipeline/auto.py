@@ -155,7 +155,7 @@ class AutoChoice:
         for c in self.candidates:
             row = c.to_dict()
             ok = ref is not None and ref > 0 and math.isfinite(c.mse)
-            row["vs_rank_one"] = c.mse / ref if ok else None
+            row["vs_rank_one"] = c.mse / ref if ok and ref is not None else None
             out.append(row)
         return out
 
@@ -390,6 +390,8 @@ def choose_mechanism(
             f"epsilon={float(epsilon):g}, delta={float(delta):g} ({reasons})"
         )
     best = min(ok, key=lambda c: c.mse)  # min keeps the first of equal errors
+    if best.calibrated is None:  # pragma: no cover - a verified candidate is a calibrated one
+        raise RuntimeError(f"auto: verified candidate {best.mechanism!r} has no calibration")
     w = _check_weights(weights, model.dim)
     return AutoChoice(
         mechanism=best.calibrated,

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ..errors import ParameterError
 
@@ -85,7 +86,7 @@ def chromium_dom(html: str | Path, *, net_log: str | Path | None = None) -> str:
     return done.stdout
 
 
-def _load_net_log(path: Path) -> dict:
+def _load_net_log(path: Path) -> dict[str, Any]:
     text = path.read_text(encoding="utf-8").rstrip()
     try:
         return json.loads(text)

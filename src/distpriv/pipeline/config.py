@@ -370,10 +370,14 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
     if not isinstance(title, str):
         raise ConfigError(f"{where}: title must be a string, got {title!r}")
     base = p.resolve().parent
+    model_source = _source(dat["model"], "model", base, where)
+    # TOML has no null, so neither is None here; checked to narrow the types.
+    if model_source is None or split_seed is None:
+        raise ConfigError(f"{where}: [data] model and split_seed must be given")
     return ReleaseConfig(
         title=title,
         insecure_seed=_seed(data.get("insecure_seed"), f"{where}: insecure_seed"),
-        model_source=_source(dat["model"], "model", base, where),
+        model_source=model_source,
         release_source=_source(dat.get("release"), "release", base, where),
         split_seed=split_seed,
         auxiliary_source=_source(dat.get("auxiliary"), "auxiliary", base, where),

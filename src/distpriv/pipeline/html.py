@@ -156,7 +156,7 @@ def _plain_log_formatters(axis: Any) -> None:
     """Major and minor tick labels of a log axis as plain text (:func:`plain_tick_label`)."""
     from matplotlib.ticker import LogFormatterSciNotation
 
-    class PlainLog(LogFormatterSciNotation):  # type: ignore[misc]
+    class PlainLog(LogFormatterSciNotation):
         def __call__(self, x: float, pos: int | None = None) -> str:
             return plain_tick_label(super().__call__(x, pos), x)
 
@@ -179,9 +179,15 @@ def utility_figure_svg(utility: Mapping[str, Any]) -> str:
 
     eps = np.asarray(utility["epsilons"], dtype=float)
     chosen = utility.get("chosen")
-    rc = {"svg.fonttype": "none", "svg.hashsalt": "distpriv", "font.size": 10}
-    rc["text.parse_math"] = False  # labels are names from a report, never math text ($\frac{$)
-    with matplotlib.rc_context(rc):
+    with matplotlib.rc_context(
+        {
+            "svg.fonttype": "none",
+            "svg.hashsalt": "distpriv",
+            "font.size": 10,
+            # labels are names from a report, never math text ($\frac{$)
+            "text.parse_math": False,
+        }
+    ):
         fig, ax = plt.subplots(figsize=(7.0, 5.0))
         try:
             cmap = plt.get_cmap("tab20")
@@ -351,7 +357,7 @@ def release_page(
     *,
     epsilons: Sequence[float] = DEFAULT_EPSILONS,
     progress: ProgressCallback | None = None,
-) -> tuple[dict, str]:
+) -> tuple[dict[str, Any], str]:
     """The public report of a release with its privacy–utility figure, and its HTML.
 
     Parameters
@@ -397,7 +403,7 @@ def release_page(
 
 def demo_page(
     public: Mapping[str, Any], *, progress: ProgressCallback | None = None
-) -> tuple[dict, str]:
+) -> tuple[dict[str, Any], str]:
     """The demo's report with its privacy–utility figure, and its HTML.
 
     The figure is computed on the demo's model: Adult's modelling split, subsets of 100

@@ -230,7 +230,7 @@ def _options(mech: CalibratedMechanism, extra: dict[str, Any] | None) -> dict[st
 
 
 def _recalibrate(
-    name: str, model: GaussianQueryModel, eps: float, dlt: float, beta: Any, opts: dict
+    name: str, model: GaussianQueryModel, eps: float, dlt: float, beta: Any, opts: dict[str, Any]
 ) -> CalibratedMechanism | None:
     try:
         with warnings.catch_warnings():

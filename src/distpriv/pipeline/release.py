@@ -223,8 +223,8 @@ def checked_noise(mech: CalibratedMechanism) -> CalibratedMechanism:
     problem = None
     with np.errstate(all="ignore"):
         try:
-            ok = np.all(np.isfinite(mech.noise_covariance))
-            ok = ok and np.isfinite(mech.expected_l2_error())
+            ok = bool(np.all(np.isfinite(mech.noise_covariance)))
+            ok = ok and bool(np.isfinite(mech.expected_l2_error()))
         except (ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
             ok = False
     if not ok:

@@ -136,9 +136,9 @@ def public_release(
     # noisy release: no privacy cost, Dwork & Roth 2014 Prop. 2.1), and say so.
     value, clamped = query.clamp(raw)
     lo, hi = query.range_bounds()
-    stats = []
+    stats: list[dict[str, Any]] = []
     for k, s in enumerate(query.statistics):
-        entry = {
+        entry: dict[str, Any] = {
             "name": s.name,
             "expression": s.expression,
             "value": float(value[k]),
@@ -169,7 +169,7 @@ def public_release(
     # "secure_noise": the noise came from the secure sampler (a private release); not a flag
     # that the report itself is private.
     secure_noise = bool(prov.get("secure"))
-    out = {
+    out: dict[str, Any] = {
         "kind": "release",
         "title": title,
         "secure_noise": secure_noise,

@@ -108,7 +108,8 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ParameterError(f"{where} is not a JSON report (an object)")
     _bounded(report, where)
     kind = report.get("kind")
-    for key, want in {**_OPTIONAL, **_SHAPES.get(kind, {})}.items():
+    shapes = _SHAPES.get(kind, {}) if isinstance(kind, str) else {}
+    for key, want in {**_OPTIONAL, **shapes}.items():
         if key in report and report[key] is not None and not isinstance(report[key], want):
             raise ParameterError(
                 f"{where}: {key!r} must be a {'list' if want is list else 'table'}, got "

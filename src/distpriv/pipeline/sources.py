@@ -24,7 +24,7 @@ from ..errors import ParameterError, PrivacyLeakWarning
 from ..modeling import Query
 from ..modeling.engines import DuckDBEngine, file_reader, locked_connection
 from ..modeling.expressions import quote_column
-from ..modeling.facts import LATTICE_SAMPLE_ROWS, engine_table_facts
+from ..modeling.facts import LATTICE_SAMPLE_ROWS, engine_table_facts, linear_scales
 from ..modeling.lattice import query_lattices
 from ..modeling.tables import Table, as_table, sample_table
 from .config import BUILTIN_PREFIX, DUCKDB_PREFIX, SPARK_PREFIX
@@ -274,7 +274,7 @@ def table_facts(data: Any, query: Query, subset_size: int) -> TableFacts:
         math.nan if lat.step is None else lat.step
         for lat in query_lattices(table, query, subset_size)
     )
-    return TableFacts(subset_size, spans, tuple(s.scale for s in query.statistics), steps)
+    return TableFacts(subset_size, spans, linear_scales(query), steps)
 
 
 # ---------------------------------------------------------------------------------------
@@ -347,7 +347,9 @@ def _types_of(engine: Any, relation: str) -> dict[str, str]:
     return {str(c): str(t) for c, t in zip(described.columns, described.types, strict=True)}
 
 
-def _row_hash(columns: list[str], types: dict[str, str], other: dict[str, str], dialect: str):
+def _row_hash(
+    columns: list[str], types: dict[str, str], other: dict[str, str], dialect: str
+) -> str:
     """SQL of a 64-bit hash of the ``columns`` of a row, comparable across two relations of
     the same engine: a column whose types differ between them is hashed as text."""
     string = "STRING" if dialect == "spark" else "VARCHAR"

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +43,8 @@ from ..._validation import check_delta
 from ...central.robust import DEFAULT_BETA, marginal, population_model
 from ...distances import winf_distance
 from ...errors import CompositionError, ParameterError
-from ...noise import Noise, NoiseComponent
+from ...noise import Noise
+from .spec import ReleaseSpec, noise_from_dict, noise_to_dict
 
 __all__ = [
     "ComposedGuarantee",
@@ -64,71 +65,6 @@ LAPLACE_THEOREM = (
     "Chen & Ohrimenko 2023, Thm 3.1 on the stacked query: W-infinity of the joint samples "
     "under the L1 metric weighted by 1/(Laplace scale)"
 )
-
-
-@dataclass(frozen=True)
-class ReleaseSpec:
-    """One release as the composition sees it: its statistics and its noise law.
-
-    Attributes
-    ----------
-    statistics : tuple of (name, SQL expression)
-    noise : Noise
-        The noise added to these m statistics (components in orthonormal bases).
-    mechanism : str
-    delta : float
-        The δ the release was calibrated for (used as the reference δ when none is given).
-    """
-
-    statistics: tuple[tuple[str, str], ...]
-    noise: Noise
-    mechanism: str
-    delta: float = 0.0
-
-    def __post_init__(self) -> None:
-        if len(self.statistics) != self.noise.dim:
-            raise ParameterError(
-                f"release has {len(self.statistics)} statistics but noise of dimension "
-                f"{self.noise.dim}"
-            )
-
-    @classmethod
-    def from_record(cls, record: Any) -> ReleaseSpec:
-        """From a :class:`~distpriv.pipeline.ledger.LedgerEntry` (its stored noise law)."""
-        noise = noise_from_dict(record.noise, len(record.statistics))
-        return cls(
-            tuple(record.statistics),
-            noise,
-            record.mechanism,
-            float(record.guarantee.get("delta", 0.0)),
-        )
-
-
-def noise_to_dict(noise: Noise) -> dict[str, Any]:
-    """The noise law as stored in the ledger: covariance and components."""
-    return {
-        "covariance": noise.covariance.tolist(),
-        "components": [
-            {"kind": c.kind, "basis": c.basis.tolist(), "scales": c.scales.tolist()}
-            for c in noise.components
-        ],
-    }
-
-
-def noise_from_dict(data: Mapping[str, Any], dim: int) -> Noise:
-    """Inverse of :func:`noise_to_dict`."""
-    try:
-        comps = tuple(
-            NoiseComponent(
-                c["kind"],
-                np.asarray(c["basis"], dtype=np.float64).reshape(dim, -1),
-                np.asarray(c["scales"], dtype=np.float64),
-            )
-            for c in data["components"]
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CompositionError(f"a recorded noise law cannot be read: {exc}") from exc
-    return Noise(dim, comps)
 
 
 @dataclass(frozen=True)
@@ -266,9 +202,9 @@ def gaussian_pair_composition(
                 )
             row["epsilon"] = eps
             eps_max = max(eps_max, eps)
-            if budget_epsilon is not None:
+            if dlt is not None:  # exactly when budget_epsilon is given
                 row["delta_at_budget"] = dlt
-                dlt_max = max(dlt_max, dlt)
+                dlt_max = dlt if dlt_max is None else max(dlt_max, dlt)
             rows.append(row)
     return eps_max, dlt_max, rows
 
@@ -575,8 +511,8 @@ def compose(
         weight = block_diag(*[_laplace_map(s.noise) for s in specs])
         eps, rows = laplace_composition(model.samples, weight, model.pairs)
         last_w = _laplace_map(specs[-1].noise)
-        last = slice(model.dim - specs[-1].noise.dim, model.dim)
-        alone_eps, _ = laplace_composition([s[:, last] for s in model.samples], last_w, model.pairs)
+        tail = slice(model.dim - specs[-1].noise.dim, model.dim)
+        alone_eps, _ = laplace_composition([s[:, tail] for s in model.samples], last_w, model.pairs)
         dlt, dat = 0.0, None
         theorem = LAPLACE_THEOREM
         notes.append(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from typing import Any
 
 from ...errors import ParameterError, ParameterTypeError
@@ -121,12 +122,13 @@ def table_fingerprint(source: Any, *, key: bytes) -> str:
     key : bytes
         The ledger's identity key.
     """
+    fingerprint: Callable[..., object] | None
     try:
-        from ...modeling.identity import multiset_fingerprint  # type: ignore[import-not-found]
+        from ...modeling.identity import multiset_fingerprint as fingerprint
     except ImportError:
-        multiset_fingerprint = None
-    if multiset_fingerprint is not None:
-        return str(multiset_fingerprint(source, key=key))
+        fingerprint = None
+    if fingerprint is not None:
+        return str(fingerprint(source, key=key))
     import numpy as np
     import pandas as pd
 

@@ -62,7 +62,7 @@ def ledger_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         computation, released values).
     """
     led = Ledger(path, create=False)
-    groups = []
+    groups: list[dict[str, Any]] = []
     for account, key in led.groups():
         budget = led.budget(account, key)
         rows = [_row(e) for e in led.releases(account, key)]

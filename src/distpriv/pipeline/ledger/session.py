@@ -484,8 +484,7 @@ def open_ledger(
     given = _given_budget(cfg, budget)
     if ledger is True:
         ledger = None
-    off = ledger is False or (ledger is None and cfg.get("enabled", True) is False)
-    if off:
+    if ledger is False or (ledger is None and cfg.get("enabled", True) is False):
         if given is not None:
             raise ParameterError(
                 "--budget needs a ledger, but the ledger is off (--no-ledger or [ledger] "
