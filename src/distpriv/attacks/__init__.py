@@ -87,5 +87,6 @@ if TYPE_CHECKING:
         detectable_delta,
         verify_on_data,
     )
+    from .verify_sequential import look_schedule, verify_sequential
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

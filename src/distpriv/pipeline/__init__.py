@@ -116,7 +116,9 @@ __all__ = [
 if TYPE_CHECKING:
     # The names as attach() resolves them at run time, for type checkers (which do not
     # follow a module __getattr__: without this every public name would be Any).
+    from .audit_command import run_audit
     from .auto import AutoChoice, choose_mechanism
+    from .calibrate_command import run_calibrate, run_demo
     from .config import ModelConfig, ReleaseConfig, load_model_config, load_release_config
     from .demo import ADULT_STATISTICS, INCOME_SECRET, DemoReport, DemoRow
     from .html import render_html
@@ -124,7 +126,8 @@ if TYPE_CHECKING:
     from .ledger.compose import ComposedGuarantee, ReleaseSpec, compose
     from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome, VerifyOutcome
     from .release import ReleaseReport, build_model, calibrate_for, release
-    from .run import run_audit, run_calibrate, run_demo, run_release, run_verify
+    from .run import run_release
     from .sources import fingerprint, load_frame, resolve_source, table_facts
+    from .verify_command import run_verify
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)
