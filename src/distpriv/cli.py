@@ -122,7 +122,6 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
             public, page = release_page(outcome, progress=bars.step("privacy-utility figure"))
     text = _dump(public) if args.json else ("" if args.quiet else render_release(public, private))
-    # page is None only without --html, whose path is then not among ``paths``.
     contents = {"--out": _dump(public), "--private-out": _dump(private), "--html": page or ""}
     write_files([(p, contents[f], f) for p, f in paths])
     sys.stdout.write(text)
