@@ -212,6 +212,18 @@ def _code_cells(nb: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     return (c for c in nb["cells"] if c["cell_type"] == "code")
 
 
+def _merged(views: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Consecutive pieces of one stream as one: how a kernel splits a cell's printed text
+    into stream outputs depends on flush timing (ipykernel versions differ), not on it."""
+    out: list[tuple[str, str]] = []
+    for kind, text in views:
+        if out and kind.startswith("stream:") and out[-1][0] == kind:
+            out[-1] = (kind, f"{out[-1][1]} {text}".strip())
+        else:
+            out.append((kind, text))
+    return out
+
+
 def compare(committed: Mapping[str, Any], fresh: Mapping[str, Any]) -> list[Difference]:
     """Every difference between the outputs of two runs of the same notebook."""
     old_cells, new_cells = list(_code_cells(committed)), list(_code_cells(fresh))
@@ -220,8 +232,8 @@ def compare(committed: Mapping[str, Any], fresh: Mapping[str, Any]) -> list[Diff
     diffs = []
     for i, (old, new) in enumerate(zip(old_cells, new_cells, strict=True), start=1):
         tolerance = cell_tolerance(old)
-        olds = [v for out in old.get("outputs", []) for v in output_views(out)]
-        news = [v for out in new.get("outputs", []) for v in output_views(out)]
+        olds = _merged([v for out in old.get("outputs", []) for v in output_views(out)])
+        news = _merged([v for out in new.get("outputs", []) for v in output_views(out)])
         old_kinds, new_kinds = [k for k, _ in olds], [k for k, _ in news]
         if old_kinds != new_kinds:
             diffs.append(Difference(i, "kinds of output", str(old_kinds), str(new_kinds)))
