@@ -26,7 +26,8 @@ import numpy as np
 
 from .._validation import check_rng
 from ..central import CalibratedMechanism
-from ..modeling import DataQueryModel, ProportionSecret, Query
+from ..errors import ParameterTypeError
+from ..modeling import DataQueryModel, ProportionSecret, Query, Secret
 from ..modeling.strata import StratifiedSampler
 from ..querymodel import SampledQueryModel
 from ._audit_setup import (
@@ -180,7 +181,7 @@ def audit(
     auxiliary: Any,
     test: Any,
     query: Query | Mapping[str, str],
-    secret: ProportionSecret,
+    secret: Secret,
     subset_size: int,
     mechanisms: Sequence[str | CalibratedMechanism],
     model: DataQueryModel | None = None,
@@ -267,6 +268,8 @@ def audit(
     st = _validate(secret, repetitions, n_shadow, n_test, confidence, classifiers, mechanisms, pair)
     samples = _verify_samples(verify_samples, model) if verify else None
     gen = check_rng(rng)
+    if not isinstance(secret, ProportionSecret):  # _validate refused it; narrows the type
+        raise ParameterTypeError(f"secret must be a ProportionSecret, got {type(secret).__name__}")
     aux = StratifiedSampler(auxiliary, q, secret, subset_size, role="auxiliary data")
     tst = StratifiedSampler(test, q, secret, subset_size, role="test data")
     mechs, notes = _resolve_mechanisms(mechanisms, model, epsilon, delta, options)

@@ -23,7 +23,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "QueryEvaluation",
         "Statistic",
     ),
-    "secrets": ("ProportionSecret",),
+    "secrets": ("ProportionSecret", "Secret"),
     "tables": (
         "MissingReport",
         "Table",
@@ -38,6 +38,7 @@ __all__ = [
     "ProportionSecret",
     "Query",
     "QueryEvaluation",
+    "Secret",
     "Statistic",
     "Table",
     "as_table",
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from .expressions import ParsedExpression, parse_expression
     from .model import DataQueryModel, model_query, stratum_moments
     from .queries import Query, QueryEvaluation, Statistic
-    from .secrets import ProportionSecret
+    from .secrets import ProportionSecret, Secret
     from .tables import MissingReport, Table, as_table
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -13,7 +13,43 @@ from .._validation import check_real
 from ..errors import ParameterError, ParameterTypeError
 from .expressions import ParsedExpression, parse_expression
 
-__all__ = ["ProportionSecret"]
+__all__ = ["ProportionSecret", "Secret"]
+
+
+@runtime_checkable
+class Secret(Protocol):
+    """What every kind of secret offers the pipeline (Chen & Ohrimenko 2023, §2: a set of
+    values θ and the pairs Ψ of them to make indistinguishable).
+
+    A kind is a frozen dataclass with a class-level ``kind`` name (the config file's
+    ``[secret] kind``), its protected ``values`` (labels of the query model's components,
+    in order), the ``pairs`` Ψ of those values, the table ``columns`` it reads, a
+    plain-language :meth:`describe`, a JSON-safe :meth:`to_dict` (with ``"type"`` = the kind)
+    and a :meth:`ledger_key` under which the ledger composes releases about it.
+    """
+
+    kind: ClassVar[str]
+
+    @property
+    def values(self) -> tuple[Any, ...]: ...
+
+    @property
+    def pairs(self) -> tuple[tuple[Any, Any], ...]: ...
+
+    @property
+    def columns(self) -> frozenset[str]: ...
+
+    def describe(self) -> str:
+        """A plain-language description for reports ("the share of rows with …")."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe description, with ``"type"`` the kind."""
+        ...
+
+    def ledger_key(self) -> str:
+        """The text the ledger groups releases about this secret under."""
+        ...
 
 
 @dataclass(frozen=True, init=False)
@@ -46,6 +82,7 @@ class ProportionSecret:
     3
     """
 
+    kind: ClassVar[str] = "proportion"
     predicate: str
     values: tuple[float, ...]
     pairs: tuple[tuple[float, float], ...]
@@ -118,6 +155,15 @@ class ProportionSecret:
                     "is indistinguishable by construction; use a larger subset_size"
                 )
         return counts
+
+    def describe(self) -> str:
+        """The secret in words, as reports show it."""
+        return f"the share of rows with {self.predicate}"
+
+    def ledger_key(self) -> str:
+        """The predicate: releases about the same predicate compose, whatever their values
+        and pairs (:func:`distpriv.pipeline.ledger.identity.secret_key`)."""
+        return self.predicate
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe description."""

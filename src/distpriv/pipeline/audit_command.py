@@ -16,7 +16,7 @@ from ..errors import (
     MechanismNotApplicableError,
 )
 from ..guarantees import to_jsonable
-from ..modeling import DataQueryModel, ProportionSecret, Query
+from ..modeling import DataQueryModel, Query, Secret
 from ..modeling.identity import new_identity_key
 from ..modeling.tables import Table
 from .auto import AUTO, choose_for_table
@@ -71,7 +71,7 @@ def _audit_mechanisms(
     names: Sequence[str],
     model_frame: Table,
     query: Query,
-    secret: ProportionSecret,
+    secret: Secret,
     n: int,
 ) -> tuple[list[CalibratedMechanism], DataQueryModel, list[str]]:
     """Calibrate each mechanism on the same model its release would use."""

@@ -73,7 +73,9 @@ def _read_toml(path: str | Path, kind: str) -> tuple[Path, dict[str, Any]]:
         raise ConfigError(f"{p}: invalid TOML: {exc}") from exc
 
 
-def _check_keys(table: dict[str, Any], allowed: set[str], where: str, path: str) -> None:
+def _check_keys(
+    table: dict[str, Any], allowed: set[str] | frozenset[str], where: str, path: str
+) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise ConfigError(
@@ -148,7 +150,14 @@ _RELEASE_TOP = {
     "ranges",
 }
 _RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test", "missing"}
-_RELEASE_SECRET = {"predicate", "values", "pairs", "within"}
+# [secret] keys per ``kind`` (default "proportion"): (allowed, required).
+SECRET_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
+    "proportion": (
+        frozenset({"kind", "predicate", "values", "pairs", "within"}),
+        ("predicate", "values"),
+    ),
+}
+_RELEASE_SECRET = frozenset().union(*(allowed for allowed, _ in SECRET_KEYS.values()))
 _RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed", "population"}
 _RELEASE_OUTPUT = {"include_true"}
 _LEDGER = {"path", "budget", "data_name", "enabled"}
@@ -188,7 +197,11 @@ class ReleaseConfig:
 
 
 def _table(
-    data: dict[str, Any], key: str, allowed: set[str], path: str, required: bool = True
+    data: dict[str, Any],
+    key: str,
+    allowed: set[str] | frozenset[str],
+    path: str,
+    required: bool = True,
 ) -> dict[str, Any]:
     tab = data.get(key)
     if tab is None and not required:
@@ -345,7 +358,15 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
     aud = _table(data, "audit", _AUDIT, where, required=False)
     led = _table(data, "ledger", _LEDGER, where, required=False)
     name, epsilon, delta, options = _mechanism(data, where)
-    for key in ("predicate", "values"):
+    kind = sec.get("kind", "proportion")
+    if not isinstance(kind, str) or kind not in SECRET_KEYS:
+        raise ConfigError(
+            f"{where}: [secret] kind must be one of {', '.join(sorted(SECRET_KEYS))}, got {kind!r}"
+        )
+    allowed, required = SECRET_KEYS[kind]
+    for key in sorted(set(sec) - allowed):
+        raise ConfigError(f"{where}: [secret] key {key!r} does not apply to kind {kind!r}")
+    for key in required:
         if key not in sec:
             raise ConfigError(f"{where}: [secret] needs {key!r}")
     if "subset_size" not in mod:
@@ -365,7 +386,8 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
     include_true = out.get("include_true", False)
     if not isinstance(include_true, bool):
         raise ConfigError(f"{where}: [output] include_true must be true or false")
-    _check_grid(sec.get("values"), mod.get("subset_size"), where)
+    if kind == "proportion":
+        _check_grid(sec.get("values"), mod.get("subset_size"), where)
     title = data.get("title", p.stem)
     if not isinstance(title, str):
         raise ConfigError(f"{where}: title must be a string, got {title!r}")

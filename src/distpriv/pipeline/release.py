@@ -25,7 +25,7 @@ from ..central import (
 )
 from ..errors import AssumptionWarning, ParameterError, PrivacyLeakWarning
 from ..guarantees import Release, to_jsonable
-from ..modeling import DataQueryModel, ProportionSecret, Query, model_query
+from ..modeling import DataQueryModel, Query, Secret, model_query
 from ..modeling.tables import Table, as_table
 from .auto import AUTO, choose_for_table
 from .sources import check_model_support, warn_overlap_tables
@@ -148,7 +148,7 @@ def method_for(mechanism: str, method: str) -> str:
 def build_model(
     model_data: Any,
     query: Query,
-    secret: ProportionSecret,
+    secret: Secret,
     *,
     mechanism: str,
     subset_size: int,
@@ -317,7 +317,7 @@ def release_warnings(
 def release(
     data: Any,
     query: Query | Mapping[str, str],
-    secret: ProportionSecret,
+    secret: Secret,
     *,
     model_data: Any,
     mechanism: str,
@@ -343,7 +343,7 @@ def release(
     data : DataFrame, Arrow table or CSV/Parquet path
         The dataset to release, of ``subset_size`` rows.
     query : Query or mapping of name → SQL aggregate
-    secret : ProportionSecret
+    secret : Secret
     model_data : DataFrame, Arrow table or CSV/Parquet path
         Public or auxiliary data describing how datasets like ``data`` are distributed
         (not the released rows).
@@ -447,7 +447,7 @@ class PreparedRelease:
 def prepare_release(
     data: Any,
     query: Query | Mapping[str, str],
-    secret: ProportionSecret,
+    secret: Secret,
     *,
     model_data: Any,
     mechanism: str,

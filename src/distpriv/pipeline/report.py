@@ -23,7 +23,7 @@ from ..central import CalibratedMechanism, mechanism_info
 from ..central.floored import FLOOR_SENTENCE
 from ..errors import UtilityWarning
 from ..guarantees import Release, to_jsonable
-from ..modeling import ProportionSecret, Query
+from ..modeling import Query, Secret
 
 __all__ = [
     "PRIVATE_BANNER",
@@ -75,14 +75,16 @@ def intervals95(mech: CalibratedMechanism) -> tuple[np.ndarray, list[str]]:
     return half, how
 
 
-def secret_dict(secret: ProportionSecret) -> dict[str, Any]:
-    """The secret as the public report shows it."""
-    return {
-        "description": f"the share of rows with {secret.predicate}",
-        "predicate": secret.predicate,
-        "values": list(secret.values),
-        "pairs": [list(p) for p in secret.pairs],
-    }
+def secret_dict(secret: Secret) -> dict[str, Any]:
+    """The secret as the public report shows it: its description, then its own fields
+    (:meth:`~distpriv.modeling.secrets.Secret.to_dict`, without the ``type`` tag of a
+    proportion secret, as reports before secret kinds showed it)."""
+    out: dict[str, Any] = {"description": secret.describe()}
+    fields = secret.to_dict()
+    if fields.get("type") == "proportion":
+        fields.pop("type")
+    out.update(fields)
+    return out
 
 
 def provenance(
@@ -120,7 +122,7 @@ def provenance(
 def public_release(
     *,
     title: str,
-    secret: ProportionSecret,
+    secret: Secret,
     query: Query,
     rel: Release,
     mech: CalibratedMechanism,

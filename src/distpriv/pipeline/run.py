@@ -21,7 +21,7 @@ import numpy as np
 from .._validation import check_rng
 from ..central import CalibratedMechanism
 from ..guarantees import to_jsonable
-from ..modeling import DataQueryModel, ProportionSecret, Query
+from ..modeling import DataQueryModel, Query, Secret
 from ..modeling.identity import multiset_fingerprint, new_identity_key
 from ..modeling.tables import Table
 from .audit_command import run_audit
@@ -61,7 +61,7 @@ def _draw(
     model: DataQueryModel,
     value: np.ndarray,
     query: Query,
-    secret: ProportionSecret,
+    secret: Secret,
     released: Table,
     model_table: Table,
     fingerprints: Callable[[bytes], tuple[str, str]],

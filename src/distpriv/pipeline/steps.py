@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from ..errors import (
     ConfigError,
     ParameterError,
 )
-from ..modeling import DataQueryModel, ProportionSecret, Query
+from ..modeling import DataQueryModel, ProportionSecret, Query, Secret
 from ..modeling import tables as _tables_mod
 from ..modeling.identity import multiset_fingerprint
 from ..modeling.tables import Table
@@ -65,13 +66,25 @@ def _config(config: str | Path | ReleaseConfig) -> ReleaseConfig:
     return config if isinstance(config, ReleaseConfig) else load_release_config(config)
 
 
-def _secret(cfg: ReleaseConfig) -> ProportionSecret:
+def _proportion_secret(spec: dict[str, Any]) -> Secret:
     return ProportionSecret(
-        cfg.secret["predicate"],
-        cfg.secret["values"],
-        pairs=cfg.secret.get("pairs"),
-        within=cfg.secret.get("within"),
+        spec["predicate"],
+        spec["values"],
+        pairs=spec.get("pairs"),
+        within=spec.get("within"),
     )
+
+
+# ``[secret] kind`` → what builds the secret from the config's [secret] table (whose keys
+# config.SECRET_KEYS has checked for that kind).
+SECRET_BUILDERS: dict[str, Callable[[dict[str, Any]], Secret]] = {
+    "proportion": _proportion_secret,
+}
+
+
+def _secret(cfg: ReleaseConfig) -> Secret:
+    spec = {k: v for k, v in cfg.secret.items() if k != "kind"}
+    return SECRET_BUILDERS[cfg.secret.get("kind", "proportion")](spec)
 
 
 def _subset_size(cfg: ReleaseConfig) -> int:
@@ -81,7 +94,7 @@ def _subset_size(cfg: ReleaseConfig) -> int:
         raise ConfigError(f"{cfg.path}: [model] {exc}") from exc
 
 
-def _check_model_memory(cfg: ReleaseConfig, secret: ProportionSecret, n: int, method: str) -> int:
+def _check_model_memory(cfg: ReleaseConfig, secret: Secret, n: int, method: str) -> int:
     n_samples = check_positive_int(cfg.model.get("n_samples", 1000), "n_samples", minimum=2)
     if method == "montecarlo":
         # Index arrays (n_samples, n) int64 and the statistics, per secret value.
@@ -117,7 +130,7 @@ def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table,
     return model, released, source
 
 
-def _model_fingerprint(table: Table, query: Query, secret: ProportionSecret, key: bytes) -> str:
+def _model_fingerprint(table: Table, query: Query, secret: Secret, key: bytes) -> str:
     """Keyed fingerprint of the modelling table as the release reads it (the columns the
     statistics and the secret use), by the engine's native row hash: the modelling table
     can be large, and its identity need not match across engines."""
@@ -142,7 +155,7 @@ def _model_and_mechanism(
     cfg: ReleaseConfig,
     model_frame: Table,
     query: Query,
-    secret: ProportionSecret,
+    secret: Secret,
     n: int,
     progress: Callable[[int, int], None] | None = None,
     support: bool = True,
@@ -191,7 +204,7 @@ def _auto_model_and_mechanism(
     cfg: ReleaseConfig,
     model_frame: Table,
     query: Query,
-    secret: ProportionSecret,
+    secret: Secret,
     n: int,
     progress: Callable[[int, int], None] | None,
     support: bool = True,
@@ -224,7 +237,7 @@ def _auto_model_and_mechanism(
     return model, choice.mechanism, choice
 
 
-def _complete(table: Table, cfg: ReleaseConfig, query: Query, secret: ProportionSecret) -> Table:
+def _complete(table: Table, cfg: ReleaseConfig, query: Query, secret: Secret) -> Table:
     """The modelling table under the missing-value policy (a filter in the engine), for the
     ledger's joint model, which applies no policy of its own."""
     if cfg.missing == "error":

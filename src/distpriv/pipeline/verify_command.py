@@ -17,7 +17,7 @@ from ..errors import (
     PrivacyLeakWarning,
 )
 from ..guarantees import to_jsonable
-from ..modeling import ProportionSecret, Query, model_query
+from ..modeling import Query, Secret, model_query
 from ..modeling.tables import Table
 from .config import ReleaseConfig
 from .outcomes import (
@@ -53,7 +53,7 @@ def _verify(
     cfg: ReleaseConfig,
     model_frame: Table,
     query: Query,
-    secret: ProportionSecret,
+    secret: Secret,
     n: int,
     mech: CalibratedMechanism,
 ) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def _verify_check(
     cfg: ReleaseConfig,
     model_frame: Table,
     query: Query,
-    secret: ProportionSecret,
+    secret: Secret,
     n: int,
     mech: CalibratedMechanism,
 ) -> Any:

@@ -401,7 +401,7 @@ def compose(
         reported too).
     model_data : table
         The modelling data of the newest release.
-    secret : ProportionSecret
+    secret : Secret
         The newest release's secret: the composition is stated for its pairs.
     subset_size : int
         n, rows of the released dataset.

@@ -202,5 +202,6 @@ class NewRelease:
 
     @property
     def secret_key(self) -> str:
-        """The group key of the secret (its predicate)."""
-        return secret_key(self.secret["predicate"])
+        """The group key of the secret (its predicate, or the ``key`` a secret kind
+        other than a proportion records: :meth:`~distpriv.modeling.secrets.Secret.ledger_key`)."""
+        return secret_key(self.secret.get("key") or self.secret["predicate"])

@@ -138,7 +138,7 @@ def ledgered_draw(
     value : ndarray, shape (m,)
         F(data), not yet noised.
     query : Query
-    secret : ProportionSecret
+    secret : Secret
     data_account, model_account : str
         Keyed accounts (:func:`~distpriv.pipeline.ledger.identity.data_account`) of the
         released and the modelling data.
