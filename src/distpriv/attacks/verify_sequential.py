@@ -16,6 +16,21 @@ bound exceeds the true δ" then has probability at most Σ_k (1 − confidence)/
 1 − confidence, whatever the stopping rule and whether the time budget ends the check
 early (stopping early only spends less). A geometric schedule keeps K small
 (log₂ of budget / N₁, plus one), so the price of looking is a factor K in α, not in n.
+
+Early stop (``early_stop=True``, the default of ``distpriv verify`` since issue 28 item 4).
+The first look decides whether the rest of the budget is spent: the check stops after it
+unless the first look is *suspicious*, i.e. its verdict is ``violation`` (stopped anyway)
+or ``inconclusive`` (some direction's estimate exceeds the claim by more than about one
+standard error: its one-sided 84 % Clopper–Pearson bound is above the target), or the
+lattice decoder applies (a decoded release can hide an excess that only the sets of
+lattice points find with more draws, issue 26 item 7). The certified bound keeps its
+confidence (Bonferroni over the looks the budget allows holds for any stopping rule); what
+the early stop costs is power. On an exactly calibrated mechanism (true δ at the claim)
+the first look's estimate exceeds the claim by a standard error about one time in six, so
+the check usually ends after one look; on an under-noised one whose δ lies between the
+last look's detectable δ and the first look's, it can end before the draws that would
+have certified it. ``benchmarks/bench_verify_power.py --early-stop`` measures the
+difference (the table is in docs/user-guide.md, "Checking before releasing").
 """
 
 from __future__ import annotations
@@ -80,6 +95,12 @@ def _as_arrays(got: object) -> tuple[list[np.ndarray], list[str], list[tuple[int
     )
 
 
+def _clear(check: DataLevelCheck) -> bool:
+    """The first look shows no sign worth more draws (``early_stop``, module docstring):
+    verdict ``no evidence`` and no lattice decoder (``recovery`` is None without one)."""
+    return check.verdict == "no evidence" and check.recovery is None
+
+
 def verify_sequential(
     draw: Callable[[int, np.random.Generator], Any],
     mechanism: CalibratedMechanism,
@@ -90,6 +111,7 @@ def verify_sequential(
     max_seconds: float | None = 300.0,
     confidence: float = 0.95,
     null_control: bool = False,
+    early_stop: bool = False,
 ) -> DataLevelCheck:
     """The data-level check with more datasets drawn until it decides or hits a budget.
 
@@ -120,6 +142,11 @@ def verify_sequential(
         every look the sample budget allows.
     null_control : bool
         Run the null control on the datasets of the last look (doubles its cost).
+    early_stop : bool
+        Stop after the first look unless it is suspicious (verdict ``inconclusive`` or a
+        lattice decoder applies; module docstring): cheaper on a clearly correct
+        mechanism, less power against a violation the first look does not flag. The
+        confidence of the certified bound does not depend on it.
 
     Returns
     -------
@@ -157,6 +184,8 @@ def verify_sequential(
             stopped = "certified"
         elif all(p.interval[1] < target for p in check.per_pair):
             stopped = "below the target"
+        elif early_stop and k == 0 and k + 1 < len(sizes) and _clear(check):
+            stopped = "first look clear"
         elif k + 1 == len(sizes):
             stopped = "sample budget"
         elif budget is not None and (
