@@ -21,6 +21,7 @@ from ..errors import (
 from ..guarantees import to_jsonable
 from ..modeling import ProportionSecret, Query, model_query
 from ..modeling.tables import Table
+from ..querymodel import SampledQueryModel
 from .config import ReleaseConfig
 from .outcomes import (
     VerifyOutcome,
@@ -108,6 +109,15 @@ def _verify_check(
     need = len(secret.values) * batch * (n + len(cfg.query)) * 8.0 * 2
     check_memory(need, f"--verify ({batch} datasets per value of {n} rows)")
     pool = _pool_size(model_frame, n)
+    if pool is None:
+        return verify_sequential(
+            _sampler_draw(cfg, model_frame, query, secret, n),
+            mech,
+            first=sizes[0],
+            max_samples=sizes[-1],
+            max_seconds=VERIFY_SECONDS,
+            early_stop=VERIFY_EARLY_STOP if early_stop is None else early_stop,
+        )
 
     def draw(k: int, gen: Any) -> Any:
         return model_query(
@@ -130,6 +140,34 @@ def _verify_check(
         max_seconds=VERIFY_SECONDS,
         early_stop=VERIFY_EARLY_STOP if early_stop is None else bool(early_stop),
     )
+
+
+def _sampler_draw(
+    cfg: ReleaseConfig, model_frame: Table, query: Query, secret: ProportionSecret, n: int
+) -> Callable[[int, Any], SampledQueryModel]:
+    """The check's draws from one sampler (issue 28 item 4): the table's strata and per-row
+    features are computed once, each look only draws index arrays and sums; the law is
+    ``model_query(..., method="montecarlo")``'s (rows i.i.d. from the strata), without
+    its per-call validation, featurisation and normality diagnostics."""
+    from ..modeling.strata import StratifiedSampler
+    from ..modeling.tables import check_missing_policy
+
+    table, _ = model_frame.complete(
+        query.columns | secret.columns,
+        missing=check_missing_policy(cfg.missing),
+        what="modelling data",
+    )
+    sampler = StratifiedSampler(table, query, secret, n, replace=True)
+
+    def draw(k: int, gen: Any) -> SampledQueryModel:
+        return SampledQueryModel(
+            [sampler.draw(t, k, gen) for t in range(len(sampler.counts))],
+            secret.pairs,
+            labels=secret.values,
+            statistics=query.names,
+        )
+
+    return draw
 
 
 def run_verify(
