@@ -48,9 +48,9 @@ __all__ = ["run_verify"]
 # draws); it draws more, doubling, while undecided (attacks.verify_sequential), up to
 # VERIFY_MAX_SAMPLES per value (``--max-samples``) or VERIFY_SECONDS of wall-clock time
 # (issue 26 item 7). With VERIFY_EARLY_STOP (issue 28 item 4) it draws more only when the
-# first look is suspicious (inconclusive, or a lattice decoder applies): a correct
-# mechanism usually costs one look, at some power against violations between the first
-# and the last look's detectable delta (docs/user-guide.md, "Checking before releasing").
+# first look is suspicious (an estimate above the claim, or a lattice decoder applies): a
+# mechanism well below its claim costs one look, at some power against violations the
+# first look misses (docs/user-guide.md, "Checking before releasing").
 VERIFY_SAMPLES = 20_000
 VERIFY_MAX_SAMPLES = 160_000
 VERIFY_SECONDS = 300.0
