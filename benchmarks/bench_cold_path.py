@@ -59,16 +59,16 @@ audit / notebook           1.49x            1.40x
 
 Neither target is met. ``verify``'s check draws with fresh entropy, so its cost varies from
 run to run: a first look that is suspicious (on this configuration, calibrated exactly at
-its claim, about one run in four) spends the 160,000-dataset budget (the branch's maximum,
-5.7 s, is such a run). What is left of a one-look ``verify`` (about 2.3 s against 0.5 s):
-imports beyond numpy and pandas (scipy.integrate for the exact accountant's quadrature,
-sqlglot, DuckDB, rich: about 0.6 s), opening the bundled Adult table (0.25 s), the price
-table's six re-calibrations (0.3 s), the first look (0.35 s), the model and calibration
-(0.1 s). ``audit`` is unchanged by this round (the difference is within the load's noise):
-the notebook pays numpy, pandas and scikit-learn too; what distpriv adds is its own imports
-(0.35 s with scikit-learn loaded), one DuckDB connection per table (25–45 ms each, five of
-them), and the mechanism-aware classifier and likelihood-ratio test the notebook does not
-run.
+its claim, 3 of the 12 runs seen while tuning) spends the 160,000-dataset budget (the
+branch's maximum, 5.7 s, is such a run). What is left of a one-look ``verify`` (about 2.3 s
+against 0.5 s): imports beyond numpy and pandas (scipy.integrate for the exact accountant's
+quadrature, sqlglot, DuckDB, rich: about 0.6 s), opening the bundled Adult table (0.25 s),
+the price table's six re-calibrations (0.3 s), the first look (0.35 s), the model and
+calibration (0.1 s). ``audit`` is unchanged by this round (the difference is within the
+load's noise): the notebook pays numpy, pandas and scikit-learn too; what distpriv adds is
+its own imports (0.35 s with scikit-learn loaded), one DuckDB connection per table (25–45 ms
+each, five of them), and the mechanism-aware classifier and likelihood-ratio test the
+notebook does not run.
 """
 
 from __future__ import annotations
