@@ -169,7 +169,9 @@ def _verify(sub: Any) -> Any:
     )
     ver.add_argument(
         "--no-early-stop",
-        action="store_true",
+        dest="early_stop",
+        action="store_false",
+        default=None,  # run_verify's default (VERIFY_EARLY_STOP)
         help="spend the budget whenever undecided, not only when the first look (20000 "
         "datasets per value) is suspicious: more power, about 8x the time",
     )
