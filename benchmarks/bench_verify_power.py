@@ -24,7 +24,12 @@ ratio of CPU times. The time budget is off by default (``--seconds``) so that th
 measure the method, not the machine's load; the CPU times say whether a run fits in five
 minutes on two cores.
 
-Run: ``python benchmarks/bench_verify_power.py [--runs R] [--max-samples N]
+``--early-stop`` runs the sequential check with ``early_stop=True`` (``distpriv verify``'s
+default since issue 28 item 4: stop after the first look unless it is inconclusive or a
+lattice decoder applies); with the same seeds, its first look is the one of the run
+without it, so the two runs differ only by the stopping rule.
+
+Run: ``python benchmarks/bench_verify_power.py [--runs R] [--max-samples N] [--early-stop]
 [--settings gaussian,lattice] [--levels 1,3,5,10]``.
 """
 
@@ -185,11 +190,17 @@ def main() -> None:
     ap.add_argument("--settings", default="gaussian,lattice")
     ap.add_argument("--levels", default="1,3,5,10")
     ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument(
+        "--early-stop",
+        action="store_true",
+        help="stop after the first look unless it is suspicious (distpriv verify's default)",
+    )
     ap.add_argument("--verbose", action="store_true", help="one line per run")
     args = ap.parse_args()
     print(
         f"eps={EPS}, target delta={TARGET}; sequential: first {args.first}, budget "
-        f"{args.max_samples} datasets per value, time budget {args.seconds} s; fixed: 20,000 per "
+        f"{args.max_samples} datasets per value, time budget {args.seconds} s, early stop "
+        f"{args.early_stop}; fixed: 20,000 per "
         f"value; {args.runs} runs each"
     )
     print(
@@ -209,6 +220,7 @@ def main() -> None:
                     first=args.first,
                     max_samples=args.max_samples,
                     max_seconds=args.seconds,
+                    early_stop=args.early_stop,
                 )
                 times.append(time.process_time() - t0)
                 walls.append(time.perf_counter() - w0)

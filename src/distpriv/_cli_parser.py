@@ -159,6 +159,22 @@ def _verify(sub: Any) -> Any:
     ver.add_argument("--out", help="write the check's JSON report here (never overwritten)")
     ver.add_argument("--json", action="store_true", help="print the report as JSON")
     ver.add_argument("--quiet", action="store_true", help="print nothing; the exit status tells")
+    ver.add_argument(
+        "--max-samples",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="sample budget of the data-level check: resampled datasets per value at its "
+        "last look (default 160000, at least 1000); more detects smaller excesses",
+    )
+    ver.add_argument(
+        "--no-early-stop",
+        dest="early_stop",
+        action="store_false",
+        default=None,  # run_verify's default (VERIFY_EARLY_STOP)
+        help="spend the budget whenever undecided, not only when the first look (20000 "
+        "datasets per value) is suspicious: more power, about 8x the time",
+    )
     return ver
 
 

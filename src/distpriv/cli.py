@@ -133,8 +133,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from .rendering import render_verification
 
     _claim_outputs(args, "--out")
-    outcome = run_verify(args.config)  # the price table is the curator's: shown, not written
-    public, price = outcome.public, outcome.private.get("price")
+    outcome = run_verify(args.config, max_samples=args.max_samples, early_stop=args.early_stop)
+    public, price = outcome.public, outcome.private.get("price")  # shown, not written
     status = _finish(args, public, lambda: render_verification(public, price))
     # Exit status 1 on a certified violation, so a script can gate a release on it.
     return 1 if public["verification"].get("verdict") == "violation" else status

@@ -142,7 +142,15 @@ def test_verify_draws_no_noise_and_writes_only_its_report(verified):
     ver = report["verification"]
     assert ver["max_looks"] == 2 and 1 <= ver["looks"] <= 2
     assert ver["n_samples"] == (3000, 6000)[ver["looks"] - 1]
-    assert ver["stopped"] in ("certified", "below the target", "sample budget", "time budget")
+    assert ver["stopped"] in (
+        "certified",
+        "below the target",
+        "first look clear",  # the early stop (issue 28 item 4): only after one clean look
+        "sample budget",
+        "time budget",
+    )
+    if ver["stopped"] == "first look clear":
+        assert ver["looks"] == 1 and ver["verdict"] == "no evidence"
     from distpriv.rendering import _verification_line
 
     line = _verification_line(ver)

@@ -201,12 +201,22 @@ def detectable_delta(
     e = math.exp(epsilon)
     kq = min(n_q, math.ceil(q * n_q))
     q_hi = clopper_pearson(kq, n_q, 1 - alpha / 2, "upper")
-    ks = np.arange(n_p + 1)
-    lo = _cp(ks, n_p, 1 - alpha / 2, "lower") - e * q_hi
-    ok = np.nonzero(lo > target)[0]
-    if ok.size == 0:
+
+    def certified(k: int) -> bool:
+        return float(_cp(np.array([k]), n_p, 1 - alpha / 2, "lower")[0]) - e * q_hi > target
+
+    # The lower bound grows with k: the least certifying count by bisection (issue 28
+    # item 4: evaluating every k of a large look cost more than the look's statistics).
+    if not certified(n_p):
         return 1.0
-    k_star = int(ok[0])
+    a_k, b_k = -1, n_p  # certified(b_k); not certified(a_k) (k = -1 by convention)
+    while b_k - a_k > 1:
+        mid_k = (a_k + b_k) // 2
+        if certified(mid_k):
+            b_k = mid_k
+        else:
+            a_k = mid_k
+    k_star = b_k
     a, b = 0.0, 1.0
     for _ in range(60):
         mid = 0.5 * (a + b)

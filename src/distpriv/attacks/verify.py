@@ -59,7 +59,7 @@ import numpy as np
 from .._validation import check_positive_int, check_real, check_rng
 from ..central import CalibratedMechanism
 from ..errors import ParameterError, ParameterTypeError
-from ..modeling.lattice import detect_sample_lattice, lattice_decoder
+from ..modeling.lattice import decoder_ruled_out, detect_sample_lattice, lattice_decoder
 from ..querymodel import SampledQueryModel
 from ._verify_stats import (
     _estimate,
@@ -184,7 +184,9 @@ def _check_arrays(
     eps = float(mechanism.guarantee.epsilon)
     target = float(mechanism.guarantee.delta)
     sp = _split(data, labels, n_ev, mechanism, gen)
-    lattice = detect_sample_lattice(sp.fit)
+    # The exact lattice detection only when a decoder could follow (or no noise is added).
+    ruled_out = not mechanism.noise.is_zero and decoder_ruled_out(mechanism.noise, sp.fit)
+    lattice = None if ruled_out else detect_sample_lattice(sp.fit)
     decoder: Any = None
     if lattice is not None and not mechanism.noise.is_zero:
         mag = np.max(np.abs(np.vstack(data)), axis=0)
@@ -222,7 +224,7 @@ def _check_arrays(
         verdict = "inconclusive"
     else:
         verdict = "no evidence"
-    notes = _notes(mechanism, frame, lattice, decoder, recovery, null, conf)
+    notes = _notes(mechanism, frame, lattice, decoder, recovery, null, conf, ruled_out)
     return DataLevelCheck(
         mechanism.name,
         eps,
@@ -284,6 +286,7 @@ def _notes(
     recovery: float | None,
     null: NullControl | None,
     conf: float,
+    ruled_out: bool = False,
 ) -> tuple[str, ...]:
     m = mechanism.dim
     notes = [
@@ -322,6 +325,12 @@ def _notes(
             f"the others): the lattice decoder recovered the statistics exactly in "
             f"{recovery:.1%} of the evaluation releases; 'lattice decoding' bounds delta with "
             "this attack"
+        )
+    elif ruled_out and frame.rank:
+        notes.append(
+            "lattice decoding was not attempted: the noise is not Gaussian or has several "
+            "main directions (above 2 grid steps even on the coarsest grid the statistics "
+            "could lie on)"
         )
     elif lattice is not None and frame.rank:
         notes.append(

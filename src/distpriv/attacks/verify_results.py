@@ -163,8 +163,9 @@ class DataLevelCheck:
         Looks the sequential check was allowed (its bounds are Bonferroni-corrected over
         all of them, so the confidence holds whenever it stopped).
     stopped : str
-        Why a sequential check stopped ("certified", "below the target", "sample budget",
-        "time budget"), or "" for a fixed-size check.
+        Why a sequential check stopped ("certified", "below the target", "first look
+        clear" (its early stop), "sample budget", "time budget"), or "" for a fixed-size
+        check.
     """
 
     mechanism: str

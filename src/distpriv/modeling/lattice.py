@@ -449,6 +449,38 @@ class LatticeDecoder:
         return out
 
 
+def decoder_ruled_out(noise: Noise, samples: list[np.ndarray]) -> bool:
+    """True when :func:`lattice_decoder` returns None whatever lattice the samples lie on.
+
+    Cheap (no exact detection; issue 28 item 4: the detection's rational arithmetic cost
+    more than the rest of a first look). The steps of a lattice the samples lie on are at
+    most each column's smallest gap between distinct values d; with steps s ≤ d the
+    matrix of the decoder's test, diag(1/s) Σ_Z diag(1/s) = M B M with B = diag(1/d) Σ_Z
+    diag(1/d) and M = diag(d/s) ⪰ I, has every eigenvalue at least B's (Ostrowski's
+    theorem), so two eigenvalues of B above :data:`_MAX_FLOOR`² leave two main directions
+    on any such lattice: no decoder. Also true for non-Gaussian noise.
+
+    Parameters
+    ----------
+    noise : Noise
+    samples : list of ndarray, shape (n_h, m)
+    """
+    if any(c.kind != "gaussian" for c in noise.components if np.any(c.scales > 0)):
+        return True
+    x = np.vstack(samples)
+    gaps = np.empty(x.shape[1])
+    for k in range(x.shape[1]):
+        u = np.unique(x[:, k])
+        d = np.diff(u[np.isfinite(u)])
+        d = d[d > 0]
+        if d.size == 0:
+            return False  # constant or not finite: leave it to the detection
+        gaps[k] = float(d.min())
+    cov = noise.covariance / np.outer(gaps, gaps)
+    vals = np.linalg.eigvalsh((cov + cov.T) / 2)
+    return int(np.sum(vals > _MAX_FLOOR**2)) >= 2
+
+
 def lattice_decoder(
     noise: Noise, lattice: tuple[np.ndarray, np.ndarray], magnitude: np.ndarray
 ) -> LatticeDecoder | None:
