@@ -19,7 +19,7 @@ from ..errors import (
     PrivacyLeakWarning,
 )
 from ..guarantees import to_jsonable
-from ..modeling import Query, Secret, model_query
+from ..modeling import ProportionSecret, Query, Secret, model_query
 from ..modeling.tables import Table
 from ..querymodel import SampledQueryModel
 from .config import ReleaseConfig
@@ -109,7 +109,7 @@ def _verify_check(
     need = len(secret.values) * batch * (n + len(cfg.query)) * 8.0 * 2
     check_memory(need, f"--verify ({batch} datasets per value of {n} rows)")
     pool = _pool_size(model_frame, n)
-    if pool is None:
+    if pool is None and isinstance(secret, ProportionSecret):
         return verify_sequential(
             _sampler_draw(cfg, model_frame, query, secret, n),
             mech,
