@@ -344,7 +344,9 @@ def probe_weights(weights: Any, k: int, m: int, factor: float = WEIGHT_PROBE) ->
     w = np.diag(w) if w.ndim == 1 else w.copy()
     scale = np.ones(m)
     scale[k] = math.sqrt(factor)
-    return np.asarray(scale[:, None] * w * scale[None, :])
+    out = np.asarray(scale[:, None] * w * scale[None, :])
+    out[k, k] = w[k, k] * factor  # exactly (√factor² is not always factor in floating point)
+    return out
 
 
 def _sd(mech: CalibratedMechanism) -> np.ndarray:
