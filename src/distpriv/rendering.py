@@ -544,6 +544,11 @@ def price_lines(console: Console, price: dict[str, Any]) -> None:
             _num(r.get("noise_sd_at_weight_x10"), ".4g"),
         )
     console.print(what)
+    console.print(
+        f"  nearly collinear: R^2 >= {price.get('collinear_r2', 0.9):g} on the other statistics "
+        f"under the model; condition number of their correlation: "
+        f"{_num(price.get('condition_number'), '.3g')}"
+    )
     for line in price["lines"]:
         console.print(f"  {_e(line)}")
     console.print(f"  {_e(price['weights'])}")

@@ -185,3 +185,19 @@ def test_release_html_does_not_publish_the_price(tmp_path):
     public, page = release_page(outcome, epsilons=(2.0,))
     assert "price" not in public
     assert '<section id="price">' not in page and "noise_to_spread" not in page
+
+
+def test_noise_between_the_gap_and_the_spread_stays_informative():
+    # s0 varies a lot across datasets (sd 10) and the secret moves it by 2; s1 (sd 1) by 2.
+    # ExpM's isotropic noise, sized by s1, lands between s0's gap and its spread.
+    model = GaussianQueryModel(
+        [[0.0, 0.0], [2.0, 2.0]], np.diag([100.0, 1.0]), statistics=["s0", "s1"]
+    )
+    rep = price_report(model, quiet("expm-g", model))
+    s0, s1 = rep.rows
+    assert s0.gap <= s0.noise_sd < s0.spread  # the case, checked on the numbers
+    assert not s0.dominated and s1.dominated
+    (line,) = [x for x in rep.lines if x.startswith("s0")]
+    assert line.startswith("s0 stays informative")
+    assert f"{s0.noise_sd / 2.0:.3g} times its spread across the secret's values" in line
+    assert any(x.startswith("s1: the noise") for x in rep.lines)

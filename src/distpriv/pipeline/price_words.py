@@ -1,10 +1,12 @@
 """The price table in plain language (:mod:`distpriv.pipeline.price`, issue 25 item 5).
 
-Lines a curator reads before releasing: which statistics will be dominated by noise (and
-against which yardstick: the statistic's own spread across datasets, the gap the secret
-makes, its typical value), which reveal the secret outright, which are nearly collinear,
-what the population premise costs, what dropping a statistic would save, and whether the
-weights can move the noise — from the weight probe's re-calibrations, not presumed.
+Lines a curator reads before releasing: which statistics will be dominated by noise (noise
+sd at least the statistic's own spread across datasets; the line says which other
+yardsticks it exceeds: the gap the secret makes, the typical value), which stay informative
+though their noise exceeds the gap the secret makes, which reveal the secret outright, which
+are nearly collinear, what the population premise costs, what dropping a statistic would
+save, and whether the weights can move the noise — from the weight probe's
+re-calibrations, not presumed.
 """
 
 from __future__ import annotations
@@ -77,6 +79,15 @@ def _dominated(r: StatisticPrice) -> str:
 def price_lines(rows: Sequence[StatisticPrice], mse: float, mse_fitted: float | None) -> list[str]:
     """Plain-language findings of a price table (module docstring)."""
     out = [_dominated(r) for r in rows if r.dominated]
+    for r in rows:
+        if not r.dominated and r.gap > 0 and r.noise_sd >= r.gap:
+            out.append(
+                f"{r.name} stays informative: its noise (sd {_g(r.noise_sd)}) is "
+                f"{r.noise_to_gap:.3g} times its spread across the secret's values (gap "
+                f"{_g(r.gap)}) but {r.noise_to_spread:.3g} times its own spread across "
+                f"datasets (sd {_g(r.spread)}): the released value still shows how the data "
+                "vary, while what it would tell about the secret is covered by noise"
+            )
     for r in rows:
         if r.collinear:
             save = (
