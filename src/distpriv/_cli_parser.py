@@ -157,6 +157,12 @@ def _verify(sub: Any) -> Any:
     )
     ver.add_argument("config", help="TOML release configuration (docs/user-guide.md)")
     ver.add_argument("--out", help="write the check's JSON report here (never overwritten)")
+    ver.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write the curator's PRIVATE page here: the price per statistic, the guarantee "
+        "and the check (never overwritten; do not publish it)",
+    )
     ver.add_argument("--json", action="store_true", help="print the report as JSON")
     ver.add_argument("--quiet", action="store_true", help="print nothing; the exit status tells")
     ver.add_argument(

@@ -46,21 +46,21 @@ def _finish(
     """Render first, then write ``--out`` (and ``--html``), then print: a failure leaves
     no file behind."""
     text = _dump(public) if args.json else ("" if getattr(args, "quiet", False) else render())
-    files = []
-    if getattr(args, "out", None) is not None:
-        files.append((args.out, _dump(public), "--out"))
-    if page is not None:
-        files.append((args.html, page, "--html"))
+    files = [(args.out, _dump(public), "--out")] if getattr(args, "out", None) is not None else []
+    files += [] if page is None else [(args.html, page, "--html")]
     write_files(files)
     sys.stdout.write(text)
     return 0
 
 
-def _claim_outputs(args: argparse.Namespace, *flags: str) -> None:
-    """Refuse, before any work, an output file that exists (outputs are never overwritten)."""
-    for flag in flags:
-        if (path := getattr(args, flag[2:].replace("-", "_"), None)) is not None:
-            check_output(path, flag, overwrite=False)
+def _claim_outputs(args: argparse.Namespace, *flags: str) -> list[tuple[Path, str]]:
+    """Refuse, before any work, an output file that exists (outputs are never overwritten)
+    or one file named by two flags; the given ``(path, flag)`` pairs."""
+    given = [(getattr(args, f[2:].replace("-", "_"), None), f) for f in flags]
+    paths = [(check_output(p, f, overwrite=False), f) for p, f in given if p is not None]
+    if len({p.resolve() for p, _ in paths}) < len(paths):
+        raise OutputError(f"{', '.join(flags[:-1])} and {flags[-1]} must be different files")
+    return paths
 
 
 def _progress(args: argparse.Namespace) -> Any:
@@ -100,10 +100,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
     from .pipeline import run_release
     from .rendering import render_release
 
-    outs = [(args.out, "--out"), (args.private_out, "--private-out"), (args.html, "--html")]
-    paths = [(check_output(p, f, overwrite=False), f) for p, f in outs if p is not None]
-    if len({p.resolve() for p, _ in paths}) < len(paths):
-        raise OutputError("--out, --private-out and --html must be different files")
+    paths = _claim_outputs(args, "--out", "--private-out", "--html")
     with _progress(args) as bars:
         with bars.phase("modelling, calibrating and releasing"):
             outcome = run_release(
@@ -130,12 +127,15 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from .pipeline import run_verify
+    from .pipeline.verify_page import verify_page
     from .rendering import render_verification
 
-    _claim_outputs(args, "--out")
+    _claim_outputs(args, "--out", "--html")
+    # The price is the curator's: never in --out's report.
     outcome = run_verify(args.config, max_samples=args.max_samples, early_stop=args.early_stop)
-    public, price = outcome.public, outcome.private.get("price")  # shown, not written
-    status = _finish(args, public, lambda: render_verification(public, price))
+    public, price = outcome.public, outcome.private.get("price")
+    page = None if args.html is None else verify_page(outcome)  # PRIVATE page
+    status = _finish(args, public, lambda: render_verification(public, price), page)
     # Exit status 1 on a certified violation, so a script can gate a release on it.
     return 1 if public["verification"].get("verdict") == "violation" else status
 

@@ -499,33 +499,56 @@ def _num(v: Any, spec: str = ".3g", suffix: str = "") -> str:
 
 
 def price_lines(console: Console, price: dict[str, Any]) -> None:
-    """The per-statistic price table of :mod:`distpriv.pipeline.price`, then its findings."""
+    """The per-statistic price tables of :mod:`distpriv.pipeline.price`, then its findings:
+    the noise against three yardsticks and the population premise's price, then what would
+    change it (dropping a statistic, collinearity, a heavier weight)."""
     table = Table(title="price per statistic (no noise drawn)", title_justify="left")
     heads = (
         "statistic",
+        "typical value",
         "noise sd",
+        "sd across datasets",
         "noise/spread",
+        "gap across secret",
         "sd w/o population",
         "premise x",
-        "drop saves others",
-        "R^2 others",
     )
     for col in heads:
         table.add_column(col, justify="left" if col == "statistic" else "right")
     for r in price["statistics"]:
-        save = r["drop_saves_others"]
+        bad = r["dominated_by_noise"]
+        ratio = "inf" if r["noise_to_spread"] is None and r["spread"] == 0 else None
         table.add_row(
-            _e(r["statistic"]) + (" [yellow](collinear)[/yellow]" if r["nearly_collinear"] else ""),
+            _e(r["statistic"]),
+            _num(r.get("value"), ".4g"),
             _num(r["noise_sd"], ".4g"),
-            ("[red]" if r["dominated_by_noise"] else "")
-            + _num(r["noise_to_spread"])
-            + ("[/red]" if r["dominated_by_noise"] else ""),
+            _num(r["spread"], ".4g"),
+            ("[red]" if bad else "")
+            + (ratio or _num(r["noise_to_spread"]))
+            + ("[/red]" if bad else ""),
+            _num(r.get("secret_gap"), ".4g"),
             _num(r["noise_sd_without_population"], ".4g"),
             _num(r["population_premise_factor"], ".3g", "x"),
-            "-" if save is None else f"{max(100 * save, 0.0):.0f} %",
-            _num(r["r_squared"], ".3f"),
         )
     console.print(table)
+    what = Table(title="what would change it", title_justify="left")
+    probe = price.get("weight_probe", 10)
+    for col in ("statistic", "drop saves others", "R^2 others", f"noise sd at weight x{probe:g}"):
+        what.add_column(col, justify="left" if col == "statistic" else "right")
+    for r in price["statistics"]:
+        save = r["drop_saves_others"]
+        what.add_row(
+            _e(r["statistic"]) + (" [yellow](collinear)[/yellow]" if r["nearly_collinear"] else ""),
+            "-" if save is None else f"{max(100 * save, 0.0):.0f} %",
+            _num(r["r_squared"], ".3f"),
+            _num(r.get("noise_sd_at_weight_x10"), ".4g"),
+        )
+    console.print(what)
+    console.print(
+        f"  nearly collinear: R^2 >= {price.get('collinear_r2', 0.9):g} on the other statistics "
+        f"under the model; condition number of their correlation: "
+        f"{_num(price.get('condition_number'), '.3g')}"
+    )
     for line in price["lines"]:
         console.print(f"  {_e(line)}")
     console.print(f"  {_e(price['weights'])}")

@@ -1,18 +1,17 @@
-"""The price per statistic before releasing (issue 25, item 5): pipeline.price and
-``distpriv verify``. References: the library's calibration run by hand on hand-sliced
-models, R² by regression (not the inverse-covariance formula the module uses)."""
+"""The price per statistic before releasing (issue 25, item 5): pipeline.price.
+References: the library's calibration run by hand on hand-sliced models, R² by regression
+(not the inverse-covariance formula the module uses). ``distpriv verify`` on the clinic
+case (sklearn's breast-cancer table): tests/pipeline/test_price_clinic.py."""
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
 import pytest
 
 import distpriv as dp
-from distpriv import GaussianQueryModel, calibrate, cli
-from distpriv.central import CalibratedMechanism
+from distpriv import GaussianQueryModel, calibrate
 from distpriv.pipeline.price import price_report
 from distpriv.querymodel import MomentUncertainty
 
@@ -81,6 +80,16 @@ def test_price_rows_against_hand_calibrations():
         others = quiet("expm-g", sub)
         want = 1.0 - np.trace(others.noise_covariance) / np.sum(sd[keep] ** 2)
         assert row.drop_saving == pytest.approx(want, abs=1e-9)
+    # The yardsticks: the gap across the secret's values, the typical value, the variance
+    # ratio, and the condition number of the pooled correlation (numpy's cond).
+    for k, row in enumerate(rep.rows):
+        assert row.gap == pytest.approx(abs(model.means[1, k] - model.means[0, k]), rel=1e-12)
+        assert row.value == pytest.approx(model.means[:, k].mean(), rel=1e-12)
+        var = [c[k, k] for c in model.covariances]
+        assert row.variance_ratio == pytest.approx(max(var) / min(var), rel=1e-12)
+        assert row.noise_sd_weighted is None  # expm-g takes no weights: nothing to probe
+    d = np.sqrt(np.diag(pooled))
+    assert rep.condition == pytest.approx(np.linalg.cond(pooled / np.outer(d, d)), rel=1e-8)
     # The population premise costs something here, and the report says how much.
     assert rep.mse_fitted == pytest.approx(plain.mse())
     assert rep.mse > rep.mse_fitted
@@ -114,69 +123,49 @@ def test_weights_move_optimal_g_noise_and_the_report_says_so():
         np.sqrt(np.diag(heavy.noise_covariance)).tolist()
     )
     assert rep.notes and "premise costs nothing" in rep.notes[0]
+    # The weight probe, recomputed: s0's weight 10 (the others as calibrated) moves the
+    # noise off s0, and the report says so with the measured numbers.
+    flat_rep = price_report(model, flat)
+    probe = quiet("optimal-g", model, weights=[10.0, 1.0, 1.0])
+    s0 = flat_rep.rows[0]
+    assert s0.noise_sd_weighted == pytest.approx(np.sqrt(probe.noise_covariance[0, 0]))
+    assert s0.weight_effect > 0.5
+    assert "measured: a weight 10 times larger on" in flat_rep.weights
+    assert "weights do not move" not in flat_rep.weights
+    # s2 carries no gap: no noise, nothing for a weight to move.
+    assert flat_rep.rows[2].noise_sd == pytest.approx(0.0, abs=1e-9)
 
 
-@pytest.fixture(scope="module")
-def clinic(tmp_path_factory):
-    """sklearn's breast-cancer table (569 rows): four correlated statistics of a 100-row
-    cohort, hiding whether the malignant share is 0.30 or 0.45, mechanism auto."""
-    from sklearn.datasets import load_breast_cancer
-
-    folder = tmp_path_factory.mktemp("clinic")
-    frame = load_breast_cancer(as_frame=True).frame
-    table = frame[["mean radius", "mean texture", "mean perimeter", "mean area"]].copy()
-    table.columns = ["radius", "texture", "perimeter", "area"]
-    table["malignant"] = 1 - frame["target"]
-    table.to_csv(folder / "clinic.csv", index=False)
-    config = folder / "clinic.toml"
-    config.write_text(
-        'title = "Clinic"\n[data]\nmodel = "clinic.csv"\n'
-        '[query]\navg_radius = "avg(radius)"\navg_perimeter = "avg(perimeter)"\n'
-        'avg_texture = "avg(texture)"\nn_large = "count_if(area > 700)"\n'
-        '[secret]\npredicate = "malignant = 1"\nvalues = [0.30, 0.45]\n'
-        '[model]\nsubset_size = 100\nmethod = "analytic"\n'
-        '[mechanism]\nname = "auto"\nepsilon = 1.0\ndelta = 1e-3\n'
-    )
-    return config
+def test_weights_move_optimal_g_full_noise():
+    # The floored optimal-g: the same trade between s0 and s1 above its floor.
+    c = 0.9 * dp.max_mahalanobis_distance(epsilon=EPS, delta=DELTA)
+    model = GaussianQueryModel([[0.0, 0.0, 0.0], [c, c, 0.0]], np.eye(3))
+    grid = {"lattice": [1e-3, 1e-3, 1e-3]}
+    flat = quiet("optimal-g-full", model, **grid)
+    heavy = quiet("optimal-g-full", model, weights=[1.0, 25.0, 1.0], **grid)
+    assert flat.noise_rank == heavy.noise_rank == 3  # full rank (the floor)
+    assert heavy.noise_covariance[1, 1] < 0.2 * flat.noise_covariance[1, 1]
+    assert heavy.noise_covariance[0, 0] > flat.noise_covariance[0, 0]
+    rep = price_report(model, flat)
+    assert rep.weights.startswith("weights move the noise of optimal-g-full")
+    probe = quiet("optimal-g-full", model, weights=[1.0, 10.0, 1.0], **grid)
+    assert rep.rows[1].noise_sd_weighted == pytest.approx(np.sqrt(probe.noise_covariance[1, 1]))
+    assert rep.rows[1].weight_effect > 0.5
 
 
-def test_verify_prints_the_price_table_before_any_noise(clinic, capsys):
-    def no_noise(*args, **kwargs):
-        raise AssertionError("verify drew noise")
-
-    from distpriv.pipeline import run_verify
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(CalibratedMechanism, "release", no_noise)
-        mp.setattr(dp.noise, "secure_sample", no_noise)
-        status = cli.main(["verify", str(clinic)])
-        text = capsys.readouterr().out
-        outcome = run_verify(clinic)
-    assert status in (0, 1)
-    # The table, one row per statistic, comes before the guarantee and the data check.
-    head = text.index("price per statistic")
-    assert head < text.index("guarantee:") < text.index("data-level check")
-    for name in ("avg_radius", "avg_perimeter", "avg_texture", "n_large"):
-        assert head < text.index(name, head) < text.index("guarantee:")
-    assert "premise x" in text and "drop saves others" in text
-    # The curator's report: noise sd from the mechanism's own covariance, ratio to the
-    # spread. The spread is the modelling table's, so the price is private: never in the
-    # public report that --out writes.
-    report = outcome.public
-    assert "price" not in report and "noise_to_spread" not in json.dumps(report)
-    price = outcome.private["price"]
-    cov = np.array(report["mechanism"]["noise_covariance"])
-    assert [r["statistic"] for r in price["statistics"]] == report["statistics"]
-    for k, r in enumerate(price["statistics"]):
-        assert r["noise_sd"] == pytest.approx(np.sqrt(cov[k, k]), rel=1e-9)
-        assert r["noise_to_spread"] == pytest.approx(r["noise_sd"] / r["spread"], rel=1e-9)
-        assert r["noise_sd_without_population"] is not None
-        if r["dominated_by_noise"]:
-            assert any(line.startswith(r["statistic"] + ": the noise") for line in price["lines"])
-    # radius and perimeter of the same tumours: nearly collinear, flagged.
-    flagged = {r["statistic"] for r in price["statistics"] if r["nearly_collinear"]}
-    assert {"avg_radius", "avg_perimeter"} <= flagged
-    assert price["weights"]
+def test_a_statistic_that_is_the_secret_is_named():
+    # The count of rows with the property in a 100-row dataset at share 0.30 or 0.45 is
+    # 30 or 45 exactly: no spread, a gap of 15. Publishing it publishes the secret.
+    cov = np.diag([4.0, 0.0])
+    model = GaussianQueryModel([[10.0, 30.0], [11.0, 45.0]], [cov, cov], statistics=["s0", "s1"])
+    mech = quiet("expm-g", model)
+    rep = price_report(model, mech)
+    count = rep.rows[1]
+    assert count.spread == 0 and count.gap == 15 and count.reveals_secret
+    assert count.to_dict()["noise_to_spread"] is None  # inf, JSON-safe
+    (line,) = [x for x in rep.lines if x.startswith("s1: the noise")]
+    assert "must hide the secret itself" in line and "moves by 15" in line
+    assert not rep.rows[0].reveals_secret
 
 
 def test_release_html_does_not_publish_the_price(tmp_path):
@@ -196,3 +185,19 @@ def test_release_html_does_not_publish_the_price(tmp_path):
     public, page = release_page(outcome, epsilons=(2.0,))
     assert "price" not in public
     assert '<section id="price">' not in page and "noise_to_spread" not in page
+
+
+def test_noise_between_the_gap_and_the_spread_stays_informative():
+    # s0 varies a lot across datasets (sd 10) and the secret moves it by 2; s1 (sd 1) by 2.
+    # ExpM's isotropic noise, sized by s1, lands between s0's gap and its spread.
+    model = GaussianQueryModel(
+        [[0.0, 0.0], [2.0, 2.0]], np.diag([100.0, 1.0]), statistics=["s0", "s1"]
+    )
+    rep = price_report(model, quiet("expm-g", model))
+    s0, s1 = rep.rows
+    assert s0.gap <= s0.noise_sd < s0.spread  # the case, checked on the numbers
+    assert not s0.dominated and s1.dominated
+    (line,) = [x for x in rep.lines if x.startswith("s0")]
+    assert line.startswith("s0 stays informative")
+    assert f"{s0.noise_sd / 2.0:.3g} times its spread across the secret's values" in line
+    assert any(x.startswith("s1: the noise") for x in rep.lines)

@@ -91,7 +91,8 @@ def write_files(
     overwrite: bool = True,
     create_parents: bool = False,
 ) -> None:
-    """Write every ``(path, text, flag)`` through a temporary file, then rename them all.
+    """Write every ``(path, text, flag)`` through a temporary file, then rename them all:
+    all or nothing (a failure after some renames removes the files this call created).
 
     Temporary files live in the target's folder (so the rename is atomic) and follow the
     umask; on any failure, including Ctrl-C, no temporary file is left and errors name the
@@ -101,6 +102,7 @@ def write_files(
     """
     temps: list[tuple[str, Path, str]] = []
     made: list[Path] = []
+    placed: list[Path] = []  # targets this call created, removed again if a later one fails
     done = False
     try:
         for path, text, flag in files:
@@ -120,6 +122,7 @@ def write_files(
                 fh.write(text)
             os.chmod(tmp, _mode())
         for tmp, target, flag in temps:
+            existed = target.exists()
             try:
                 if overwrite:
                     os.replace(tmp, target)
@@ -129,11 +132,18 @@ def write_files(
                 raise
             except OSError as exc:
                 raise OutputError(f"{flag} {str(target)!r}: {exc.strerror}") from None
+            if not existed:
+                placed.append(target)
         done = True
     finally:
         for tmp, _, _ in temps:
             Path(tmp).unlink(missing_ok=True)
         if not done:
+            # All or nothing: a failure (or Ctrl-C) between two renames takes back the
+            # files already placed, so no command leaves half of its outputs.
+            for target in placed:
+                with contextlib.suppress(OSError):
+                    target.unlink()
             for d in reversed(made):
                 with contextlib.suppress(OSError):
                     d.rmdir()

@@ -2,24 +2,37 @@
 
 For a calibrated mechanism and its query model, each statistic k gets
 
-* its noise standard deviation √(Σ_Z)_kk and the ratio to its **spread** (the statistic's
-  own standard deviation across datasets under the model, pooled over θ, as in
-  :func:`distpriv.pipeline.report.noise_to_spread`);
+* its noise standard deviation √(Σ_Z)_kk, and three yardsticks to read it against:
+
+  - its **spread**, the statistic's own standard deviation across datasets under the model
+    (pooled over θ, as in :func:`distpriv.pipeline.report.noise_to_spread`);
+  - its **gap across the secret's values**, max_θ μ_θ,k − min_θ μ_θ,k: how far the secret
+    moves the statistic's mean;
+  - its **typical value**, the mean of μ_θ,k over θ;
+
 * the **price of the population premise**: the same mechanism calibrated on the fitted
   moments only (β = None, :mod:`distpriv.central.robust`), and the ratio of the two noise
   standard deviations — what covering the sampling uncertainty of the moments costs;
 * what **dropping it** would save the others: the mechanism calibrated on the other m − 1
   statistics, as the relative fall of their E‖Z‖²;
 * its **collinearity** with the others, R²_k = 1 − 1/(Σ_kk (Σ⁻¹)_kk) of the pooled
-  model covariance: a nearly collinear statistic adds little information but can force
-  noise onto the others;
+  model covariance (the R² of regressing statistic k on the others under the model; a
+  statistic is *nearly collinear* from R² ≥ 0.9, i.e. a variance inflation factor of 10):
+  it adds little information but can force noise onto the others. The condition number of
+  the pooled correlation matrix is reported for the whole set;
+* for the mechanisms that take ``weights`` (optimal-g, optimal-g-full): its noise sd when
+  its weight alone is made ``WEIGHT_PROBE`` times larger (a re-calibration), which says
+  whether the weights can move the noise here — measured, not presumed;
 
-and plain-language lines: a statistic whose noise exceeds its spread will be dominated by
-noise; whether weights can move the noise (only the mechanisms whose shape is chosen by a
-convex program, optimal-g and optimal-g-full, take them), and why not otherwise.
+and plain-language lines (:mod:`distpriv.pipeline.price_words`): a statistic whose noise
+exceeds its spread will be dominated by noise (the line says which yardsticks the noise
+exceeds); a statistic that does not vary between datasets sharing the secret's value reveals
+the secret; whether weights can move the noise, and why not when they cannot.
 
 Every number is a re-calibration by the library's own :func:`distpriv.calibrate` (the
-same options), so the table prices exactly what would be released.
+same options), so the table prices exactly what would be released. The table describes the
+modelling data (spreads, gaps, values), so it is **curator-private**: ``distpriv verify``
+prints it and writes it to its PRIVATE page, never into a public report.
 """
 
 from __future__ import annotations
@@ -36,15 +49,28 @@ from ..central import CalibratedMechanism, calibrate, mechanism_info
 from ..central.robust import DEFAULT_BETA
 from ..errors import DistPrivError
 from ..querymodel import GaussianQueryModel, MomentUncertainty
+from .price_words import WEIGHT_PROBE, price_lines, weights_line
 
-__all__ = ["PriceReport", "StatisticPrice", "beta_of", "price_for_options", "price_report"]
+__all__ = [
+    "COLLINEAR_R2",
+    "WEIGHT_PROBE",
+    "PriceReport",
+    "StatisticPrice",
+    "beta_of",
+    "price_for_options",
+    "price_report",
+]
 
-# A statistic is "nearly collinear" with the others from this R² on.
+# A statistic is "nearly collinear" with the others from this R² on (VIF = 1/(1 − R²) ≥ 10).
 COLLINEAR_R2 = 0.9
-# Drop-one re-calibrations only up to this many statistics (m calibrations).
+# Drop-one and weight re-calibrations only up to this many statistics (2m calibrations).
 DROP_MAX = 12
 # Options of a mechanism that hold one entry per statistic (restricted when dropping one).
 _PER_STATISTIC = ("lattice", "weights", "sensitivities", "direction")
+
+
+def _safe(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
 
 
 @dataclass(frozen=True)
@@ -57,7 +83,7 @@ class StatisticPrice:
     noise_sd : float
         √(Σ_Z)_kk of the calibrated noise.
     spread : float
-        The statistic's standard deviation under the model (pooled over θ).
+        The statistic's standard deviation across datasets under the model (pooled over θ).
     noise_to_spread : float
         ``noise_sd / spread`` (``inf`` for a statistic that never varies, with noise).
     noise_sd_fitted : float or None
@@ -68,6 +94,16 @@ class StatisticPrice:
         less); ``None`` when not computed.
     r_squared : float
         Collinearity with the other statistics (pooled model covariance).
+    gap : float
+        max_θ μ_θ,k − min_θ μ_θ,k, the statistic's spread across the secret's values.
+    value : float
+        The mean of μ_θ,k over θ (the statistic's typical value under the model).
+    variance_ratio : float
+        Largest ratio of the statistic's variances under two values of the secret (1: equal;
+        ``inf`` when one is 0 and the other not).
+    noise_sd_weighted : float or None
+        Noise sd when this statistic's weight is ``WEIGHT_PROBE`` times larger (the others
+        kept); ``None`` when the mechanism takes no weights or it was not computed.
     """
 
     name: str
@@ -77,6 +113,10 @@ class StatisticPrice:
     noise_sd_fitted: float | None
     drop_saving: float | None
     r_squared: float
+    gap: float = math.nan
+    value: float = math.nan
+    variance_ratio: float = 1.0
+    noise_sd_weighted: float | None = None
 
     @property
     def premise_factor(self) -> float | None:
@@ -92,26 +132,55 @@ class StatisticPrice:
 
     @property
     def dominated(self) -> bool:
-        """The noise is at least the statistic's own spread."""
+        """The noise is at least the statistic's own spread across datasets."""
         return self.noise_to_spread >= 1.0
+
+    @property
+    def noise_to_gap(self) -> float:
+        """``noise_sd / gap`` (``inf`` when the secret does not move the mean)."""
+        if self.gap > 0:
+            return self.noise_sd / self.gap
+        return 0.0 if self.noise_sd == 0 else math.inf
+
+    @property
+    def swamps_value(self) -> bool:
+        """The noise sd is at least the statistic's typical value (in absolute terms)."""
+        return math.isfinite(self.value) and self.noise_sd >= abs(self.value) > 0
+
+    @property
+    def reveals_secret(self) -> bool:
+        """The statistic does not vary between datasets with the same value of the secret,
+        but differs between values: publishing it exactly would publish the secret."""
+        return self.spread == 0 and self.gap > 0
+
+    @property
+    def weight_effect(self) -> float | None:
+        """Relative fall of the noise sd under the weight probe (0.4: 40 % less)."""
+        if self.noise_sd_weighted is None or self.noise_sd <= 0:
+            return None
+        return 1.0 - self.noise_sd_weighted / self.noise_sd
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (non-finite numbers as ``None``)."""
-
-        def safe(x: float | None) -> float | None:
-            return None if x is None or not math.isfinite(x) else float(x)
-
         return {
             "statistic": self.name,
-            "noise_sd": safe(self.noise_sd),
-            "spread": safe(self.spread),
-            "noise_to_spread": safe(self.noise_to_spread),
-            "noise_sd_without_population": safe(self.noise_sd_fitted),
-            "population_premise_factor": safe(self.premise_factor),
-            "drop_saves_others": safe(self.drop_saving),
-            "r_squared": safe(self.r_squared),
+            "value": _safe(self.value),
+            "noise_sd": _safe(self.noise_sd),
+            "spread": _safe(self.spread),
+            "noise_to_spread": _safe(self.noise_to_spread),
+            "secret_gap": _safe(self.gap),
+            "noise_to_gap": _safe(self.noise_to_gap),
+            "variance_ratio": _safe(self.variance_ratio),
+            "noise_sd_without_population": _safe(self.noise_sd_fitted),
+            "population_premise_factor": _safe(self.premise_factor),
+            "drop_saves_others": _safe(self.drop_saving),
+            "r_squared": _safe(self.r_squared),
             "nearly_collinear": self.collinear,
             "dominated_by_noise": self.dominated,
+            "noise_exceeds_value": self.swamps_value,
+            "reveals_secret": self.reveals_secret,
+            "noise_sd_at_weight_x10": _safe(self.noise_sd_weighted),
+            "weight_effect": _safe(self.weight_effect),
         }
 
 
@@ -128,9 +197,13 @@ class PriceReport:
     lines : tuple of str
         Plain-language findings (dominated statistics, collinearity, the premise's price).
     weights : str
-        Whether and how weights move this mechanism's noise.
+        Whether and how weights move this mechanism's noise (measured when it takes them).
     notes : tuple of str
         What was not computed, and why.
+    condition : float
+        Condition number of the pooled correlation matrix of the statistics that vary.
+    isotropic_share : float
+        m λ_min(Σ_Z) / tr Σ_Z: the share of E‖Z‖² that is the same in every direction.
     """
 
     mechanism: str
@@ -140,6 +213,8 @@ class PriceReport:
     lines: tuple[str, ...]
     weights: str
     notes: tuple[str, ...] = ()
+    condition: float = 1.0
+    isotropic_share: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
@@ -151,6 +226,10 @@ class PriceReport:
             "lines": list(self.lines),
             "weights": self.weights,
             "notes": list(self.notes),
+            "condition_number": _safe(self.condition),
+            "isotropic_share": _safe(self.isotropic_share),
+            "collinear_r2": COLLINEAR_R2,
+            "weight_probe": WEIGHT_PROBE,
         }
 
 
@@ -159,22 +238,40 @@ def _spread(model: GaussianQueryModel) -> np.ndarray:
     return np.sqrt(np.clip(np.diagonal(cov, axis1=1, axis2=2).mean(axis=0), 0.0, None))
 
 
-def _r_squared(model: GaussianQueryModel) -> np.ndarray:
-    """R²_k of each statistic on the others under the pooled covariance (1: collinear)."""
+def _variance_ratio(model: GaussianQueryModel) -> np.ndarray:
+    """Largest var_i / var_j of each statistic over the pairs of Ψ (both directions)."""
+    var = np.clip(
+        np.diagonal(np.asarray(model.covariances, dtype=float), axis1=1, axis2=2), 0, None
+    )
+    out = np.ones(var.shape[1])
+    for i, j in model.pairs:
+        hi, lo = np.maximum(var[i], var[j]), np.minimum(var[i], var[j])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(lo > 0, hi / np.where(lo > 0, lo, 1.0), np.where(hi > 0, np.inf, 1.0))
+        out = np.maximum(out, r)
+    return out
+
+
+def _r_squared(model: GaussianQueryModel) -> tuple[np.ndarray, float]:
+    """R²_k of each statistic on the others under the pooled covariance (1: collinear),
+    and the condition number of the pooled correlation matrix."""
     pooled = np.asarray(model.covariances, dtype=float).mean(axis=0)
     m = pooled.shape[0]
     if m < 2:
-        return np.zeros(m)
+        return np.zeros(m), 1.0
     d = np.sqrt(np.clip(np.diag(pooled), 0.0, None))
     live = d > 0
     out = np.zeros(m)
+    if live.sum() < 2:
+        return out, 1.0
     corr = pooled[np.ix_(live, live)] / np.outer(d[live], d[live])
     w, v = np.linalg.eigh((corr + corr.T) / 2)
+    cond = float(w[-1] / w[0]) if w[0] > 0 else math.inf
     # Exactly collinear statistics: the least eigenvalue is clipped, R² comes out ≈ 1.
     w = np.maximum(w, 1e-12 * max(float(w[-1]), 1e-300))
     r2 = 1.0 - 1.0 / (v**2 / w).sum(axis=1)
     out[live] = np.clip(r2, 0.0, 1.0)
-    return out
+    return out, cond
 
 
 def _sub_model(model: GaussianQueryModel, keep: list[int]) -> GaussianQueryModel:
@@ -240,27 +337,28 @@ def _recalibrate(
         return None
 
 
-def _weights_line(mech: CalibratedMechanism) -> str:
-    spec = mechanism_info(mech.name)
-    if "weights" not in spec.options:
-        return (
-            f"weights cannot move the noise of {mech.name}: its shape is fixed by its theorem "
-            f"({spec.summary}); only optimal-g and optimal-g-full choose the shape by the "
-            "weights (with mechanism = 'auto', weights only change which mechanism wins)"
-        )
-    shape = str(mech.diagnostics.get("main_shape") or mech.diagnostics.get("method") or "")
-    line = (
-        f"weights move the noise of {mech.name}: it minimises sum_k w_k Var(Z_k) over the "
-        "noise that meets the guarantee, so a statistic with a larger weight gets less noise "
-        "as far as the differences between the hypotheses in its direction allow"
-    )
-    if "isotropic" in shape:
-        line += (
-            f"; here the cheapest verified noise is '{shape}': the hypotheses differ in "
-            "every direction (their covariances, or the population set's), so every "
-            "statistic needs noise whatever the weights"
-        )
-    return line
+def probe_weights(weights: Any, k: int, m: int, factor: float = WEIGHT_PROBE) -> np.ndarray:
+    """W with statistic ``k``'s weight multiplied by ``factor``: D W D, D = diag(1, …, √factor
+    at k, …, 1), so W stays positive definite and only row and column k change."""
+    w = np.eye(m) if weights is None else np.asarray(weights, dtype=float)
+    w = np.diag(w) if w.ndim == 1 else w.copy()
+    scale = np.ones(m)
+    scale[k] = math.sqrt(factor)
+    out = np.asarray(scale[:, None] * w * scale[None, :])
+    out[k, k] = w[k, k] * factor  # exactly (√factor² is not always factor in floating point)
+    return out
+
+
+def _sd(mech: CalibratedMechanism) -> np.ndarray:
+    return np.sqrt(np.clip(np.diag(mech.noise_covariance), 0.0, None))
+
+
+def _isotropic_share(cov: np.ndarray) -> float:
+    tr = float(np.trace(cov))
+    if tr <= 0:
+        return 0.0
+    least = float(np.linalg.eigvalsh((cov + cov.T) / 2)[0])
+    return max(least, 0.0) * cov.shape[0] / tr
 
 
 def price_report(
@@ -286,7 +384,7 @@ def price_report(
         Further calibration options (e.g. ``calibration``); lattice, floor and weights are
         taken from ``mech``'s diagnostics.
     drop_max : int
-        Drop-one re-calibrations only up to this many statistics.
+        Drop-one and weight re-calibrations only up to this many statistics.
 
     Returns
     -------
@@ -294,12 +392,14 @@ def price_report(
     """
     m = mech.dim
     eps, dlt = mech.guarantee.target
-    sd = np.sqrt(np.clip(np.diag(mech.noise_covariance), 0.0, None))
+    sd = _sd(mech)
     spread = _spread(model)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(spread > 0, sd / np.where(spread > 0, spread, 1.0), np.inf)
     ratio = np.where((spread == 0) & (sd == 0), 0.0, ratio)
-    r2 = _r_squared(model)
+    means = np.asarray(model.means, dtype=float)
+    gap, value = means.max(axis=0) - means.min(axis=0), means.mean(axis=0)
+    r2, cond = _r_squared(model)
     spec = mechanism_info(mech.name)
     notes: list[str] = []
     gaussian_view = spec.model_view == "gaussian" and isinstance(model, GaussianQueryModel)
@@ -311,8 +411,7 @@ def price_report(
     if layer:
         plain = _recalibrate(mech.name, model, eps, dlt, None, opts)
         if plain is not None:
-            fitted_sd = np.sqrt(np.clip(np.diag(plain.noise_covariance), 0.0, None))
-            mse_fitted = plain.mse()
+            fitted_sd, mse_fitted = _sd(plain), plain.mse()
         else:
             notes.append("the mechanism could not be calibrated without the population layer")
     elif recal:
@@ -321,6 +420,8 @@ def price_report(
             "premise costs nothing here"
         )
     saving: list[float | None] = [None] * m
+    weighted: list[float | None] = [None] * m
+    probe = recal and "weights" in spec.options
     if recal and 1 < m <= drop_max:
         for k in range(m):
             keep = [j for j in range(m) if j != k]
@@ -331,12 +432,20 @@ def price_report(
             if sub is not None and others > 0:
                 saving[k] = 1.0 - float(np.trace(sub.noise_covariance)) / others
     elif recal and m > drop_max:
-        notes.append(f"drop-one savings not computed above {drop_max} statistics")
+        notes.append(
+            f"drop-one savings and the weight probe not computed above {drop_max} statistics"
+        )
+    if probe and m <= drop_max:
+        for k in range(m):
+            heavier = dict(opts, weights=probe_weights(opts.get("weights"), k, m))
+            moved = _recalibrate(mech.name, model, eps, dlt, beta, heavier)
+            weighted[k] = None if moved is None else float(_sd(moved)[k])
     if not recal:
         notes.append(
             f"{mech.name} is not a Gaussian mechanism on the Gaussian model: only its noise "
             "and the spread are shown"
         )
+    ratios = _variance_ratio(model)
     rows = tuple(
         StatisticPrice(
             str(model.statistics[k]),
@@ -346,54 +455,25 @@ def price_report(
             None if fitted_sd is None else float(fitted_sd[k]),
             saving[k],
             float(r2[k]),
+            float(gap[k]),
+            float(value[k]),
+            float(ratios[k]),
+            weighted[k],
         )
         for k in range(m)
     )
+    iso = _isotropic_share(np.asarray(mech.noise_covariance, dtype=float))
     return PriceReport(
         mech.name,
         rows,
         mech.mse(),
         mse_fitted,
-        tuple(_lines(rows, mech.mse(), mse_fitted)),
-        _weights_line(mech),
+        tuple(price_lines(rows, mech.mse(), mse_fitted)),
+        weights_line(mech, rows, iso),
         tuple(notes),
+        cond,
+        iso,
     )
-
-
-def _lines(rows: tuple[StatisticPrice, ...], mse: float, mse_fitted: float | None) -> list[str]:
-    out = []
-    for r in rows:
-        if r.dominated:
-            out.append(
-                f"{r.name}: the noise (sd {r.noise_sd:.4g}) is {r.noise_to_spread:.3g} times "
-                f"the statistic's own spread across datasets (sd {r.spread:.4g}): the "
-                "released value will be dominated by noise"
-            )
-    for r in rows:
-        if r.collinear:
-            save = (
-                f"; dropping it would cut the others' noise by {100 * r.drop_saving:.0f} %"
-                if r.drop_saving is not None and r.drop_saving >= 0.01
-                else ""
-            )
-            out.append(
-                f"{r.name} is nearly collinear with the other statistics (R^2 = "
-                f"{r.r_squared:.3f}): it adds little information{save}"
-            )
-    if mse_fitted is not None and mse_fitted > 0:
-        out.append(
-            f"the population premise (the guarantee holds on the population, not only on "
-            f"the fitted moments) multiplies E||Z||^2 by {mse / mse_fitted:.3g} "
-            f"({mse:.4g} against {mse_fitted:.4g})"
-        )
-    dropped = [r for r in rows if r.drop_saving is not None]
-    best = max(dropped, key=lambda r: r.drop_saving or 0.0, default=None)
-    if best is not None and (best.drop_saving or 0.0) >= 0.25:
-        out.append(
-            f"dropping {best.name} would cut the other statistics' E||Z||^2 by "
-            f"{100 * (best.drop_saving or 0.0):.0f} %"
-        )
-    return out
 
 
 def price_for_options(
