@@ -23,17 +23,18 @@ inflates). A call that exceeds ``--limit`` wall seconds is stopped and printed a
 :mod:`distpriv.central._calibration_cache`): the before/after of that sharing in one run;
 the run checks that both choose the same noise. Per candidate, ``auto``'s CPU seconds.
 
-Measured (one run, 2 cores shared with other jobs at load 10–16, so CPU seconds;
-``--sizes 100 --hypotheses 2 --names expm-g optimal-g auto auto-unshared``)::
+Measured (2 cores shared with other jobs at load 10–16, so CPU seconds; one run per row,
+``--sizes M --hypotheses 2 --names expm-g optimal-g auto auto-unshared``)::
 
      k    m   expm-g  optimal-g     auto  auto-unshared   optimal-g/expm  auto/expm  unshared/expm
+     2   50    1.14s      9.55s   14.08s         26.19s             8.35      12.30          22.89
      2  100    3.81s     16.26s   27.35s         51.23s             4.27       7.17          13.44
 
-    auto: expm-g 3.4, dirm-g 0.4, eigm 2.6, daum 0.4, optimal-g 17.1, noiseless 0.2,
+    m = 100, auto: expm-g 3.4, dirm-g 0.4, eigm 2.6, daum 0.4, optimal-g 17.1, noiseless 0.2,
           apgm 0.1, daum-floor 0.8, optimal-g-full 2.3 (unshared: apgm 2.9, optimal-g-full
           22.3, dirm-g-floor 0.8); same choice (optimal-g-full) and E||Z||^2 either way.
 
-What is left of ``auto``'s time is optimal-g's own calibration (4.3x expm-g here: cutting-
+What is left of ``auto``'s time is optimal-g's own calibration (4.3–8.4x expm-g: cutting-
 plane rounds, each a structured solve on the set's members and a scale search per noise
 shape). Not run in time: m = 20, 200, 500 and k = 3 (at m = 20 a separate run measured
 optimal-g at 77 s CPU against expm-g's 5.9 s: the generic program on the members).
