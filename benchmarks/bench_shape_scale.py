@@ -19,16 +19,37 @@ Baseline, in the same run: **expm-g** (isotropic noise, one scale search). Print
 mechanism), the ratios to expm-g, and E‖Z‖² of each relative to expm-g's. Times are the
 CPU seconds of the process (the machine may be shared by other jobs: wall time then
 inflates). A call that exceeds ``--limit`` wall seconds is stopped and printed as ``>limit``.
+``auto-unshared`` is ``auto`` with nothing shared between its calibrations (the code before
+:mod:`distpriv.central._calibration_cache`): the before/after of that sharing in one run;
+the run checks that both choose the same noise. Per candidate, ``auto``'s CPU seconds.
+
+Measured (2 cores shared with other jobs at load 10–16, so CPU seconds; one run per row,
+``--sizes M --hypotheses 2 --names expm-g optimal-g auto auto-unshared``)::
+
+     k    m   expm-g  optimal-g     auto  auto-unshared   optimal-g/expm  auto/expm  unshared/expm
+     2   50    1.14s      9.55s   14.08s         26.19s             8.35      12.30          22.89
+     2  100    3.81s     16.26s   27.35s         51.23s             4.27       7.17          13.44
+
+    m = 100, auto: expm-g 3.4, dirm-g 0.4, eigm 2.6, daum 0.4, optimal-g 17.1, noiseless 0.2,
+          apgm 0.1, daum-floor 0.8, optimal-g-full 2.3 (unshared: apgm 2.9, optimal-g-full
+          22.3, dirm-g-floor 0.8); same choice (optimal-g-full) and E||Z||^2 either way.
+
+What is left of ``auto``'s time is optimal-g's own calibration (4.3–8.4x expm-g: cutting-
+plane rounds, each a structured solve on the set's members and a scale search per noise
+shape). Not run in time: m = 20, 200, 500 and k = 3 (at m = 20 a separate run measured
+optimal-g at 77 s CPU against expm-g's 5.9 s: the generic program on the members).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import signal
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +59,7 @@ import numpy as np
 
 EPSILON, DELTA = 1.0, 1e-3
 SUBSET, STRATUM_ROWS = 100, 4000
-NAMES = ("expm-g", "optimal-g", "optimal-g-full", "auto")
+NAMES = ("expm-g", "optimal-g", "optimal-g-full", "auto", "auto-unshared")
 FLOORED = ("daum-floor", "dirm-g-floor", "optimal-g-full")
 
 
@@ -76,31 +97,60 @@ def _alarm(signum: int, frame: Any) -> None:
     raise _Timeout
 
 
+@contextlib.contextmanager
+def _unshared() -> Iterator[None]:
+    """The calibrations without their shared results (the code before issue 25's sharing)."""
+    from distpriv.central import _calibration_cache as cc
+
+    @contextlib.contextmanager
+    def nothing() -> Iterator[None]:
+        yield None
+
+    saved = cc.shared_calibration
+    cc.shared_calibration = nothing  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        cc.shared_calibration = saved
+
+
 def run(name: str, model: Any, lattice: np.ndarray, limit: int) -> tuple[float, float, str]:
     """(seconds, E‖Z‖², chosen or error) of one calibration; inf seconds past the limit."""
     from distpriv import calibrate
+    from distpriv.central import MECHANISMS
     from distpriv.pipeline.auto import choose_mechanism
 
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(limit)
     t0 = time.process_time()
+    last = [t0]
+    split: list[str] = []
+
+    def progress(done: int, total: int) -> None:
+        now = time.process_time()
+        if now - last[0] >= 0.05:
+            split.append(f"{MECHANISMS[done - 1]} {now - last[0]:.1f}")
+        last[0] = now
+
     try:
-        if name == "auto":
-            choice = choose_mechanism(
-                model,
-                epsilon=EPSILON,
-                delta=DELTA,
-                options={n: {"lattice": lattice} for n in FLOORED},
-            )
-            mech, note = choice.mechanism, choice.name
+        if name.startswith("auto"):
+            with _unshared() if name == "auto-unshared" else contextlib.nullcontext():
+                choice = choose_mechanism(
+                    model,
+                    epsilon=EPSILON,
+                    delta=DELTA,
+                    options={n: {"lattice": lattice} for n in FLOORED},
+                    progress=progress,
+                )
+            mech, note = choice.mechanism, f"{choice.name}; seconds: {', '.join(split)}"
         else:
             opts = {"lattice": lattice} if name.endswith("full") else {}
             mech, note = calibrate(name, model, epsilon=EPSILON, delta=DELTA, **opts), ""
         return time.process_time() - t0, mech.mse(), note
     except _Timeout:
-        return math.inf, math.nan, "timeout"
+        return math.inf, math.nan, f"timeout; seconds: {', '.join(split)}"
     except Exception as exc:  # a mechanism may not apply: say why
-        return time.process_time() - t0, math.nan, f"{type(exc).__name__}: {exc}"[:120]
+        return time.process_time() - t0, math.nan, f"{type(exc).__name__}: {exc}"[:160]
     finally:
         signal.alarm(0)
 
@@ -125,6 +175,10 @@ def main() -> int:
         for m in args.sizes:
             model, lattice = synthetic(m, k)
             res = {n: run(n, model, lattice, args.limit) for n in names}
+            if "auto" in res and "auto-unshared" in res:
+                # Sharing must not change the choice or its noise (bit for bit).
+                same = res["auto"][1] == res["auto-unshared"][1]
+                print(f"{'':>8}auto shared == unshared (E||Z||^2): {same}", flush=True)
             over = f"{'>' + str(args.limit):>15}"
             cells = " ".join(
                 f"{res[n][0]:>14.2f}s" if math.isfinite(res[n][0]) else over for n in names

@@ -38,6 +38,7 @@ from ..accounting.pair_profile import (
 from ..errors import MechanismNotApplicableError
 from ..guarantees import Assumption, PrivacyGuarantee
 from ..querymodel import GaussianQueryModel
+from ._calibration_cache import active_cache, fingerprint
 
 __all__ = [
     "PairCheck",
@@ -135,6 +136,14 @@ def pair_deltas(
         whitening can move the accountant to its looser certified bound). During a
         scale search (a looser ``tol``) both directions share one joint whitening.
     """
+    cache = active_cache()
+    key = None
+    if cache is not None:
+        # A pure function of these (central/_calibration_cache.py): remembered per call.
+        key = (cache.model_key(model), fingerprint(np.asarray(noise_cov)), epsilon, tol)
+        known = cache.get(cache.pair_checks, key)
+        if known is not None:
+            return PairCheck(epsilon, known, model.pair_labels)
     out = []
     strict = tol <= _STRICT_TOL
     if not strict:
@@ -153,6 +162,8 @@ def pair_deltas(
                 )
             else:  # both directions share one joint whitening (two eigendecompositions)
                 out.append(pair_profiles_unchecked(mi, ci, mj, cj, epsilon, tol))
+    if cache is not None:
+        cache.pair_checks[key] = tuple(out)
     return PairCheck(epsilon, tuple(out), model.pair_labels)
 
 

@@ -21,6 +21,7 @@ which scales to hundreds of statistics (docs/scale.md).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -29,6 +30,8 @@ from scipy.optimize import brentq
 from .._validation import check_array
 from ..errors import MechanismNotApplicableError, ParameterError
 from ..noise import Noise
+from ..querymodel import GaussianQueryModel
+from ._calibration_cache import active_cache, fingerprint
 from ._common import (
     QueryModel,
     calibration_assumptions,
@@ -199,6 +202,41 @@ def calibrate_optimal(
     correction τI is added if the solver's tolerance left one short (reported in the
     diagnostics). When the model alone satisfies every constraint, no noise is added.
     """
+    cache = active_cache()
+    if cache is None or type(model) is not GaussianQueryModel:
+        return _calibrate_optimal(model, epsilon, delta, calibration, weights)
+    # A pure function of these (central/_calibration_cache.py): optimal-g-full and the
+    # set's program repeat optimal-g's solves within one call.
+    wmat = _weights_matrix(weights, model.dim)
+    key = (_model_key(model), float(epsilon), float(delta), calibration, fingerprint(wmat))
+    known = cache.get(cache.optimal, key)
+    if known is None:
+        known = _calibrate_optimal(model, epsilon, delta, calibration, wmat)
+        cache.optimal[key] = known
+    # Callers may add to the diagnostics of their copy.
+    return dataclasses.replace(known, diagnostics=dict(known.diagnostics))
+
+
+def _model_key(model: GaussianQueryModel) -> str:
+    unc = model.uncertainty
+    return fingerprint(
+        np.asarray(model.means),
+        np.asarray(model.covariances),
+        tuple(map(tuple, model.pairs)),
+        tuple(map(str, model.labels)),
+        None if model.statistics is None else tuple(model.statistics),
+        model.fitted,
+        *(
+            ()
+            if unc is None
+            else (unc.stratum_sizes, unc.weights, unc.row_covariances, unc.kurtosis, unc.method)
+        ),
+    )
+
+
+def _calibrate_optimal(
+    model: QueryModel, epsilon: float, delta: float, calibration: str, weights: object
+) -> CalibratedMechanism:
     gm, gauss = gaussian_assumption(model)
     m = gm.dim
     wmat = _weights_matrix(weights, m)

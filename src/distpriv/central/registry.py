@@ -14,6 +14,7 @@ from .._threads import on_one_blas_thread
 from .._validation import check_choice, check_epsilon, check_real
 from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
 from ..querymodel import GaussianQueryModel, SampledQueryModel
+from ._calibration_cache import sharing_calibration
 from .attribute_network import AttributeNetworkModel
 from .robust import DEFAULT_BETA, check_beta
 
@@ -359,6 +360,8 @@ def _query_model(
     return model
 
 
+@on_one_blas_thread
+@sharing_calibration
 def calibrate(
     name: str,
     model: GaussianQueryModel | SampledQueryModel | AttributeNetworkModel,

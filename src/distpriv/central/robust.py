@@ -74,6 +74,7 @@ from scipy.special import gammaincinv, ndtri
 from .._validation import check_real
 from ..guarantees import Assumption
 from ..querymodel import GaussianQueryModel, MomentUncertainty
+from ._calibration_cache import active_cache, fingerprint
 
 __all__ = [
     "DEFAULT_BETA",
@@ -278,22 +279,70 @@ def population_model(
     unc = model.uncertainty
     if unc is None:  # pragma: no cover - callers check
         raise ValueError("model has no uncertainty")
+    cache = active_cache()
+    if cache is None:
+        return _members(model, _corner_parts(model, beta), beta, noise_cov)
+    # Within one call's calibrations (central/_calibration_cache.py): the noise-free parts
+    # once per model and β, the members once per noise.
+    base = (_uncertainty_key(model), beta)
+    parts = cache.get(cache.corners, base)
+    if parts is None:
+        parts = _corner_parts(model, beta)
+        cache.corners[base] = parts
+    key = (*base, fingerprint(np.asarray(noise_cov)))
+    members = cache.get_members(key)
+    if members is None:
+        members = _members(model, parts, beta, noise_cov)
+        cache.put_members(key, members)
+    return members
+
+
+def _uncertainty_key(model: GaussianQueryModel) -> str:
+    unc = model.uncertainty
+    if unc is None:  # pragma: no cover - callers check
+        raise ValueError("model has no uncertainty")
+    return fingerprint(
+        np.asarray(model.means),
+        np.asarray(model.covariances),
+        tuple(map(tuple, model.pairs)),
+        tuple(map(str, model.labels)),
+        unc.stratum_sizes,
+        unc.weights,
+        unc.row_covariances,
+        unc.kurtosis,
+        unc.method,
+    )
+
+
+@dataclass(frozen=True)
+class _Corner:
+    """A pair of Ψ at a corner of the covariance box: what does not depend on the noise."""
+
+    i: int
+    j: int
+    tag: str
+    cov_i: np.ndarray  # the corner's covariances (as computed, for the metric)
+    cov_j: np.ndarray
+    psd_i: np.ndarray  # the same, tiny negative eigenvalues clipped (the members')
+    psd_j: np.ndarray
+    spread: np.ndarray  # square root of the gap's error covariance at the corner
+
+
+def _clip_psd(cov: np.ndarray) -> np.ndarray:
+    w, v = np.linalg.eigh((cov + cov.T) / 2)
+    return (v * np.clip(w, 0.0, None)) @ v.T
+
+
+def _corner_parts(model: GaussianQueryModel, beta: float) -> list[_Corner]:
+    """Every pair of Ψ at every corner of the strata covariances (noise-free parts)."""
+    unc = model.uncertainty
+    if unc is None:  # pragma: no cover - callers check
+        raise ValueError("model has no uncertainty")
     cs = confidence_set(model, beta=beta)
     n_strata = unc.row_covariances.shape[0]
     c_hat = unc.row_covariances
-    means, covs, labels, pairs = [], [], [], []
-
-    def add(mu: np.ndarray, cov: np.ndarray, label: str) -> int:
-        means.append(mu)
-        w, v = np.linalg.eigh((cov + cov.T) / 2)
-        covs.append((v * np.clip(w, 0.0, None)) @ v.T)
-        labels.append(label)
-        return len(means) - 1
-
-    noise_cov = (noise_cov + noise_cov.T) / 2
+    out = []
     for i, j in model.pairs:
-        li, lj = str(model.labels[i]), str(model.labels[j])
-        gap = model.means[i] - model.means[j]
         for corner in _corners(n_strata):
             cov_i, cov_j = model.covariances[i].copy(), model.covariances[j].copy()
             scaled = np.empty_like(c_hat)
@@ -305,15 +354,37 @@ def population_model(
             # The gap's error law at this corner: a member is the population whose
             # covariances are the corner's, so its estimate's spread is the corner's too.
             spread = _sqrt_psd(_gap_covariance(unc, i, j, scaled))
-            metric = _inv_sqrt((cov_i + cov_j) / 2 + noise_cov)
-            shift = _worst_shift(gap, metric, spread, cs.gap_z)
             tag = ",".join("hi" if c else "lo" for c in corner)
-            pairs.append(
-                (
-                    add(model.means[i] + shift, cov_i, f"{li}[var {tag}; gap+]"),
-                    add(model.means[j], cov_j, f"{lj}[var {tag}]"),
-                )
+            out.append(_Corner(i, j, tag, cov_i, cov_j, _clip_psd(cov_i), _clip_psd(cov_j), spread))
+    return out
+
+
+def _members(
+    model: GaussianQueryModel, parts: list[_Corner], beta: float, noise_cov: np.ndarray
+) -> GaussianQueryModel:
+    """The worst members for ``noise_cov``: each corner's gap moved to its upper bound."""
+    cs = confidence_set(model, beta=beta)
+    means, covs, labels, pairs = [], [], [], []
+
+    def add(mu: np.ndarray, cov: np.ndarray, label: str) -> int:
+        means.append(mu)
+        covs.append(cov)
+        labels.append(label)
+        return len(means) - 1
+
+    noise_cov = (noise_cov + noise_cov.T) / 2
+    for part in parts:
+        i, j, tag = part.i, part.j, part.tag
+        li, lj = str(model.labels[i]), str(model.labels[j])
+        gap = model.means[i] - model.means[j]
+        metric = _inv_sqrt((part.cov_i + part.cov_j) / 2 + noise_cov)
+        shift = _worst_shift(gap, metric, part.spread, cs.gap_z)
+        pairs.append(
+            (
+                add(model.means[i] + shift, part.psd_i, f"{li}[var {tag}; gap+]"),
+                add(model.means[j], part.psd_j, f"{lj}[var {tag}]"),
             )
+        )
     return GaussianQueryModel(
         np.stack(means),
         np.stack(covs),

@@ -23,6 +23,7 @@ import numpy as np
 from .._threads import on_one_blas_thread
 from .._validation import check_array, check_delta, check_epsilon
 from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
+from ..central._calibration_cache import sharing_calibration
 from ..central.registry import default_options
 from ..errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
 from ..modeling.lattice import detect_lattice
@@ -226,6 +227,8 @@ def _verdict(g: Any, epsilon: float, delta: float) -> tuple[bool, str]:
     return True, ""
 
 
+@on_one_blas_thread
+@sharing_calibration
 def calibrate_candidates(
     model: GaussianQueryModel | SampledQueryModel,
     *,
