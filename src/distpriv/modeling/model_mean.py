@@ -3,28 +3,35 @@
 Premise (docs/guarantees.md, "Mean secrets"): a protected dataset is n rows drawn i.i.d.
 from the population (or, with ``population=True``, without replacement from the table),
 and θ_v is that draw *conditioned* on the dataset's mean of the sensitive expression s
-being v (Zhang, Ohrimenko & Cummings 2022, §3, Def. 4). For linear statistics
-F = Σ_r x_r (means are sums scaled by 1/n) the per-row vector (x, s) has mean (μ_F, μ_S)
-and covariance [[Σ_FF, Σ_FS], [Σ_SF, σ²]]; by the multivariate central limit theorem the
-sums (ΣF, Σs) are jointly Gaussian, and the Gaussian conditioning formula (e.g. Anderson,
-*An Introduction to Multivariate Statistical Analysis*, Thm 2.5.1) gives
+being v (Zhang, Ohrimenko & Cummings 2022, §3, Def. 4).
 
-    F | s̄ = v  ~  N( n μ_F + n b (v − μ_S),  n Σ_e ),   b = Σ_FS / σ²,
-    Σ_e = Σ_FF − b bᵀ σ²  (the covariance of the residual e = x − μ_F − b (s − μ_S)).
+The law given the mean is built by **exponential tilting** of the modelling rows (the
+Gibbs conditioning principle: given that the mean of s over n i.i.d. rows is v, the rows
+are asymptotically i.i.d. from the I-projection of the row law on {E[s] = v}, the tilt
+w_r ∝ exp(λ s_r) with tilted mean v — Csiszár 1984, Ann. Probab. 12, Thm 4; Diaconis &
+Freedman 1988, J. Theor. Probab. 1, Thm 1.3) followed by the Gaussian conditioning of the
+jointly Gaussian sums (ΣF, Σs) under that tilt on Σs = n v (Anderson, *An Introduction to
+Multivariate Statistical Analysis*, Thm 2.5.1). For linear statistics F = Σ_r x_r (means
+are sums scaled by 1/n):
 
-This is exact when the records are Gaussian — the case of Zhang et al.'s APGM closed forms
-(``distpriv.experiments.zhang2022`` / ``datasets.hospital``) — and an approximation
-otherwise, whose quality on real tables is measured against Monte Carlo of real subsets
-whose mean falls at each value (tests/modeling/test_mean_reference.py). Every θ has the
-same covariance, so the pairs differ by a translation along b.
+    F | s̄ = v  ~  N( n μ_λ,  n (Σ_FF,λ − b_λ b_λᵀ σ²_λ) ),   b_λ = Σ_Fs,λ / σ²_λ,
 
-The population layer (modelling table = a sample of N rows of the population): the mean
-gap of a pair is n b (vᵢ − vⱼ), estimated with the error n (b̂ − b)(vᵢ − vⱼ), where
-b̂ − b ≈ N(0, D / N), D = E[(s − μ_S)² e eᵀ] / σ⁴ (the heteroscedasticity-consistent
-"sandwich" law of a least-squares slope, White 1980, Thm 1), and Σ_e is known up to the
-kurtosis factor of :class:`~distpriv.querymodel.MomentUncertainty`. :func:`_uncertainty`
-writes that as a MomentUncertainty whose gap ellipsoids *contain* these (an equivalent,
-slightly larger set), so :mod:`distpriv.central.robust` covers it with 1 − β unchanged.
+with μ_λ, Σ_λ the tilted mean and covariance of (x, s). For Gaussian records the tilt only
+shifts the mean, μ_λ = μ_F + b (v − μ_S), and this is the exact conditional law — the case
+of Zhang et al.'s APGM closed forms (``distpriv.experiments.zhang2022_apgm``); otherwise it
+is the conditional limit law, whose quality on real tables is measured against Monte Carlo
+of real subsets whose mean falls at each value (tests/modeling/test_mean_reference.py).
+The covariance changes with v (heteroscedastic tables), so each θ has its own.
+
+The population layer (the modelling table = N rows sampled from the population): each
+θ's tilted mean is a smooth functional of the row law, with influence function
+IF_v(x, s) = (e^{λs}/E e^{λs}) [(x − μ_λ) − b_λ (s − v)]; a pair's gap n(μ_λi − μ_λj) is
+estimated with the asymptotic error N(0, n² Cov(IF_i − IF_j) / N) (the delta method, van
+der Vaart, *Asymptotic Statistics*, Thm 20.8), and each θ's variances with the
+kurtosis factor of :mod:`distpriv.central.robust` at the tilt's effective sample size
+1/Σ w_r². :func:`_uncertainty` writes these as a
+:class:`~distpriv.querymodel.MomentUncertainty` whose confidence set contains them (an
+equivalent, slightly larger set), so :mod:`distpriv.central.robust` covers them with 1 − β.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.optimize import brentq
 
 from .._validation import check_positive_int
 from ..errors import AssumptionWarning, ParameterError
@@ -54,16 +62,15 @@ _TAIL_Z = 4.0
 _MAX_SIZE = 10**15
 
 _UNCERTAINTY_METHOD = (
-    "asymptotic (central limit) law of the least-squares slope of each statistic's row "
-    "feature on the secret's expression (heteroscedasticity-consistent) and of the residual "
-    "covariance, from the modelling table; written as two equal virtual strata whose "
-    "confidence set contains that of the slope (docs/guarantees.md, Mean secrets)"
+    "asymptotic (delta method) law of the tilted means' gaps and of the conditioned "
+    "variances, from the modelling table; written as two equal virtual strata whose "
+    "confidence set contains it (docs/guarantees.md, Mean secrets)"
 )
 
 
 @dataclass(frozen=True)
 class MeanFit:
-    """The moments a mean-secret model is built from (curator-private: data-derived).
+    """The tilted moments a mean-secret model is built from (curator-private: data-derived).
 
     Attributes
     ----------
@@ -73,29 +80,41 @@ class MeanFit:
         Mean and standard deviation of the sensitive expression over those rows.
     range_s : (float, float)
         Its smallest and largest value.
-    slope : ndarray, shape (m,)
-        b, the per-row regression coefficient of each statistic's feature on s (in the
-        statistics' units).
-    residual_cov : ndarray, shape (m, m)
-        Σ_e, per row.
+    tilts : ndarray, shape (k,)
+        λ per value, in units of 1/sd_s (the tilt is exp(λ (s − mean_s)/sd_s)).
+    effective_rows : ndarray, shape (k,)
+        1/Σ w_r² of each tilt: how many rows the law at that value effectively rests on.
+    means : ndarray, shape (k, m)
+        μ_λ per value: the per-row mean of the statistics' features under the tilt.
+    covariances : ndarray, shape (k, m, m)
+        Σ_FF,λ − b_λ b_λᵀ σ²_λ per value: the per-row covariance given the mean.
+    slopes : ndarray, shape (k, m)
+        b_λ per value.
+    weights : ndarray, shape (k, N)
+        The tilts' row weights (each sums to 1); not in :meth:`to_dict`.
     """
 
     rows: int
     mean_s: float
     sd_s: float
     range_s: tuple[float, float]
-    slope: np.ndarray
-    residual_cov: np.ndarray
+    tilts: np.ndarray
+    effective_rows: np.ndarray
+    means: np.ndarray
+    covariances: np.ndarray
+    slopes: np.ndarray
+    weights: np.ndarray
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict."""
+        """JSON-safe dict (without the row weights)."""
         return {
             "rows": self.rows,
             "mean": self.mean_s,
             "sd": self.sd_s,
             "range": list(self.range_s),
-            "slope": self.slope.tolist(),
-            "residual_covariance": self.residual_cov.tolist(),
+            "tilts": self.tilts.tolist(),
+            "effective_rows": self.effective_rows.tolist(),
+            "slopes": self.slopes.tolist(),
         }
 
 
@@ -107,15 +126,56 @@ def _features(table: Table, q: Query, secret: MeanSecret, n: int) -> tuple[np.nd
     return x, s
 
 
+def _tilt_weights(z: np.ndarray, lam: float) -> np.ndarray:
+    a = lam * z
+    w = np.exp(a - a.max())
+    return w / w.sum()
+
+
+def _solve_tilt(z: np.ndarray, target: float) -> float:
+    """λ with Σ w_r z_r = target for w ∝ exp(λ z) (z standardised; target strictly inside
+    its range). The tilted mean increases with λ (its derivative is the tilted variance),
+    so a bracket doubled until it changes sign and bisection find the unique root."""
+
+    def gap(lam: float) -> float:
+        return float(_tilt_weights(z, lam) @ z) - target
+
+    if target == 0.0:
+        return 0.0
+    step = 1.0 if target > 0 else -1.0
+    lo, hi = 0.0, step
+    while gap(hi) * step < 0:
+        lo, hi = hi, 2 * hi
+        if abs(hi) > 1e6:  # pragma: no cover - target is strictly inside the range
+            raise ParameterError("the secret value is too close to the end of the range")
+    return float(brentq(gap, min(lo, hi), max(lo, hi), xtol=1e-14, rtol=1e-13))
+
+
+def _conditioned(
+    x: np.ndarray, s: np.ndarray, w: np.ndarray, v: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Tilted mean μ, slope b, conditioned covariance Σ_FF − b bᵀ σ² and the residuals
+    e = x − μ − b (s − v) (shape (N, m)) of one tilt."""
+    mu = w @ x
+    xc = x - mu
+    sc = s - v  # the tilted mean of s is v
+    var_s = float(w @ sc**2)
+    b = (xc * w[:, None]).T @ sc / var_s
+    resid = xc - np.outer(sc, b)
+    cov = (resid * w[:, None]).T @ resid
+    return mu, b, (cov + cov.T) / 2, resid
+
+
 def fit_mean(x: np.ndarray, s: np.ndarray, secret: MeanSecret) -> MeanFit:
-    """Moments of (x, s) and the checks on the secret's values (module docstring).
+    """The tilt at each of the secret's values and the conditioned moments (module
+    docstring), with the checks on the values.
 
     Raises
     ------
     ParameterError
         Fewer than 3 rows, a constant expression, or a value outside the open range of
-        the expression on the table (no dataset can have that mean, or only the one made
-        of extreme rows).
+        the expression on the table (no dataset has that mean, or only one made of
+        extreme rows; no tilt reaches it).
     """
     rows = int(s.shape[0])
     if rows < 3:
@@ -133,25 +193,55 @@ def fit_mean(x: np.ndarray, s: np.ndarray, secret: MeanSecret) -> MeanFit:
                 f"modelling table ({lo:g} to {hi:g}, exclusive): no dataset has that mean"
             )
     mu_s = float(s.mean())
-    sc = s - mu_s
-    var_s = float(sc @ sc) / (rows - 1)
-    xc = x - x.mean(axis=0)
-    slope = (xc.T @ sc) / (rows - 1) / var_s
-    resid = xc - np.outer(sc, slope)
-    cov_e = resid.T @ resid / (rows - 1)
-    return MeanFit(rows, mu_s, math.sqrt(var_s), (lo, hi), slope, (cov_e + cov_e.T) / 2)
+    sd_s = float(s.std())
+    z = (s - mu_s) / sd_s
+    tilts, ess, means, covs, slopes, weights = [], [], [], [], [], []
+    for v in secret.values:
+        lam = _solve_tilt(z, (v - mu_s) / sd_s)
+        w = _tilt_weights(z, lam)
+        mu, b, cov, _ = _conditioned(x, s, w, v)
+        tilts.append(lam)
+        ess.append(1.0 / float(w @ w))
+        means.append(mu)
+        covs.append(cov)
+        slopes.append(b)
+        weights.append(w)
+    return MeanFit(
+        rows,
+        mu_s,
+        sd_s,
+        (lo, hi),
+        np.array(tilts),
+        np.array(ess),
+        np.stack(means),
+        np.stack(covs),
+        np.stack(slopes),
+        np.stack(weights),
+    )
 
 
-def _shape(resid: np.ndarray, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Skewness and excess kurtosis of the sum of n i.i.d. residual rows (the cumulants of a
-    sum add: κ₃ = n k₃, κ₄ = n k₄), per statistic, repeated for the k values."""
-    c = resid - resid.mean(axis=0)
-    var = np.mean(c**2, axis=0)
-    ok = var > 1e-24 * np.maximum(np.max(np.abs(resid), axis=0), 1e-300) ** 2
-    safe = np.where(ok, var, 1.0)
-    skew = np.where(ok, np.mean(c**3, axis=0) / safe**1.5 / math.sqrt(n), 0.0)
-    kurt = np.where(ok, (np.mean(c**4, axis=0) / safe**2 - 3.0) / n, 0.0)
-    return np.tile(skew, (k, 1)), np.tile(kurt, (k, 1))
+def _shape(
+    x: np.ndarray, s: np.ndarray, fit: MeanFit, values: tuple[float, ...], n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Skewness and excess kurtosis of the sum of n i.i.d. tilted residual rows (the
+    cumulants of a sum add: κ₃ = n k₃, κ₄ = n k₄), per value and statistic."""
+    skews, kurts = [], []
+    for w, v in zip(fit.weights, values, strict=True):
+        _, _, cov, e = _conditioned(x, s, w, v)
+        var = np.diag(cov)
+        ok = var > 1e-24 * np.maximum(np.max(np.abs(e), axis=0), 1e-300) ** 2
+        safe = np.where(ok, var, 1.0)
+        skews.append(np.where(ok, (w @ e**3) / safe**1.5 / math.sqrt(n), 0.0))
+        kurts.append(np.where(ok, ((w @ e**4) / safe**2 - 3.0) / n, 0.0))
+    return np.stack(skews), np.stack(kurts)
+
+
+def _inv_sqrt(cov: np.ndarray) -> np.ndarray:
+    """Symmetric inverse square root, directions of (numerically) zero variance given the
+    smallest positive one (so a gap error there counts, hugely, against the bound)."""
+    w, v = np.linalg.eigh((cov + cov.T) / 2)
+    w = np.maximum(w, 1e-12 * max(float(w.max()), 1e-300))
+    return (v / np.sqrt(w)) @ v.T
 
 
 def _uncertainty(
@@ -160,45 +250,53 @@ def _uncertainty(
     """The model's moment uncertainty in the stratum form of
     :class:`~distpriv.querymodel.MomentUncertainty` (module docstring).
 
-    Two virtual strata "lo" and "hi" with the per-row means at the smallest and largest
-    value, equal covariances Σ̂_e and weights (n(1 − t_θ), n t_θ), t_θ = (v_θ − v_lo)/Δ:
-    then Σ_s w_θs C_s = n Σ̂_e (the model's covariance) and a pair's gap error has the
-    covariance 2 n² (tᵢ − tⱼ)² Σ̂_e / N', which contains the slope's
-    n² (vᵢ − vⱼ)² D̂ / N in the PSD order when N' ≤ 2N / (Δ² λ_max(Σ̂_e^(−1/2) D̂ Σ̂_e^(−1/2)))
-    (N' is the largest such integer). The variance factors exp(±z √((κ − 1)/N')) of the
-    robust calibration then equal the residual's exp(±z √((κ_e − 1)/N)) with
-    κ = 1 + (κ_e − 1) N'/N (κ_e the residual's kurtosis, 0 where it is constant).
+    Two virtual strata "lo" and "hi" with weights (n(1 − t_θ), n t_θ),
+    t_θ = (v_θ − v_lo)/(v_hi − v_lo), and equal row covariances C̄ (the mean over θ of the
+    conditioned per-row covariances), N' "rows" each. A pair's gap error then has the
+    covariance 2 n² (tᵢ − tⱼ)² C̄ / N', which contains the delta method's
+    n² Cov(IFᵢ − IFⱼ) / N in the PSD order for every pair when
+    N' ≤ 2 N (tᵢ − tⱼ)² / λ_max(C̄^(−1/2) Cov(IFᵢ − IFⱼ) C̄^(−1/2)) (N' is the largest
+    such integer). The variance factors exp(±z √((κ − 1)/N')) of the robust calibration
+    equal exp(±z r) with r² the largest over θ of the delta-method variance of the log
+    of each tilted residual variance, Σ_r w_r² (e_r²/σ² − 1)² (= (κ_e − 1)/N without
+    tilt), when κ = 1 + r² N'. The covariance corners perturb every θ by
+    n (ΛC̄Λ − C̄) rather than by its own n (ΛΣ_θΛ − Σ_θ) (a second-order difference).
     """
     rows = fit.rows
     vals = np.asarray(secret.values)
     v_lo, v_hi = float(vals.min()), float(vals.max())
-    span = v_hi - v_lo
-    sc = s - fit.mean_s
-    resid = (x - x.mean(axis=0)) - np.outer(sc, fit.slope)
-    var_s = fit.sd_s**2
-    sandwich = (resid * (sc**2)[:, None]).T @ resid / rows / var_s**2
-    w, v = np.linalg.eigh(fit.residual_cov)
-    keep = w > 1e-12 * max(float(w.max()), 1e-300)
-    lam = 0.0
-    if np.any(keep):
-        root = v[:, keep] / np.sqrt(w[keep])
-        lam = float(np.linalg.eigvalsh(root.T @ sandwich @ root).max())
-    size = _MAX_SIZE if lam <= 0 else min(_MAX_SIZE, math.floor(2 * rows / (span**2 * lam)))
-    if size < 2:
+    t = (vals - v_lo) / (v_hi - v_lo)
+    ref = fit.covariances.mean(axis=0)
+    root = _inv_sqrt(ref)
+    influence = []
+    rel_var = np.zeros(x.shape[1])
+    for w, v in zip(fit.weights, secret.values, strict=True):
+        _, _, cov, e = _conditioned(x, s, w, v)
+        influence.append(rows * w[:, None] * e)
+        var = np.diag(cov)
+        ok = var > 1e-24 * np.maximum(np.max(np.abs(e), axis=0), 1e-300) ** 2
+        rel = (w**2) @ (e**2 / np.where(ok, var, 1.0) - 1.0) ** 2
+        rel_var = np.maximum(rel_var, np.where(ok, rel, 0.0))
+    size = float(_MAX_SIZE)
+    for i, j in ((secret.values.index(a), secret.values.index(b)) for a, b in secret.pairs):
+        g = influence[i] - influence[j]
+        gc = g - g.mean(axis=0)
+        spread = root @ (gc.T @ gc / (rows - 1)) @ root
+        top = float(np.linalg.eigvalsh((spread + spread.T) / 2).max())
+        if top > 0:
+            size = min(size, 2 * rows * (t[i] - t[j]) ** 2 / top)
+    n_enc = math.floor(size)
+    if n_enc < 2:
         raise ParameterError(
             f"the modelling table ({rows} rows) is too small to estimate how the statistics "
             f"move with the average of {secret.expression}; use a larger modelling table"
         )
-    c = resid - resid.mean(axis=0)
-    var = np.mean(c**2, axis=0)
-    ok = var > 1e-24 * np.maximum(np.max(np.abs(resid), axis=0), 1e-300) ** 2
-    kappa = np.where(ok, np.mean(c**4, axis=0) / np.where(ok, var, 1.0) ** 2, 0.0)
-    kappa = np.where(ok, 1.0 + np.clip(kappa - 1.0, 0.0, None) * (size / rows), 0.0)
-    t = (vals - v_lo) / span
+    const = np.diag(ref) <= 0
+    kappa = np.where(const, 0.0, 1.0 + rel_var * n_enc)
     return MomentUncertainty(
-        (size, size),
+        (n_enc, n_enc),
         np.stack([n * (1 - t), n * t], axis=1),
-        np.stack([fit.residual_cov, fit.residual_cov]),
+        np.stack([ref, ref]),
         np.stack([kappa, kappa]),
         method=_UNCERTAINTY_METHOD,
     )
@@ -236,7 +334,7 @@ def mean_model(
     Returns
     -------
     DataQueryModel
-        Labels = the secret's values, one shared covariance; ``counts`` = (n, …, n) and
+        Labels = the secret's values, one covariance per value; ``counts`` = (n, …, n) and
         ``stratum_sizes`` = (N, 0): every row is in one stratum. ``diagnostics["mean_fit"]``
         holds the fitted moments (:class:`MeanFit`, curator-private).
 
@@ -269,17 +367,17 @@ def mean_model(
     fit = fit_mean(x, s, secret)
     vals = np.asarray(secret.values)
     fpc = (fit.rows - n) / (fit.rows - 1) if population else 1.0
-    means = n * (x.mean(axis=0)[None, :] + np.outer(vals - fit.mean_s, fit.slope))
-    k = len(secret.values)
-    covs = np.broadcast_to(n * fpc * fit.residual_cov, (k, *fit.residual_cov.shape)).copy()
-    resid = (x - x.mean(axis=0)) - np.outer(s - fit.mean_s, fit.slope)
+    means = n * fit.means
+    covs = n * fpc * fit.covariances
     pairs_idx = tuple((secret.values.index(a), secret.values.index(b)) for a, b in secret.pairs)
-    diagnostics = _diagnostics(means, covs, None, pairs_idx, shape=_shape(resid, n, k))
+    shape = _shape(x, s, fit, secret.values, n)
+    diagnostics = _diagnostics(means, covs, None, pairs_idx, shape=shape)
     diagnostics["missing"] = missing_report.to_dict()
     diagnostics["engine"] = table.dialect
     diagnostics["mean_fit"] = fit.to_dict()
     z = np.abs(vals - fit.mean_s) / (fit.sd_s / math.sqrt(n))
     diagnostics["value_z"] = z
+    diagnostics["effective_rows"] = fit.effective_rows
     if np.any(z > _TAIL_Z):
         worst = int(np.argmax(z))
         warnings.warn(
@@ -310,9 +408,10 @@ def mean_model(
         stratum_sizes=(fit.rows, 0),
         diagnostics=diagnostics,
         fitted=(
-            f"central-limit conditioning of the statistics of {n}-row datasets drawn {how} on "
-            f"their average of {secret.expression} (joint Gaussian sums; exact for Gaussian "
-            "records; Gaussian shape assumed)"
+            f"conditional limit law of the statistics of {n}-row datasets drawn {how}, given "
+            f"their average of {secret.expression}: exponential tilt of the table's rows to "
+            "each value, then Gaussian conditioning of the sums (exact for Gaussian records; "
+            "Gaussian shape assumed)"
         ),
         uncertainty=uncertainty,
         population=population,
