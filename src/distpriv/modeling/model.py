@@ -333,6 +333,8 @@ def model_query(
             method=meth,
             missing=policy,
             population=population,
+            n_samples=draws_n,
+            rng=gen,
         )
     if not isinstance(secret, ProportionSecret):
         raise ParameterTypeError(

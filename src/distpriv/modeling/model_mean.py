@@ -311,6 +311,8 @@ def mean_model(
     method: str,
     missing: str,
     population: bool,
+    n_samples: int = 1000,
+    rng: np.random.Generator | None = None,
 ) -> DataQueryModel:
     """f_θ for each value of a :class:`MeanSecret` (the model_query branch of the kind).
 
@@ -323,8 +325,16 @@ def mean_model(
     secret : MeanSecret
     subset_size : int
         n, rows of a protected dataset.
-    method : str
-        Only ``"analytic"`` (the conditioned moments are closed forms).
+    method : {"analytic", "montecarlo"}
+        ``"analytic"``: the conditional limit law (module docstring). ``"montecarlo"``:
+        ``n_samples`` real datasets per value drawn i.i.d. from the table and kept when
+        their average is within a narrow window of the value
+        (:mod:`distpriv.modeling.mean_sampling`; rejection sampling, no Gaussian
+        conditioning), with the analytic model's population layer.
+    n_samples : int
+        Kept datasets per value (``"montecarlo"``).
+    rng : numpy.random.Generator, optional
+        The draws of ``"montecarlo"``.
     missing : {"error", "drop"}
     population : bool
         As for :func:`distpriv.model_query`: ``False`` — rows i.i.d. from the population
@@ -345,11 +355,6 @@ def mean_model(
         (the conditioning extrapolates to rare datasets), or non-Gaussian residual sums.
     """
     n = check_positive_int(subset_size, "subset_size")
-    if method != "analytic":
-        raise ParameterError(
-            f"method={method!r}: a mean secret's model is analytic only (central-limit "
-            "conditioning); use method='analytic'"
-        )
     if not q.is_linear:
         bad = next(s for s in q.statistics if not s.linear)
         raise ParameterError(
@@ -367,11 +372,22 @@ def mean_model(
     fit = fit_mean(x, s, secret)
     vals = np.asarray(secret.values)
     fpc = (fit.rows - n) / (fit.rows - 1) if population else 1.0
-    means = n * fit.means
-    covs = n * fpc * fit.covariances
     pairs_idx = tuple((secret.values.index(a), secret.values.index(b)) for a, b in secret.pairs)
-    shape = _shape(x, s, fit, secret.values, n)
-    diagnostics = _diagnostics(means, covs, None, pairs_idx, shape=shape)
+    samples = None
+    if method == "montecarlo":
+        from .mean_sampling import conditioned_draws, sampled_moments
+
+        draws, half, drawn = conditioned_draws(
+            x, s, secret, n=n, n_samples=n_samples, rng=np.random.default_rng(rng)
+        )
+        samples = draws
+        means, covs, diagnostics = sampled_moments(draws, pairs_idx)
+        diagnostics["window"] = {"half_width": half, "datasets_drawn": drawn}
+    else:
+        means = n * fit.means
+        covs = n * fpc * fit.covariances
+        shape = _shape(x, s, fit, secret.values, n)
+        diagnostics = _diagnostics(means, covs, None, pairs_idx, shape=shape)
     diagnostics["missing"] = missing_report.to_dict()
     diagnostics["engine"] = table.dialect
     diagnostics["mean_fit"] = fit.to_dict()
@@ -396,18 +412,26 @@ def mean_model(
         if population
         else "i.i.d. from the population the table samples"
     )
+    if method == "montecarlo":
+        fitted = (
+            f"sample mean and covariance of {n_samples} real datasets of {n} rows per value, "
+            f"drawn i.i.d. from the table's rows and kept when their average of "
+            f"{secret.expression} is within a narrow window of the value (rejection sampling)"
+        )
     return DataQueryModel(
         means,
         covs,
         secret=secret,  # type: ignore[arg-type]
         query=q,
-        samples=None,
-        method="analytic",
+        samples=samples,
+        method=method,
         subset_size=n,
         counts=tuple(n for _ in secret.values),
         stratum_sizes=(fit.rows, 0),
         diagnostics=diagnostics,
-        fitted=(
+        fitted=fitted
+        if method == "montecarlo"
+        else (
             f"conditional limit law of the statistics of {n}-row datasets drawn {how}, given "
             f"their average of {secret.expression}: exponential tilt of the table's rows to "
             "each value, then Gaussian conditioning of the sums (exact for Gaussian records; "
