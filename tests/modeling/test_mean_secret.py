@@ -328,3 +328,44 @@ def test_cli_one_line_errors(tmp_path, capsys, secret, words):
     status, _, err = run(["release", path, "--out", tmp_path / "out.json"], capsys)
     one_line_error(status, err, *words)
     assert not (tmp_path / "out.json").exists()
+
+
+def test_ledger_composes_mean_releases_under_their_own_key(tmp_path, capsys):
+    import json
+
+    path = _write(tmp_path, 'expression = "s"\nvalues = [9.5, 10.5]')
+    text = path.read_text().replace(
+        "[ledger]\nenabled = false", '[ledger]\npath = "l.ledger"\nbudget = [5.0, 1e-2]'
+    )
+    path.write_text(text)
+    prop = tmp_path / "p.toml"
+    prop.write_text(
+        text.replace(
+            'kind = "mean"\nexpression = "s"\nvalues = [9.5, 10.5]',
+            'predicate = "s > 10"\nvalues = [0.4, 0.6]',
+        )
+    )
+    reports = []
+    for i, cfg in enumerate((prop, path, path)):
+        status, _, err = run(
+            [
+                "release",
+                cfg,
+                "--quiet",
+                "--out",
+                tmp_path / f"o{i}.json",
+                "--html",
+                tmp_path / f"r{i}.html",
+            ],
+            capsys,
+        )
+        assert status == 0, err
+        reports.append(json.loads((tmp_path / f"o{i}.json").read_text()))
+    assert reports[0]["ledger"]["secret_key"] == "s > 10"
+    # The mean secret is a separate account: its first release is alone, the second
+    # composes with it (and not with the proportion release).
+    first, second = reports[1]["ledger"], reports[2]["ledger"]
+    assert first["secret_key"] == second["secret_key"] == "mean:s"
+    assert first["n_releases"] == 1 and second["n_releases"] == 2
+    assert second["composed"]["epsilon"] > second["alone"]["epsilon"]
+    assert "the average of s" in (tmp_path / "r2.html").read_text()
