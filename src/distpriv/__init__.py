@@ -65,6 +65,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "modeling": (
         "DataQueryModel",
+        "MeanSecret",
         "ProportionSecret",
         "Query",
         "model_query",
@@ -112,6 +113,7 @@ __all__ = [
     "GridRounding",
     "Ledger",
     "LedgerError",
+    "MeanSecret",
     "MechanismNotApplicableError",
     "MomentUncertainty",
     "Noise",
@@ -222,7 +224,7 @@ if TYPE_CHECKING:
         UtilityWarning,
     )
     from .guarantees import Assumption, PrivacyGuarantee, Release
-    from .modeling import DataQueryModel, ProportionSecret, Query, model_query
+    from .modeling import DataQueryModel, MeanSecret, ProportionSecret, Query, model_query
     from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample
     from .pipeline import (
         Budget,

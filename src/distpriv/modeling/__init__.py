@@ -18,6 +18,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "model_query",
         "stratum_moments",
     ),
+    "secret_mean": ("MeanSecret",),
     "queries": (
         "Query",
         "QueryEvaluation",
@@ -33,6 +34,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 
 __all__ = [
     "DataQueryModel",
+    "MeanSecret",
     "MissingReport",
     "ParsedExpression",
     "ProportionSecret",
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from .expressions import ParsedExpression, parse_expression
     from .model import DataQueryModel, model_query, stratum_moments
     from .queries import Query, QueryEvaluation, Statistic
+    from .secret_mean import MeanSecret
     from .secrets import ProportionSecret, Secret
     from .tables import MissingReport, Table, as_table
 

@@ -314,9 +314,32 @@ def model_query(
         )
     if pool_size is not None and meth != "montecarlo":
         raise ParameterError(f"pool_size={pool_size!r} applies only to method='montecarlo'")
+    from .secret_mean import MeanSecret
+
+    if isinstance(secret, MeanSecret):
+        # Issue 27 item 1: the law given the dataset's mean (modeling/model_mean.py).
+        from .model_mean import mean_model
+
+        mtable = as_table(data)
+        q.check_columns(mtable)
+        secret.parsed.check_columns(mtable.columns)
+        if not isinstance(population, bool):
+            raise ParameterTypeError(f"population must be true or false, got {population!r}")
+        return mean_model(
+            mtable,
+            q,
+            secret,
+            subset_size=subset_size,
+            method=meth,
+            missing=policy,
+            population=population,
+            n_samples=draws_n,
+            rng=gen,
+        )
     if not isinstance(secret, ProportionSecret):
         raise ParameterTypeError(
-            f"secret must be a distpriv secret (ProportionSecret, …), got {type(secret).__name__}"
+            "secret must be a distpriv secret (ProportionSecret, MeanSecret, …), got "
+            f"{type(secret).__name__}"
         )
     table = as_table(data)
     q.check_columns(table)

@@ -156,6 +156,10 @@ SECRET_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
         frozenset({"kind", "predicate", "values", "pairs", "within"}),
         ("predicate", "values"),
     ),
+    "mean": (
+        frozenset({"kind", "expression", "values", "pairs", "within"}),
+        ("expression", "values"),
+    ),
 }
 _RELEASE_SECRET = frozenset().union(*(allowed for allowed, _ in SECRET_KEYS.values()))
 _RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed", "population"}

@@ -75,10 +75,22 @@ def _proportion_secret(spec: dict[str, Any]) -> Secret:
     )
 
 
+def _mean_secret(spec: dict[str, Any]) -> Secret:
+    from ..modeling.secret_mean import MeanSecret
+
+    return MeanSecret(
+        spec["expression"],
+        spec["values"],
+        pairs=spec.get("pairs"),
+        within=spec.get("within"),
+    )
+
+
 # ``[secret] kind`` → what builds the secret from the config's [secret] table (whose keys
 # config.SECRET_KEYS has checked for that kind).
 SECRET_BUILDERS: dict[str, Callable[[dict[str, Any]], Secret]] = {
     "proportion": _proportion_secret,
+    "mean": _mean_secret,
 }
 
 
