@@ -67,6 +67,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "DataQueryModel",
         "ProportionSecret",
         "Query",
+        "SeveralSecrets",
         "model_query",
     ),
     "noise": (
@@ -126,6 +127,7 @@ __all__ = [
     "ReleaseReport",
     "SampledQueryModel",
     "SamplerError",
+    "SeveralSecrets",
     "UtilityWarning",
     "__version__",
     "accounting",
@@ -222,7 +224,7 @@ if TYPE_CHECKING:
         UtilityWarning,
     )
     from .guarantees import Assumption, PrivacyGuarantee, Release
-    from .modeling import DataQueryModel, ProportionSecret, Query, model_query
+    from .modeling import DataQueryModel, ProportionSecret, Query, SeveralSecrets, model_query
     from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample
     from .pipeline import (
         Budget,

@@ -24,7 +24,9 @@ estimated from N_s rows):
   √χ²_m(1 − β/2) (which holds for every metric at once). V is taken at each covariance
   corner (a member's gap error law is its own covariances'), and the candidate gap is
   moved along the direction in which the distance grows fastest until it reaches the
-  bound;
+  bound. Several secrets at once (one proportion per attribute) have one such error
+  vector per attribute: the Scheffé radius is then taken at level β/(2·D), D the number
+  of distinct gap directions (:func:`gap_directions`, Bonferroni over attributes);
 * **covariances** (β/2, Bonferroni over strata and statistics): the variance of feature j
   in stratum s is known up to a factor exp(±z √((κ_j − 1)/N_s)), κ_j the largest
   kurtosis of feature j over the strata (the delta method on log σ̂²: Var log σ̂² ≈
@@ -119,6 +121,10 @@ class ConfidenceSet:
     kurtosis : ndarray, shape (S, m)
         The kurtosis the variance factors use: each statistic's largest over the strata
         (a small stratum's sample kurtosis understates a heavy tail it has not seen).
+    directions : int
+        The independent gap-error directions the Scheffé radius is split over (Bonferroni,
+        :func:`gap_directions`): 1 for one proportion secret, one per attribute for
+        several secrets at once.
     """
 
     beta: float
@@ -127,6 +133,7 @@ class ConfidenceSet:
     variance_factors: np.ndarray
     z: float
     kurtosis: np.ndarray
+    directions: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
@@ -137,6 +144,7 @@ class ConfidenceSet:
             "variance_factors": self.variance_factors.tolist(),
             "z": self.z,
             "kurtosis": self.kurtosis.tolist(),
+            "directions": self.directions,
         }
 
 
@@ -158,11 +166,32 @@ def confidence_set(model: GaussianQueryModel, *, beta: float) -> ConfidenceSet:
     sd = np.sqrt(np.clip(kurt - 1.0, 0.0, None) / sizes)  # sd of log σ̂², (S, m)
     factors = np.stack([np.exp(-z * sd), np.exp(z * sd)], axis=-1)
     n_pairs = max(len(model.pairs), 1)
+    # The Scheffé radius holds for every pair whose gap error is a multiple of one error
+    # vector (one proportion secret: every gap is (kᵢ − kⱼ)(m_A − m_B)); pairs with other
+    # weight differences (several attributes) have their own: Bonferroni over them.
+    families = gap_directions(unc, model.pairs)
     gap_z = min(
         float(ndtri(1.0 - beta / (2.0 * n_pairs))),
-        math.sqrt(2.0 * gammaincinv(m / 2, 1 - beta / 2)),
+        math.sqrt(2.0 * gammaincinv(m / 2, 1 - beta / (2.0 * families))),
     )
-    return ConfidenceSet(beta, gap_z, n_pairs, factors, z, kurt)
+    return ConfidenceSet(beta, gap_z, n_pairs, factors, z, kurt, families)
+
+
+def gap_directions(unc: MomentUncertainty, pairs: Any) -> int:
+    """The number of distinct directions (up to sign and scale) of the pairs' weight
+    differences w_i − w_j: the gap errors of the pairs of one direction are multiples of
+    one m-vector error, so one Scheffé statement covers them all (at least 1)."""
+    dirs: list[np.ndarray] = []
+    for i, j in pairs:
+        d = np.asarray(unc.weights[i] - unc.weights[j], dtype=float)
+        nrm = float(np.linalg.norm(d))
+        if nrm == 0.0:
+            continue
+        d = d / nrm
+        d = d if d[np.flatnonzero(np.abs(d) > 1e-12)[0]] > 0 else -d
+        if not any(np.allclose(d, e, rtol=0.0, atol=1e-9) for e in dirs):
+            dirs.append(d)
+    return max(len(dirs), 1)
 
 
 def gap_bound(gap: np.ndarray, metric: np.ndarray, spread: np.ndarray, z: float) -> float:
