@@ -149,14 +149,18 @@ class SeveralSecrets:
         return "several:" + " | ".join(_normal_predicate(p) for p in self.predicates)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe description: each attribute's own dict, and the keys."""
+        """JSON-safe description: each attribute's own dict (with its description and
+        ledger key), the keys, and the values and pairs as their label strings."""
         return {
             "type": "several",
             "key": self.ledger_key(),
             "keys": list(self.ledger_keys()),
-            "attributes": [a.to_dict() for a in self.attributes],
-            "values": [[v.predicate, v.value] for v in self.values],
-            "pairs": [[[a.predicate, a.value], [b.predicate, b.value]] for a, b in self.pairs],
+            "attributes": [
+                {"description": a.describe(), "key": a.ledger_key(), **a.to_dict()}
+                for a in self.attributes
+            ],
+            "values": [str(v) for v in self.values],
+            "pairs": [[str(a), str(b)] for a, b in self.pairs],
         }
 
 
