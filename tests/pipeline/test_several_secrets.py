@@ -206,3 +206,47 @@ def test_ledger_composes_several_with_each_attribute(tmp_path):
     assert fourth.composed.n_releases == 4
     # Stacking more releases can only reveal more: the composed epsilon grows.
     assert fourth.composed.epsilon > second.composed.epsilon > first.composed.alone["epsilon"]
+
+
+def test_release_report_per_attribute_json_and_html(tmp_path, capsys):
+    """The release hides both shares: the JSON and HTML say what is hidden per attribute,
+    with each attribute's guarantee (delta at epsilon over its own pairs <= the claim)."""
+    path = _write(tmp_path, TWO)
+    out, html = tmp_path / "r.json", tmp_path / "r.html"
+    status, stdout, err = run(
+        ["release", path, "--no-ledger", "--json", "--html", html, "--insecure-seed", "1"], capsys
+    )
+    assert status == 0, err
+    report = json.loads(stdout)
+    attrs = report["secret"]["attributes"]
+    assert [a["predicate"] for a in attrs] == [FEMALE, RICH]
+    assert attrs[0]["description"] == "the share of rows with sex = 'Female'"
+    g = report["guarantee"]
+    for a in attrs:
+        assert a["guarantee"]["epsilon"] == g["epsilon"]
+        assert 0 < a["guarantee"]["delta_at_epsilon"] <= g["delta"] * (1 + 1e-9)
+    # The binding attribute meets the claim (the calibration is exact on its set).
+    assert max(a["guarantee"]["delta_at_epsilon"] for a in attrs) == pytest.approx(
+        g["delta"], rel=0.05
+    )
+    assert attrs[1]["guarantee"]["pairs"] == [
+        ["share[income = '>50K']=0.2", "share[income = '>50K']=0.3"],
+        ["share[income = '>50K']=0.3", "share[income = '>50K']=0.4"],
+    ]
+    text = html.read_text()
+    assert "Several attributes are hidden at once" in text
+    assert "the share of rows with income = &#39;&gt;50K&#39;" in text
+    assert not out.exists()
+
+
+def test_verify_runs_and_audit_refuses(tmp_path, capsys):
+    path = _write(tmp_path, TWO)
+    out = tmp_path / "check.json"
+    status, _, err = run(["verify", path, "--out", out, "--quiet"], capsys)
+    assert status == 0, err
+    check = json.loads(out.read_text())
+    assert check["secret"]["type"] == "several"
+    assert check["verification"]["verdict"] != "violation"
+    assert len(check["guarantee"]["pairs"]) == 3
+    status, _, err = run(["audit", path, "--repetitions", "1"], capsys)
+    one_line_error(status, err, 'kind = "several" is not supported by distpriv audit')

@@ -180,7 +180,7 @@ def several_model(
         fitted=(
             f"{len(parts)} attributes, each modelled conditional on its own secret only "
             f"(stratified on its own predicate; the other attributes as in the population): "
-            + first.fitted
+            + (first.fitted or "")
         ),
         sampling=first.sampling,
         uncertainty=_joint_uncertainty(parts),
