@@ -165,7 +165,7 @@ def _adult():
     return model_data, release_data
 
 
-def _release(path, secret, seed):
+def _release(path, secret, seed, budget=None):
     model_data, data = _adult()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -180,6 +180,7 @@ def _release(path, secret, seed):
             ledger=path,
             data_name="adult-test-100",
             rng=seed,
+            budget=budget,
         )
 
 
@@ -250,3 +251,26 @@ def test_verify_runs_and_audit_refuses(tmp_path, capsys):
     assert len(check["guarantee"]["pairs"]) == 3
     status, _, err = run(["audit", path, "--repetitions", "1"], capsys)
     one_line_error(status, err, 'kind = "several" is not supported by distpriv audit')
+
+
+def test_budget_of_either_attribute_binds_the_several_release(tmp_path):
+    """A budget recorded for one attribute is checked when a release hides both."""
+    from distpriv.errors import BudgetExceededError
+    from distpriv.pipeline.ledger import Budget
+
+    path = tmp_path / "l.sqlite"
+    female = ProportionSecret(FEMALE, [0.3, 0.4])
+    both = SeveralSecrets([female, ProportionSecret(RICH, [0.2, 0.3])])
+    _release(path, female, 1, budget=Budget(1.05, 1e-3))
+    with pytest.raises(BudgetExceededError, match="1 earlier release"):
+        _release(path, both, 2)
+    assert len(Ledger(path)) == 1  # nothing recorded
+    # With a budget that the composition meets, the release passes and the budget given
+    # is recorded for the attribute that had none.
+    path2 = tmp_path / "l2.sqlite"
+    _release(path2, female, 1, budget=Budget(3.0, 1e-3))
+    done = _release(path2, both, 2, budget=Budget(3.0, 1e-3))
+    assert done.composed.n_releases == 2 and done.composed.epsilon <= 3.0
+    led = Ledger(path2)
+    account = led.releases()[0].data_account
+    assert led.budget(account, RICH) == Budget(3.0, 1e-3)
