@@ -68,6 +68,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "MeanSecret",
         "ProportionSecret",
         "Query",
+        "SeveralSecrets",
         "model_query",
     ),
     "noise": (
@@ -128,6 +129,7 @@ __all__ = [
     "ReleaseReport",
     "SampledQueryModel",
     "SamplerError",
+    "SeveralSecrets",
     "UtilityWarning",
     "__version__",
     "accounting",
@@ -224,7 +226,14 @@ if TYPE_CHECKING:
         UtilityWarning,
     )
     from .guarantees import Assumption, PrivacyGuarantee, Release
-    from .modeling import DataQueryModel, MeanSecret, ProportionSecret, Query, model_query
+    from .modeling import (
+        DataQueryModel,
+        MeanSecret,
+        ProportionSecret,
+        Query,
+        SeveralSecrets,
+        model_query,
+    )
     from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample
     from .pipeline import (
         Budget,

@@ -24,11 +24,14 @@ estimated from N_s rows):
   √χ²_m(1 − β/2) (which holds for every metric at once). V is taken at each covariance
   corner (a member's gap error law is its own covariances'), and the candidate gap is
   moved along the direction in which the distance grows fastest until it reaches the
-  bound;
+  bound. Several secrets at once (one proportion per attribute) have one such error
+  vector per attribute: the Scheffé radius is then taken at level β/(2·D), D the number
+  of distinct gap directions (:func:`gap_directions`, Bonferroni over attributes);
 * **covariances** (β/2, Bonferroni over strata and statistics): the variance of feature j
   in stratum s is known up to a factor exp(±z √((κ_j − 1)/N_s)), κ_j the largest
   kurtosis of feature j over the strata (the delta method on log σ̂²: Var log σ̂² ≈
-  (κ − 1)/N; a small stratum's sample kurtosis understates a tail it has not seen), z =
+  (κ − 1)/N; a small stratum's sample kurtosis understates a tail it has not seen; with
+  several secrets, the largest over the strata of the same attribute), z =
   Φ⁻¹(1 − β/(4 S m)). A corner scales C_s to Λ C_s Λ with Λ = diag of the square roots
   of those factors, all at their low or all at their high end; the 2^S combinations of
   strata corners change both the level of Σ_θ (less model noise) and the difference
@@ -119,7 +122,13 @@ class ConfidenceSet:
         The normal quantile used for the variances (Bonferroni over S·m, two-sided).
     kurtosis : ndarray, shape (S, m)
         The kurtosis the variance factors use: each statistic's largest over the strata
-        (a small stratum's sample kurtosis understates a heavy tail it has not seen).
+        (a small stratum's sample kurtosis understates a heavy tail it has not seen) —
+        over the strata of the same attribute when several secrets are hidden at once
+        (:func:`strata_groups`: each attribute's set is then its own, Bonferroni aside).
+    directions : int
+        The independent gap-error directions the Scheffé radius is split over (Bonferroni,
+        :func:`gap_directions`): 1 for one proportion secret, one per attribute for
+        several secrets at once.
     """
 
     beta: float
@@ -128,6 +137,7 @@ class ConfidenceSet:
     variance_factors: np.ndarray
     z: float
     kurtosis: np.ndarray
+    directions: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
@@ -138,6 +148,7 @@ class ConfidenceSet:
             "variance_factors": self.variance_factors.tolist(),
             "z": self.z,
             "kurtosis": self.kurtosis.tolist(),
+            "directions": self.directions,
         }
 
 
@@ -155,15 +166,61 @@ def confidence_set(model: GaussianQueryModel, *, beta: float) -> ConfidenceSet:
     n_strata, m = unc.row_covariances.shape[:2]
     z = float(ndtri(1.0 - beta / (4.0 * n_strata * m)))
     sizes = np.asarray(unc.stratum_sizes, dtype=float)[:, None]
-    kurt = np.broadcast_to(unc.kurtosis.max(axis=0), unc.kurtosis.shape).copy()
+    kurt = np.empty_like(unc.kurtosis)
+    for group in strata_groups(unc, model.pairs):  # one proportion secret: one group
+        kurt[group] = unc.kurtosis[group].max(axis=0)
     sd = np.sqrt(np.clip(kurt - 1.0, 0.0, None) / sizes)  # sd of log σ̂², (S, m)
     factors = np.stack([np.exp(-z * sd), np.exp(z * sd)], axis=-1)
     n_pairs = max(len(model.pairs), 1)
+    # The Scheffé radius holds for every pair whose gap error is a multiple of one error
+    # vector (one proportion secret: every gap is (kᵢ − kⱼ)(m_A − m_B)); pairs with other
+    # weight differences (several attributes) have their own: Bonferroni over them.
+    families = gap_directions(unc, model.pairs)
     gap_z = min(
         float(ndtri(1.0 - beta / (2.0 * n_pairs))),
-        math.sqrt(2.0 * gammaincinv(m / 2, 1 - beta / 2)),
+        math.sqrt(2.0 * gammaincinv(m / 2, 1 - beta / (2.0 * families))),
     )
-    return ConfidenceSet(beta, gap_z, n_pairs, factors, z, kurt)
+    return ConfidenceSet(beta, gap_z, n_pairs, factors, z, kurt, families)
+
+
+def strata_groups(unc: MomentUncertainty, pairs: Any) -> list[list[int]]:
+    """The strata linked by the pairs (a pair links every stratum either of its hypotheses
+    weighs): one group for a proportion secret, one per attribute for several secrets at
+    once. Strata no pair reaches form their own groups."""
+    n_strata = len(unc.stratum_sizes)
+    parent = list(range(n_strata))
+
+    def root(s: int) -> int:
+        while parent[s] != s:
+            parent[s] = parent[parent[s]]
+            s = parent[s]
+        return s
+
+    for i, j in pairs:
+        support = np.flatnonzero((unc.weights[i] > 0) | (unc.weights[j] > 0))
+        for s in support[1:]:
+            parent[root(int(s))] = root(int(support[0]))
+    groups: dict[int, list[int]] = {}
+    for s in range(n_strata):
+        groups.setdefault(root(s), []).append(s)
+    return list(groups.values())
+
+
+def gap_directions(unc: MomentUncertainty, pairs: Any) -> int:
+    """The number of distinct directions (up to sign and scale) of the pairs' weight
+    differences w_i − w_j: the gap errors of the pairs of one direction are multiples of
+    one m-vector error, so one Scheffé statement covers them all (at least 1)."""
+    dirs: list[np.ndarray] = []
+    for i, j in pairs:
+        d = np.asarray(unc.weights[i] - unc.weights[j], dtype=float)
+        nrm = float(np.linalg.norm(d))
+        if nrm == 0.0:
+            continue
+        d = d / nrm
+        d = d if d[np.flatnonzero(np.abs(d) > 1e-12)[0]] > 0 else -d
+        if not any(np.allclose(d, e, rtol=0.0, atol=1e-9) for e in dirs):
+            dirs.append(d)
+    return max(len(dirs), 1)
 
 
 def gap_bound(gap: np.ndarray, metric: np.ndarray, spread: np.ndarray, z: float) -> float:
@@ -241,6 +298,19 @@ def _worst_shift(gap: np.ndarray, metric: np.ndarray, spread: np.ndarray, z: flo
 
 def _corners(n_strata: int) -> list[tuple[int, ...]]:
     return [tuple((c >> s) & 1 for s in range(n_strata)) for c in range(2**n_strata)]
+
+
+def _support_corners(n_strata: int, support: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The corners over the strata of ``support`` (the others at their low end), in the
+    order of :func:`_corners` restricted to them (all strata: exactly :func:`_corners`)."""
+    sup = list(support)
+    out = []
+    for c in range(2 ** len(sup)):
+        corner = [0] * n_strata
+        for b, s in enumerate(sup):
+            corner[s] = (c >> b) & 1
+        out.append(tuple(corner))
+    return out
 
 
 def checked_members(
@@ -342,8 +412,18 @@ def _corner_parts(model: GaussianQueryModel, beta: float) -> list[_Corner]:
     n_strata = unc.row_covariances.shape[0]
     c_hat = unc.row_covariances
     out = []
-    for i, j in model.pairs:
-        for corner in _corners(n_strata):
+    # A stratum neither hypothesis of a pair weighs changes nothing of that pair (several
+    # secrets: the other attributes' strata): its corners would only repeat the pair. They
+    # are skipped when every pair keeps the same number of members (callers fold the
+    # members back to the pairs by that count).
+    supports: list[tuple[int, ...]] = [
+        tuple(int(s) for s in np.flatnonzero((unc.weights[i] > 0) | (unc.weights[j] > 0)))
+        for i, j in model.pairs
+    ]
+    if len({len(sup) for sup in supports}) != 1:
+        supports = [tuple(range(n_strata))] * len(model.pairs)
+    for (i, j), support in zip(model.pairs, supports, strict=True):
+        for corner in _support_corners(n_strata, support):
             cov_i, cov_j = model.covariances[i].copy(), model.covariances[j].copy()
             scaled = np.empty_like(c_hat)
             for s in range(n_strata):

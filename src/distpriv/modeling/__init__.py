@@ -19,11 +19,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "stratum_moments",
     ),
     "secret_mean": ("MeanSecret",),
+    "model_several": ("SeveralQueryModel", "several_model"),
     "queries": (
         "Query",
         "QueryEvaluation",
         "Statistic",
     ),
+    "secret_several": ("AttributeValue", "SeveralSecrets"),
     "secrets": ("ProportionSecret", "Secret"),
     "tables": (
         "MissingReport",
@@ -33,6 +35,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 }
 
 __all__ = [
+    "AttributeValue",
     "DataQueryModel",
     "MeanSecret",
     "MissingReport",
@@ -41,11 +44,14 @@ __all__ = [
     "Query",
     "QueryEvaluation",
     "Secret",
+    "SeveralQueryModel",
+    "SeveralSecrets",
     "Statistic",
     "Table",
     "as_table",
     "model_query",
     "parse_expression",
+    "several_model",
     "stratum_moments",
 ]
 
@@ -54,8 +60,10 @@ if TYPE_CHECKING:
     # follow a module __getattr__: without this every public name would be Any).
     from .expressions import ParsedExpression, parse_expression
     from .model import DataQueryModel, model_query, stratum_moments
+    from .model_several import SeveralQueryModel, several_model
     from .queries import Query, QueryEvaluation, Statistic
     from .secret_mean import MeanSecret
+    from .secret_several import AttributeValue, SeveralSecrets
     from .secrets import ProportionSecret, Secret
     from .tables import MissingReport, Table, as_table
 

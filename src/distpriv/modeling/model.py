@@ -234,7 +234,10 @@ def model_query(
         relation, Spark DataFrame (the ``spark`` extra) or Table
         The modelling data (public or auxiliary, not the data to be released).
     query : Query or mapping of name → SQL aggregate
-    secret : ProportionSecret
+    secret : ProportionSecret or SeveralSecrets
+        A :class:`~distpriv.modeling.secret_several.SeveralSecrets` is modelled one
+        attribute at a time, each conditional on its own secret only
+        (:func:`~distpriv.modeling.model_several.several_model`).
     subset_size : int
         n, the number of rows of a protected dataset.
     method : {"analytic", "montecarlo"}
@@ -315,6 +318,7 @@ def model_query(
     if pool_size is not None and meth != "montecarlo":
         raise ParameterError(f"pool_size={pool_size!r} applies only to method='montecarlo'")
     from .secret_mean import MeanSecret
+    from .secret_several import SeveralSecrets
 
     if isinstance(secret, MeanSecret):
         # Issue 27 item 1: the law given the dataset's mean (modeling/model_mean.py).
@@ -336,9 +340,24 @@ def model_query(
             n_samples=draws_n,
             rng=gen,
         )
+    if isinstance(secret, SeveralSecrets):  # several attributes at once: one block each
+        from .model_several import several_model
+
+        return several_model(
+            data,
+            q,
+            secret,
+            subset_size=subset_size,
+            method=meth,
+            n_samples=draws_n,
+            rng=gen,
+            pool_size=pool_size,
+            missing=policy,
+            population=population,
+        )
     if not isinstance(secret, ProportionSecret):
         raise ParameterTypeError(
-            "secret must be a distpriv secret (ProportionSecret, MeanSecret, …), got "
+            "secret must be a distpriv secret (ProportionSecret, MeanSecret, SeveralSecrets), got "
             f"{type(secret).__name__}"
         )
     table = as_table(data)

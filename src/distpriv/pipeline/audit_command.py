@@ -171,6 +171,12 @@ def run_audit(
     aux_src, test_src = _audit_sources(cfg)
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
+        if secret.kind == "several":  # the attacks' datasets fix one attribute's share
+            raise ConfigError(
+                f'{cfg.path}: [secret] kind = "several" is not supported by distpriv audit '
+                "yet: audit each attribute with its own proportion secret (kind = "
+                '"proportion" with its predicate and values)'
+            )
         reps = check_positive_int(
             aud.get("repetitions", 10) if repetitions is None else repetitions, "repetitions"
         )

@@ -160,6 +160,8 @@ SECRET_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
         frozenset({"kind", "expression", "values", "pairs", "within"}),
         ("expression", "values"),
     ),
+    # several attributes at once: [[secret.attributes]] tables (pipeline/config_several.py)
+    "several": (frozenset({"kind", "attributes"}), ("attributes",)),
 }
 _RELEASE_SECRET = frozenset().union(*(allowed for allowed, _ in SECRET_KEYS.values()))
 _RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed", "population"}
@@ -392,6 +394,10 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         raise ConfigError(f"{where}: [output] include_true must be true or false")
     if kind == "proportion":
         _check_grid(sec.get("values"), mod.get("subset_size"), where)
+    elif kind == "several":
+        from .config_several import check_several_table
+
+        check_several_table(sec, mod.get("subset_size"), where, _check_grid)
     title = data.get("title", p.stem)
     if not isinstance(title, str):
         raise ConfigError(f"{where}: title must be a string, got {title!r}")

@@ -253,6 +253,8 @@ def utility_figure_svg(utility: Mapping[str, Any]) -> str:
 def _secret_words(secret: Mapping[str, Any] | None) -> str:
     if not secret:
         return "the secret"
+    if secret.get("attributes"):  # several secrets at once: each in its own words
+        return " and ".join(_secret_words(a) for a in secret["attributes"])
     desc = str(secret.get("description", "the secret"))
     values = secret.get("values")
     if values:

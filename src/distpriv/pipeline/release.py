@@ -307,7 +307,8 @@ def release_warnings(
     """
     overlap = warn_overlap_tables(model_table, released)
     if support:
-        check_model_support(model.stratum_sizes, model.counts, model.subset_size)
+        for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
+            check_model_support(part.stratum_sizes, part.counts, model.subset_size)
     warn_partial_noise(mech, verified)
     if rows_used is not None:
         warn_dropped(rows_used, released.n_rows)

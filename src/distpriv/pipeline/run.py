@@ -210,6 +210,12 @@ def run_release(
             prov=prov,
             verification=verification,
         )
+        if hasattr(model, "parts"):  # several secrets at once: the guarantee per attribute
+            from .report_several import attribute_guarantees
+
+            public["secret"]["attributes"] = attribute_guarantees(
+                public["secret"]["attributes"], model, mech, beta=cfg.options.get("beta", 0.05)
+            )
         if ledger_block is None:  # the curator opted out: the report says so
             from .ledger import not_recorded
 

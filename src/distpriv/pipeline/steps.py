@@ -88,9 +88,16 @@ def _mean_secret(spec: dict[str, Any]) -> Secret:
 
 # ``[secret] kind`` → what builds the secret from the config's [secret] table (whose keys
 # config.SECRET_KEYS has checked for that kind).
+def _several_secrets(spec: dict[str, Any]) -> Secret:
+    from ..modeling.secret_several import several_from_spec
+
+    return several_from_spec(spec["attributes"], what="[secret] attributes")
+
+
 SECRET_BUILDERS: dict[str, Callable[[dict[str, Any]], Secret]] = {
     "proportion": _proportion_secret,
     "mean": _mean_secret,
+    "several": _several_secrets,
 }
 
 
@@ -193,7 +200,8 @@ def _model_and_mechanism(
         pool_size=_pool_size(model_frame, n),
     )
     if support:
-        check_model_support(model.stratum_sizes, model.counts, n)
+        for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
+            check_model_support(part.stratum_sizes, part.counts, n)
     # The model carries its table's facts (model_query); the call names the problem when
     # the statistics have none (not linear) and the mechanism needs them.
     facts = (
@@ -237,7 +245,8 @@ def _auto_model_and_mechanism(
         pool_size=_pool_size(model_frame, n),
     )
     if support:
-        check_model_support(model.stratum_sizes, model.counts, n)
+        for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
+            check_model_support(part.stratum_sizes, part.counts, n)
     choice = choose_for_table(
         model,
         epsilon=cfg.epsilon,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,14 @@ from ..._validation import check_privacy
 from ...errors import LedgerError, ParameterError, ParameterTypeError
 from .identity import secret_key
 
-__all__ = ["Budget", "LedgerEntry", "NewRelease", "check_ledger_path", "parse_budget"]
+__all__ = [
+    "Budget",
+    "LedgerEntry",
+    "NewRelease",
+    "check_ledger_path",
+    "parse_budget",
+    "same_release",
+]
 
 
 @dataclass(frozen=True)
@@ -205,3 +213,28 @@ class NewRelease:
         """The group key of the secret (its predicate, or the ``key`` a secret kind
         other than a proportion records: :meth:`~distpriv.modeling.secrets.Secret.ledger_key`)."""
         return secret_key(self.secret.get("key") or self.secret["predicate"])
+
+    @property
+    def secret_keys(self) -> tuple[str, ...]:
+        """The keys the release is recorded and composed under: each attribute's predicate
+        for several secrets at once (``"keys"`` of
+        :meth:`~distpriv.modeling.secret_several.SeveralSecrets.to_dict`), else the one
+        :attr:`secret_key`."""
+        keys = self.secret.get("keys")
+        if keys:
+            return tuple(dict.fromkeys(secret_key(k) for k in keys))
+        return (self.secret_key,)
+
+
+def same_release(entries: Sequence[LedgerEntry]) -> tuple[LedgerEntry, ...]:
+    """The entries oldest first, with the rows of one release recorded under several keys
+    (several secrets at once: one row per attribute, written together) counted once."""
+    seen: set[tuple[str, str, str, str]] = set()
+    out = []
+    for e in sorted(entries, key=lambda e: e.id):
+        tag = (e.time_utc, e.data_account, json.dumps(e.released), json.dumps(e.noise))
+        if tag in seen:
+            continue
+        seen.add(tag)
+        out.append(e)
+    return tuple(out)

@@ -29,7 +29,7 @@ from ...errors import BudgetExceededError, LedgerError, ParameterError, Paramete
 from ...guarantees import to_jsonable
 from ..scope import note_record
 from .identity import secret_key
-from .records import Budget, LedgerEntry, NewRelease
+from .records import Budget, LedgerEntry, NewRelease, same_release
 from .schema import (
     BUDGET_COLUMNS,
     KEY_BYTES,
@@ -441,11 +441,21 @@ class Ledger:
             ``budget`` differs from the one recorded for this data and secret (naming both;
             a later, looser budget would otherwise silently reopen the account).
         """
-        key = new.secret_key
+        # Several secrets at once are recorded and composed under each attribute's key:
+        # every earlier release about any of them is composed with this one, and a later
+        # release about one of them finds this one (its rows are counted once).
+        keys = new.secret_keys
         with self._immediate() as con:
-            earlier = self._select(con, new.data_account, key)
-            stored = self._budget(con, new.data_account, key)
-            if budget is not None and stored is not None and budget != stored:
+            earlier = same_release(
+                [e for k in keys for e in self._select(con, new.data_account, k)]
+            )
+            budgets = [self._budget(con, new.data_account, k) for k in keys]
+            stored: Budget | None = None
+            for b in budgets:
+                stored = b.tighter(stored) if b is not None else stored
+            differs = [b for b in budgets if b is not None and b != budget]
+            if budget is not None and differs:
+                stored = differs[0]
                 raise ParameterError(
                     f"the budget given ({budget.epsilon:g}, {budget.delta:g}) differs from the "
                     f"budget recorded in the ledger for this data and secret "
@@ -464,8 +474,10 @@ class Ledger:
                 )
             self._still_ours()  # a new ledger another process made meanwhile: retry there
             rel = draw()
-            if budget is not None and stored is None:
-                self._insert_budget(con, new.data_account, key, budget)
+            if budget is not None:
+                for k, b in zip(keys, budgets, strict=True):
+                    if b is None:
+                        self._insert_budget(con, new.data_account, k, budget)
             values = [float(v) for v in to_jsonable(rel.value)]
             if not all(math.isfinite(v) for v in values):
                 raise LedgerError("the released values are not finite; nothing recorded")
@@ -473,7 +485,6 @@ class Ledger:
                 "time_utc": now_utc(),
                 "version": __version__,
                 "data_account": str(new.data_account),
-                "secret_key": key,
                 "secret_json": dumps(new.secret),
                 "statistics_json": dumps([list(s) for s in new.statistics]),
                 "model_json": dumps(new.model),
@@ -487,7 +498,10 @@ class Ledger:
                 "composed_delta": float(composed.delta),
                 "released_json": dumps(values),
             }
-            new_id, mac = self._append(con, "releases", RELEASE_COLUMNS, row)
+            for k in reversed(keys):  # the first key's row last: the entry returned
+                new_id, mac = self._append(
+                    con, "releases", RELEASE_COLUMNS, {**row, "secret_key": k}
+                )
             entry = LedgerEntry._from_row(
                 con.execute("SELECT * FROM releases WHERE id = ?", (new_id,)).fetchone()
             )
