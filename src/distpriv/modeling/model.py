@@ -314,6 +314,9 @@ def model_query(
         )
     if pool_size is not None and meth != "montecarlo":
         raise ParameterError(f"pool_size={pool_size!r} applies only to method='montecarlo'")
+    if isinstance(secret, ProportionSecret) and secret.is_grid:
+        # A range: its values are the grid of this subset size (issue 27 item 3).
+        secret = secret.grid(check_positive_int(subset_size, "subset_size"))
     if not isinstance(secret, ProportionSecret):
         raise ParameterTypeError(
             f"secret must be a distpriv secret (ProportionSecret, …), got {type(secret).__name__}"

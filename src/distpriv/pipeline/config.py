@@ -153,8 +153,8 @@ _RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test", "missing
 # [secret] keys per ``kind`` (default "proportion"): (allowed, required).
 SECRET_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "proportion": (
-        frozenset({"kind", "predicate", "values", "pairs", "within"}),
-        ("predicate", "values"),
+        frozenset({"kind", "predicate", "values", "pairs", "within", "range"}),
+        ("predicate",),  # and values or range (checked where the secret is built)
     ),
 }
 _RELEASE_SECRET = frozenset().union(*(allowed for allowed, _ in SECRET_KEYS.values()))

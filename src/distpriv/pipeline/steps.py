@@ -67,11 +67,14 @@ def _config(config: str | Path | ReleaseConfig) -> ReleaseConfig:
 
 
 def _proportion_secret(spec: dict[str, Any]) -> Secret:
+    if "values" not in spec and "range" not in spec:
+        raise ConfigError("[secret] needs 'values' (or 'range' = [low, high])")
     return ProportionSecret(
         spec["predicate"],
-        spec["values"],
+        spec.get("values"),
         pairs=spec.get("pairs"),
         within=spec.get("within"),
+        range=spec.get("range"),
     )
 
 
@@ -84,7 +87,11 @@ SECRET_BUILDERS: dict[str, Callable[[dict[str, Any]], Secret]] = {
 
 def _secret(cfg: ReleaseConfig) -> Secret:
     spec = {k: v for k, v in cfg.secret.items() if k != "kind"}
-    return SECRET_BUILDERS[cfg.secret.get("kind", "proportion")](spec)
+    secret = SECRET_BUILDERS[cfg.secret.get("kind", "proportion")](spec)
+    grid = getattr(secret, "grid", None)
+    if getattr(secret, "is_grid", False) and grid is not None:
+        secret = grid(_subset_size(cfg))  # a range: its values on the subset's grid
+    return secret
 
 
 def _subset_size(cfg: ReleaseConfig) -> int:
