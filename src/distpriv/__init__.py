@@ -65,6 +65,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "modeling": (
         "DataQueryModel",
+        "EventSecret",
         "ProportionSecret",
         "Query",
         "model_query",
@@ -107,6 +108,7 @@ __all__ = [
     "DataLevelCheck",
     "DataQueryModel",
     "DistPrivError",
+    "EventSecret",
     "GaussianPairProfile",
     "GaussianQueryModel",
     "GridRounding",
@@ -222,7 +224,7 @@ if TYPE_CHECKING:
         UtilityWarning,
     )
     from .guarantees import Assumption, PrivacyGuarantee, Release
-    from .modeling import DataQueryModel, ProportionSecret, Query, model_query
+    from .modeling import DataQueryModel, EventSecret, ProportionSecret, Query, model_query
     from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample
     from .pipeline import (
         Budget,

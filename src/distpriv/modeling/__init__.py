@@ -23,6 +23,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "QueryEvaluation",
         "Statistic",
     ),
+    "secret_events": ("EventSecret", "event_weights"),
     "secrets": ("ProportionSecret", "Secret"),
     "tables": (
         "MissingReport",
@@ -33,6 +34,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 
 __all__ = [
     "DataQueryModel",
+    "EventSecret",
     "MissingReport",
     "ParsedExpression",
     "ProportionSecret",
@@ -42,6 +44,7 @@ __all__ = [
     "Statistic",
     "Table",
     "as_table",
+    "event_weights",
     "model_query",
     "parse_expression",
     "stratum_moments",
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
     from .expressions import ParsedExpression, parse_expression
     from .model import DataQueryModel, model_query, stratum_moments
     from .queries import Query, QueryEvaluation, Statistic
+    from .secret_events import EventSecret, event_weights
     from .secrets import ProportionSecret, Secret
     from .tables import MissingReport, Table, as_table
 

@@ -314,10 +314,14 @@ def model_query(
         )
     if pool_size is not None and meth != "montecarlo":
         raise ParameterError(f"pool_size={pool_size!r} applies only to method='montecarlo'")
-    if isinstance(secret, ProportionSecret) and secret.is_grid:
-        # A range: its values are the grid of this subset size (issue 27 item 3).
+    from .secret_events import EventSecret
+
+    if isinstance(secret, ProportionSecret | EventSecret) and secret.is_grid:
+        # A range or events: the values are the grid of this subset size (issue 27).
         secret = secret.grid(check_positive_int(subset_size, "subset_size"))
-    if not isinstance(secret, ProportionSecret):
+    if isinstance(secret, EventSecret) and isinstance(secret.base, ProportionSecret):
+        pass  # a proportion's events: modelled value by value, as the proportion itself
+    elif not isinstance(secret, ProportionSecret):
         raise ParameterTypeError(
             f"secret must be a distpriv secret (ProportionSecret, …), got {type(secret).__name__}"
         )

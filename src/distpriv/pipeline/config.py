@@ -156,6 +156,9 @@ SECRET_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
         frozenset({"kind", "predicate", "values", "pairs", "within", "range"}),
         ("predicate",),  # and values or range (checked where the secret is built)
     ),
+    # Ranges of a proportion (modeling/secret_events.py): events = [[low, high], ...],
+    # pairs = [[i, j], ...] of event indices (default every pair).
+    "event": (frozenset({"kind", "predicate", "events", "pairs"}), ("predicate", "events")),
 }
 _RELEASE_SECRET = frozenset().union(*(allowed for allowed, _ in SECRET_KEYS.values()))
 _RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed", "population"}

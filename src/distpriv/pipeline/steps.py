@@ -80,8 +80,15 @@ def _proportion_secret(spec: dict[str, Any]) -> Secret:
 
 # ``[secret] kind`` → what builds the secret from the config's [secret] table (whose keys
 # config.SECRET_KEYS has checked for that kind).
+def _event_secret(spec: dict[str, Any]) -> Secret:
+    from ..modeling.secret_events import EventSecret
+
+    return EventSecret(spec["predicate"], spec["events"], pairs=spec.get("pairs"))
+
+
 SECRET_BUILDERS: dict[str, Callable[[dict[str, Any]], Secret]] = {
     "proportion": _proportion_secret,
+    "event": _event_secret,
 }
 
 
