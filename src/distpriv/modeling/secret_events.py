@@ -18,7 +18,8 @@ that law restricted to the event's counts and renormalised, w_E(k/n) ∝ C(n, k)
 δ_ε(P‖Q) = sup_S P(S) − e^ε Q(S) is jointly convex in (P, Q) (a supremum of functions
 linear in (P, Q)), so with P_E = Σᵢ wᵢ Pᵢ and P_F = Σⱼ vⱼ Qⱼ,
 
-    δ_ε(P_E ‖ P_F) = δ_ε(Σᵢⱼ wᵢvⱼ Pᵢ ‖ Σᵢⱼ wᵢvⱼ Qⱼ) ≤ Σᵢⱼ wᵢvⱼ δ_ε(Pᵢ ‖ Qⱼ) ≤ max_{i,j} δ_ε(Pᵢ ‖ Qⱼ).
+    δ_ε(P_E ‖ P_F) = δ_ε(Σᵢⱼ wᵢvⱼ Pᵢ ‖ Σᵢⱼ wᵢvⱼ Qⱼ) ≤ Σᵢⱼ wᵢvⱼ δ_ε(Pᵢ ‖ Qⱼ)
+                   ≤ max_{i,j} δ_ε(Pᵢ ‖ Qⱼ).
 
 So an event secret is calibrated as the value secret whose values are every grid value the
 events allow and whose pairs Ψ are every value of one event against every value of the
@@ -36,6 +37,7 @@ secret, when one is wired in).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -56,7 +58,7 @@ def _check_events(events: object) -> tuple[tuple[float, float], ...]:
         raise ParameterError(f"events must list at least two ranges [low, high], got {events!r}")
     out = tuple(check_range(e, f"events[{k}]") for k, e in enumerate(events))
     order = sorted(range(len(out)), key=lambda k: out[k])
-    for a, b in zip(order, order[1:], strict=False):
+    for a, b in itertools.pairwise(order):
         if out[b][0] <= out[a][1] + _SLACK:
             raise ParameterError(
                 f"events[{a}] {list(out[a])} and events[{b}] {list(out[b])} overlap: a "
