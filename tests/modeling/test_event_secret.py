@@ -20,7 +20,7 @@ EVENTS = [(0.2, 0.3), (0.4, 0.5)]
 
 
 def test_values_and_cross_pairs():
-    s = EventSecret("x > 0", events=EVENTS + [(0.7, 0.72)], pairs=[(0, 1), (1, 2)]).grid(100)
+    s = EventSecret("x > 0", events=[*EVENTS, (0.7, 0.72)], pairs=[(0, 1), (1, 2)]).grid(100)
     low = [k / 100 for k in range(20, 31)]
     mid = [k / 100 for k in range(40, 51)]
     high = [0.7, 0.71, 0.72]
