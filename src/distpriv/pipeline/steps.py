@@ -97,7 +97,10 @@ def _secret(cfg: ReleaseConfig) -> Secret:
     secret = SECRET_BUILDERS[cfg.secret.get("kind", "proportion")](spec)
     grid = getattr(secret, "grid", None)
     if getattr(secret, "is_grid", False) and grid is not None:
-        secret = grid(_subset_size(cfg))  # a range: its values on the subset's grid
+        try:  # a range or events: the values on the subset's grid
+            secret = grid(_subset_size(cfg))
+        except ParameterError as exc:
+            raise ConfigError(f"{cfg.path}: [secret] {exc}") from exc
     return secret
 
 
