@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from cli_helpers import one_line_error, run
 
+from cli_helpers import one_line_error, run
 from distpriv.errors import ConfigError
 from distpriv.modeling import EventSecret, ProportionSecret
 from distpriv.pipeline.config import load_release_config
