@@ -101,3 +101,33 @@ def test_certified_bound_covers_the_mixture_on_real_subsets():
                 f"noise x{scale:g}, event {p} vs {q}: mixture delta (MC) {est:.3g} +- "
                 f"{se:.2g}; weighted bound {weighted[p]:.3g}; max bound {check.worst:.3g}"
             )
+
+
+def test_generic_over_a_value_indexed_secret():
+    """Any secret with ``event_grid`` and ``with_values`` (e.g. a mean secret) gets the same
+    events: its own grid per event, and the cross pairs handed back to it."""
+
+    class Means:
+        predicate = "avg(income)"
+        parsed = None
+        columns = frozenset({"income"})
+
+        def __init__(self, values=(), pairs=()):
+            self.values, self.pairs = tuple(values), tuple(pairs)
+
+        def event_grid(self, low, high, n):
+            return [v for v in (30e3, 40e3, 50e3, 60e3, 70e3) if low <= v <= high]
+
+        def with_values(self, values, pairs):
+            return Means(values, pairs)
+
+        def describe(self):
+            return "the average income"
+
+        def ledger_key(self):
+            return "mean:income"
+
+    s = EventSecret(Means(), events=[(0, 49_999), (50_000, 1e9)]).grid(100)
+    assert s.values == (30e3, 40e3, 50e3, 60e3, 70e3)
+    assert s.value_secret().pairs == tuple((a, b) for a in (30e3, 40e3) for b in (50e3, 60e3, 70e3))
+    assert s.ledger_key() == "mean:income"

@@ -53,10 +53,10 @@ __all__ = ["EventSecret", "event_weights"]
 _SLACK = 1e-9
 
 
-def _check_events(events: object) -> tuple[tuple[float, float], ...]:
+def _check_events(events: object, unit: bool) -> tuple[tuple[float, float], ...]:
     if isinstance(events, str) or not isinstance(events, Sequence) or len(events) < 2:
         raise ParameterError(f"events must list at least two ranges [low, high], got {events!r}")
-    out = tuple(check_range(e, f"events[{k}]") for k, e in enumerate(events))
+    out = tuple(check_range(e, f"events[{k}]", unit=unit) for k, e in enumerate(events))
     order = sorted(range(len(out)), key=lambda k: out[k])
     for a, b in itertools.pairwise(order):
         if out[b][0] <= out[a][1] + _SLACK:
@@ -133,7 +133,7 @@ class EventSecret:
                 "secret must be a predicate or a value-indexed secret (ProportionSecret, …), "
                 f"got {type(secret).__name__}"
             )
-        evs = _check_events(events)
+        evs = _check_events(events, unit=isinstance(secret, ProportionSecret))
         for name, value in (
             ("base", secret),
             ("events", evs),

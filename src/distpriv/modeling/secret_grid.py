@@ -23,12 +23,14 @@ __all__ = ["check_range", "grid_values", "within_pairs"]
 _SLACK = 1e-9
 
 
-def check_range(value: object, name: str = "range") -> tuple[float, float]:
-    """``(low, high)`` with 0 ≤ low < high ≤ 1, or a ParameterError naming ``name``."""
+def check_range(value: object, name: str = "range", *, unit: bool = True) -> tuple[float, float]:
+    """``(low, high)`` with low < high (and both in [0, 1] when ``unit``: proportions), or
+    a ParameterError naming ``name``."""
     if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 2:
-        raise ParameterTypeError(f"{name} must be a pair [low, high] of proportions, got {value!r}")
-    lo = check_real(value[0], f"{name}[0]", low=0.0, high=1.0)
-    hi = check_real(value[1], f"{name}[1]", low=0.0, high=1.0)
+        raise ParameterTypeError(f"{name} must be a pair [low, high], got {value!r}")
+    bounds = {"low": 0.0, "high": 1.0} if unit else {}
+    lo = check_real(value[0], f"{name}[0]", **bounds)
+    hi = check_real(value[1], f"{name}[1]", **bounds)
     if not lo < hi:
         raise ParameterError(f"{name} must have low < high, got [{lo:g}, {hi:g}]")
     return lo, hi
