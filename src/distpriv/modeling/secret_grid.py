@@ -28,9 +28,9 @@ def check_range(value: object, name: str = "range", *, unit: bool = True) -> tup
     a ParameterError naming ``name``."""
     if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 2:
         raise ParameterTypeError(f"{name} must be a pair [low, high], got {value!r}")
-    bounds = {"low": 0.0, "high": 1.0} if unit else {}
-    lo = check_real(value[0], f"{name}[0]", **bounds)
-    hi = check_real(value[1], f"{name}[1]", **bounds)
+    low, high = (0.0, 1.0) if unit else (None, None)
+    lo = check_real(value[0], f"{name}[0]", low=low, high=high)
+    hi = check_real(value[1], f"{name}[1]", low=low, high=high)
     if not lo < hi:
         raise ParameterError(f"{name} must have low < high, got [{lo:g}, {hi:g}]")
     return lo, hi
