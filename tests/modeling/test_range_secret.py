@@ -155,3 +155,17 @@ def test_true_delta_on_real_subsets_across_the_range(range_model, adult, pair):
     for p, q in ((ka, kb), (kb, ka)):
         est, se = mc_delta(dens[p], dens[q], draw(p, 10000), mech.noise_covariance, 1.0, rng)
         assert est <= 1e-3 + 4 * se + 1e-4, (pair, p, est, se)
+
+
+def test_real_subset_reference_reads_zero_on_a_null(range_model, adult):
+    """The reference is valid at this noise: two independent draws of the same value (true
+    δ = 0) read 0 within Monte Carlo error. (With noise at a tenth of the statistics' spread
+    it reads ≈ 0.4 on such a null — kernels too narrow to overlap — so it is used only for
+    full-rank noise comparable to the spread, as expm-g's is.)"""
+    mech = _quiet(dp.calibrate, "expm-g", range_model, epsilon=1.0, delta=1e-3)
+    x, rows_a, rows_b = adult
+    rng = np.random.default_rng(5)
+    draw = lambda size: subsets(x, rows_a, rows_b, np.full(size, 30), rng)  # noqa: E731
+    est, se = mc_delta(draw(2000), draw(2000), draw(10000), mech.noise_covariance, 1.0, rng)
+    assert est <= 4 * se + 1e-4
+    assert np.all(np.diag(mech.noise_covariance) >= draw(2000).var(axis=0) * 0.5)
