@@ -65,6 +65,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "modeling": (
         "DataQueryModel",
+        "EventSecret",
         "MeanSecret",
         "ProportionSecret",
         "Query",
@@ -109,6 +110,7 @@ __all__ = [
     "DataLevelCheck",
     "DataQueryModel",
     "DistPrivError",
+    "EventSecret",
     "GaussianPairProfile",
     "GaussianQueryModel",
     "GridRounding",
@@ -228,6 +230,7 @@ if TYPE_CHECKING:
     from .guarantees import Assumption, PrivacyGuarantee, Release
     from .modeling import (
         DataQueryModel,
+        EventSecret,
         MeanSecret,
         ProportionSecret,
         Query,

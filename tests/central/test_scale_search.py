@@ -60,9 +60,9 @@ def test_least_verified_scale_without_repeated_evaluations(seed, start_factor, m
     calls: list[tuple[bytes, float]] = []
     real = exact.pair_deltas
 
-    def recording(mdl, noise, *, epsilon, tol=1e-12):
+    def recording(mdl, noise, *, epsilon, tol=1e-12, screen=None):
         calls.append((np.asarray(noise).tobytes(), tol))
-        return real(mdl, noise, epsilon=epsilon, tol=tol)
+        return real(mdl, noise, epsilon=epsilon, tol=tol, screen=screen)
 
     monkeypatch.setattr(exact, "pair_deltas", recording)
     scale, check = smallest_scale(
@@ -88,9 +88,9 @@ def test_known_values_are_used_not_recomputed(monkeypatch):
     seen: list[float] = []
     real = exact.pair_deltas
 
-    def recording(mdl, noise, *, epsilon, tol=1e-12):
+    def recording(mdl, noise, *, epsilon, tol=1e-12, screen=None):
         seen.append(float(np.trace(noise)))
-        return real(mdl, noise, epsilon=epsilon, tol=tol)
+        return real(mdl, noise, epsilon=epsilon, tol=tol, screen=screen)
 
     monkeypatch.setattr(exact, "pair_deltas", recording)
     scale, _ = smallest_scale(

@@ -117,7 +117,12 @@ class PairCheck:
 
 
 def pair_deltas(
-    model: GaussianQueryModel, noise_cov: np.ndarray, *, epsilon: float, tol: float = 1e-12
+    model: GaussianQueryModel,
+    noise_cov: np.ndarray,
+    *,
+    epsilon: float,
+    tol: float = 1e-12,
+    screen: float | None = None,
 ) -> PairCheck:
     """Exact δ(ε) of every pair's outputs N(μ_θ, Σ_θ + Σ_Z), both directions.
 
@@ -135,6 +140,14 @@ def pair_deltas(
         (where the inversion is near ill-conditioned, the rounding of a different
         whitening can move the accountant to its looser certified bound). During a
         scale search (a looser ``tol``) both directions share one joint whitening.
+    screen : float, optional
+        The level that matters (the target δ, or a fraction of it during a search). With
+        it, a pair dominated by another (equal covariances, parallel and shorter mean
+        difference) reports the other's profile, and a pair whose certified Rényi bound
+        is at most ``screen`` in both directions reports that bound
+        (:mod:`distpriv.central.pair_pruning`): upper bounds, never below the exact
+        profile, and the exact profile of every pair that could exceed ``screen``.
+        ``None`` (default): every pair exactly.
     """
     cache = active_cache()
     key = None
@@ -144,24 +157,36 @@ def pair_deltas(
         known = cache.get(cache.pair_checks, key)
         if known is not None:
             return PairCheck(epsilon, known, model.pair_labels)
-    out = []
+    out: list[Any] = [None] * len(model.pairs)
     strict = tol <= _STRICT_TOL
     if not strict:
         noise_cov = (noise_cov + noise_cov.T) / 2
+    rep = np.arange(len(model.pairs))
+    if screen is not None and len(model.pairs) > 1:
+        from .pair_pruning import dominating_pairs, screened_profiles
+
+        rep = dominating_pairs(model)
+        own = np.flatnonzero(rep == np.arange(rep.size))
+        for k, prof in screened_profiles(
+            model, noise_cov, own, epsilon=epsilon, level=screen
+        ).items():
+            out[k] = prof
     with one_blas_thread():
-        for i, j in model.pairs:
+        for k, (i, j) in enumerate(model.pairs):
+            if out[k] is not None or rep[k] != k:
+                continue
             ci = model.covariances[i] + noise_cov
             cj = model.covariances[j] + noise_cov
             mi, mj = model.means[i], model.means[j]
             if strict:
-                out.append(
-                    (
-                        gaussian_pair_profile(mi, ci, mj, cj, epsilon=epsilon, tol=tol),
-                        gaussian_pair_profile(mj, cj, mi, ci, epsilon=epsilon, tol=tol),
-                    )
+                out[k] = (
+                    gaussian_pair_profile(mi, ci, mj, cj, epsilon=epsilon, tol=tol),
+                    gaussian_pair_profile(mj, cj, mi, ci, epsilon=epsilon, tol=tol),
                 )
             else:  # both directions share one joint whitening (two eigendecompositions)
-                out.append(pair_profiles_unchecked(mi, ci, mj, cj, epsilon, tol))
+                out[k] = pair_profiles_unchecked(mi, ci, mj, cj, epsilon, tol)
+    for low in np.flatnonzero(rep != np.arange(rep.size)):
+        out[low] = out[rep[low]]  # dominated: the dominating pair's profile bounds it
     if cache is not None:
         cache.pair_checks[key] = tuple(out)
     return PairCheck(epsilon, tuple(out), model.pair_labels)
@@ -176,7 +201,86 @@ def search_tolerance(delta: float) -> float:
     return max(delta * _SEARCH_RTOL, 1e-15)
 
 
+# Above this many pairs the scale search runs on an active set of the pairs that bind
+# (every pair is still checked at the result); below it, on every pair at once.
+_ACTIVE_MIN = 12
+# Pairs added to the active set per round (the worst violators), and the rounds.
+_ACTIVE_STEP = 6
+_ACTIVE_ROUNDS = 12
+
+
 def smallest_scale(
+    model: GaussianQueryModel,
+    noise_of: Callable[[float], np.ndarray],
+    *,
+    epsilon: float,
+    delta: float,
+    start: float,
+    name: str,
+    known: dict[float, float] | None = None,
+) -> tuple[float, PairCheck]:
+    """Least s ≥ 0 with every pair's exact δ(ε) ≤ δ for the noise Σ_Z = ``noise_of(s)``.
+
+    With many pairs (a range secret: hundreds) the search runs on an *active set*: the
+    pairs of largest certified bound at the starting noise; the scale found for them is
+    then checked on every pair (:func:`pair_deltas` with ``screen=delta``), the worst
+    violators join the active set, and the search runs again. The least scale for a subset
+    of the pairs is at most the least scale for all of them, so a scale that passes every
+    pair is the least for all of them (to the search's accuracy); and it is returned only
+    once it passes every pair. See :func:`_smallest_scale_all` for the search itself.
+    """
+    pairs = model.pairs
+    if len(pairs) <= _ACTIVE_MIN:
+        return _smallest_scale_all(
+            model, noise_of, epsilon=epsilon, delta=delta, start=start, name=name, known=known
+        )
+    from ..accounting.pair_screen import renyi_delta_bounds
+
+    s0 = start if start > 0 and math.isfinite(start) else 1.0
+    noise = noise_of(s0)
+    idx = np.asarray(pairs, dtype=int)
+    bounds = renyi_delta_bounds(
+        model.means[idx[:, 0]],
+        model.covariances[idx[:, 0]] + noise,
+        model.means[idx[:, 1]],
+        model.covariances[idx[:, 1]] + noise,
+        epsilon=epsilon,
+    ).max(axis=1)
+    # Pairs without a certificate (inf) first, then the largest bounds.
+    active = [
+        int(k) for k in np.argsort(-np.where(np.isfinite(bounds), bounds, 2.0))[:_ACTIVE_STEP]
+    ]
+    scale = s0
+    for _ in range(_ACTIVE_ROUNDS):
+        sub = _sub_model(model, active)
+        scale, _ = _smallest_scale_all(
+            sub, noise_of, epsilon=epsilon, delta=delta, start=scale, name=name
+        )
+        check = pair_deltas(model, noise_of(scale), epsilon=epsilon, screen=delta)
+        if check.worst <= delta:
+            return scale, check
+        worst = check.deltas.max(axis=1)
+        worst[active] = -1.0
+        new = [int(k) for k in np.argsort(-worst)[:_ACTIVE_STEP] if worst[k] > delta]
+        active.extend(new)
+    # Did not settle: the search on every pair (slow, but the same answer).
+    return _smallest_scale_all(
+        model, noise_of, epsilon=epsilon, delta=delta, start=scale, name=name
+    )
+
+
+def _sub_model(model: GaussianQueryModel, active: list[int]) -> GaussianQueryModel:
+    """``model`` restricted to the pairs ``active`` (same hypotheses, fewer pairs)."""
+    return GaussianQueryModel(
+        model.means,
+        model.covariances,
+        [model.pairs[k] for k in active],
+        labels=list(range(model.means.shape[0])),
+        statistics=model.statistics,
+    )
+
+
+def _smallest_scale_all(
     model: GaussianQueryModel,
     noise_of: Callable[[float], np.ndarray],
     *,
@@ -207,7 +311,10 @@ def smallest_scale(
 
     def worst(s: float) -> float:
         if s not in seen:
-            seen[s] = pair_deltas(model, noise_of(s), epsilon=epsilon, tol=search_tol).worst
+            # Pairs certified below δ/2 cannot be the worst near the root: screened.
+            seen[s] = pair_deltas(
+                model, noise_of(s), epsilon=epsilon, tol=search_tol, screen=delta / 2
+            ).worst
         return seen[s]
 
     s0 = start if start > 0 and math.isfinite(start) else 1.0
@@ -224,7 +331,7 @@ def smallest_scale(
         while worst(lo) <= delta:
             hi, lo = lo, lo / 4.0
             if lo < 1e-6 * s0 and worst(0.0) <= delta:
-                check = pair_deltas(model, noise_of(0.0), epsilon=epsilon)
+                check = pair_deltas(model, noise_of(0.0), epsilon=epsilon, screen=delta)
                 if check.worst <= delta:
                     return 0.0, check
                 lo = 0.0  # no noise meets the target only to within the search accuracy
@@ -277,7 +384,7 @@ def smallest_scale(
     # The strict check; step up if the search accuracy left the root short, by steps
     # that double (1e-6, 2e-6, … relative): a hair costs one step, 1 % about fifteen.
     for k in range(60):
-        check = pair_deltas(model, noise_of(hi), epsilon=epsilon)
+        check = pair_deltas(model, noise_of(hi), epsilon=epsilon, screen=delta)
         if check.worst <= delta:
             return hi, check
         hi *= 1.0 + 1e-6 * 2.0**k
@@ -323,7 +430,7 @@ def published_noise(
         factor = 1.0 if k == 0 else 1.0 + 1e-6 * 2.0 ** (k - 1)
         noise = build(factor)
         cov = noise.covariance
-        check = pair_deltas(members(cov), cov, epsilon=epsilon)
+        check = pair_deltas(members(cov), cov, epsilon=epsilon, screen=delta)
         if check.worst <= delta:
             return noise, check
     raise MechanismNotApplicableError(  # pragma: no cover - the search verified the scale
@@ -377,7 +484,7 @@ def verified_headline(
     the "requested" pair.
     """
     eps, dlt = guarantee.epsilon, guarantee.delta
-    check = pair_deltas(model, noise_cov, epsilon=eps)
+    check = pair_deltas(model, noise_cov, epsilon=eps, screen=dlt)
     assumption = exact_assumption(check, dlt)
     kept = tuple(a for a in guarantee.assumptions if a.name != "exact-profile")
     if check.worst <= dlt:

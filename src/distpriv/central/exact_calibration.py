@@ -129,7 +129,7 @@ def _optimal(
     :func:`_calibrate_robust` adds members until none binds (cutting planes).
     """
     base = paper.noise_covariance
-    check0 = pair_deltas(gm, base, epsilon=epsilon)
+    check0 = pair_deltas(gm, base, epsilon=epsilon, screen=delta)
     if np.trace(base) == 0 and check0.worst <= delta:
         return base, 0.0, check0, "no noise needed"
     families: list[tuple[str, Callable[[float], np.ndarray], float]] = []
@@ -165,7 +165,9 @@ def _optimal(
             # Prune: at the scale where this shape costs as much as the best so far, it
             # must already meet the target, or its least scale would cost more.
             cap = scale_at_cost(fam, weights, float(np.trace(weights @ best[0])), start)
-            at_cap = pair_deltas(gm, fam(cap), epsilon=epsilon, tol=search_tolerance(delta))
+            at_cap = pair_deltas(
+                gm, fam(cap), epsilon=epsilon, tol=search_tolerance(delta), screen=delta
+            )
             if at_cap.worst > delta:
                 continue
             start, known = cap, {cap: at_cap.worst}  # the search starts where this left off
@@ -241,7 +243,7 @@ def _calibrate_on(
 ) -> tuple[np.ndarray, float, PairCheck, str]:
     """The least noise of the mechanism's shape meeting the target on every pair of ``gm``."""
     if paper is None:  # noiseless
-        check = pair_deltas(gm, np.zeros((gm.dim, gm.dim)), epsilon=epsilon)
+        check = pair_deltas(gm, np.zeros((gm.dim, gm.dim)), epsilon=epsilon, screen=delta)
         if check.worst > delta:
             raise MechanismNotApplicableError(
                 f"noiseless release is not ({epsilon:g}, {delta:g})-private under the "
@@ -283,7 +285,7 @@ def _calibrate_robust(
     """
     guess = np.zeros((gm.dim, gm.dim)) if paper is None else paper.noise_covariance
     every = population_model(gm, beta=beta, noise_cov=guess)
-    first = _worst_pairs(every, pair_deltas(every, guess, epsilon=epsilon), delta, 1)
+    first = _worst_pairs(every, pair_deltas(every, guess, epsilon=epsilon, screen=delta), delta, 1)
     # optimal-g first shapes its noise for the members (cutting planes); should the members
     # not settle while the shape moves with them, the fitted shapes alone (which do).
     shaped: tuple[np.ndarray, float, PairCheck, str] | None = None
@@ -295,7 +297,7 @@ def _calibrate_robust(
                 name, target, paper, build, epsilon, delta, start_scale=scale, for_set=for_set
             )
             every = population_model(gm, beta=beta, noise_cov=cov)
-            full = pair_deltas(every, cov, epsilon=epsilon)
+            full = pair_deltas(every, cov, epsilon=epsilon, screen=delta)
             if full.worst <= delta:
                 best = _cheaper(shaped, (cov, scale, full, method), paper)
                 if name != "optimal-g":
@@ -362,7 +364,10 @@ def _scale_for_set(
         except MechanismNotApplicableError:
             return None
         check = pair_deltas(
-            population_model(gm, beta=beta, noise_cov=fam(s)), fam(s), epsilon=epsilon
+            population_model(gm, beta=beta, noise_cov=fam(s)),
+            fam(s),
+            epsilon=epsilon,
+            screen=delta,
         )
         if check.worst <= delta:
             return fam(s), s, check, f"{method}; scaled for the set's members of this noise"

@@ -409,7 +409,10 @@ def _population_search(
         every = population_model(gm, beta=beta, noise_cov=fam(max(s, 0.0)))
         s, _ = smallest_scale(every, fam, epsilon=epsilon, delta=delta, start=s, name=name)
         check = pair_deltas(
-            population_model(gm, beta=beta, noise_cov=fam(s)), fam(s), epsilon=epsilon
+            population_model(gm, beta=beta, noise_cov=fam(s)),
+            fam(s),
+            epsilon=epsilon,
+            screen=delta,
         )
         if check.worst <= delta:
             return s, check
@@ -436,7 +439,7 @@ def _search_best(
     # Covariances already verified first (one check each): a best to prune against.
     for label, fam, start, noise_of in sorted(cands, key=lambda c: c[2] >= 0):
         if start < 0:  # a fixed covariance (it must not shrink below the floor)
-            check = pair_deltas(target(fam(1.0)), fam(1.0), epsilon=epsilon)
+            check = pair_deltas(target(fam(1.0)), fam(1.0), epsilon=epsilon, screen=delta)
             if check.worst <= delta:
                 cost = float(np.trace(weights @ fam(1.0)))
                 if best is None or cost < best[0]:
@@ -448,7 +451,11 @@ def _search_best(
             # so far can only verify at a higher cost. Otherwise search from there.
             cap = scale_at_cost(fam, weights, best[0], start)
             at_cap = pair_deltas(
-                target(fam(cap)), fam(cap), epsilon=epsilon, tol=search_tolerance(delta)
+                target(fam(cap)),
+                fam(cap),
+                epsilon=epsilon,
+                tol=search_tolerance(delta),
+                screen=delta,
             )
             if at_cap.worst > delta:
                 continue

@@ -78,6 +78,7 @@ from .._validation import check_real
 from ..guarantees import Assumption
 from ..querymodel import GaussianQueryModel, MomentUncertainty
 from ._calibration_cache import active_cache, fingerprint
+from ._robust_stack import _ASCENT_STEPS, _inv_sqrt_stack, _worst_shift_stack
 
 __all__ = [
     "DEFAULT_BETA",
@@ -91,9 +92,6 @@ __all__ = [
 ]
 
 DEFAULT_BETA = 0.05
-# Ascent steps for the farthest point of an ellipsoid (a convex maximisation on a sphere;
-# each step cannot decrease the objective).
-_ASCENT_STEPS = 60
 
 
 def check_beta(beta: object) -> float | None:
@@ -442,33 +440,33 @@ def _corner_parts(model: GaussianQueryModel, beta: float) -> list[_Corner]:
 def _members(
     model: GaussianQueryModel, parts: list[_Corner], beta: float, noise_cov: np.ndarray
 ) -> GaussianQueryModel:
-    """The worst members for ``noise_cov``: each corner's gap moved to its upper bound."""
+    """The worst members for ``noise_cov``: each corner's gap moved to its upper bound.
+
+    Every (pair, corner) at once (issue 27 item 3: hundreds of pairs): the arithmetic of
+    one member at a time (:func:`_worst_shift`), on stacks (:func:`_worst_shift_stack`)."""
     cs = confidence_set(model, beta=beta)
-    means, covs, labels, pairs = [], [], [], []
-
-    def add(mu: np.ndarray, cov: np.ndarray, label: str) -> int:
-        means.append(mu)
-        covs.append(cov)
-        labels.append(label)
-        return len(means) - 1
-
     noise_cov = (noise_cov + noise_cov.T) / 2
+    pi = np.array([part.i for part in parts], dtype=int)
+    pj = np.array([part.j for part in parts], dtype=int)
+    cov_i = np.stack([part.cov_i for part in parts])
+    cov_j = np.stack([part.cov_j for part in parts])
+    spread = np.stack([part.spread for part in parts])
+    metric = _inv_sqrt_stack((cov_i + cov_j) / 2 + noise_cov)
+    gap = model.means[pi] - model.means[pj]
+    shift = _worst_shift_stack(gap, metric, spread, cs.gap_z)
+    k, m = len(parts), model.dim
+    means = np.empty((k, 2, m))
+    means[:, 0] = model.means[pi] + shift
+    means[:, 1] = model.means[pj]
+    covs = np.stack([np.stack([part.psd_i, part.psd_j]) for part in parts])
+    labels = []
     for part in parts:
-        i, j, tag = part.i, part.j, part.tag
-        li, lj = str(model.labels[i]), str(model.labels[j])
-        gap = model.means[i] - model.means[j]
-        metric = _inv_sqrt((part.cov_i + part.cov_j) / 2 + noise_cov)
-        shift = _worst_shift(gap, metric, part.spread, cs.gap_z)
-        pairs.append(
-            (
-                add(model.means[i] + shift, part.psd_i, f"{li}[var {tag}; gap+]"),
-                add(model.means[j], part.psd_j, f"{lj}[var {tag}]"),
-            )
-        )
+        li, lj = str(model.labels[part.i]), str(model.labels[part.j])
+        labels.extend([f"{li}[var {part.tag}; gap+]", f"{lj}[var {part.tag}]"])
     return GaussianQueryModel(
-        np.stack(means),
-        np.stack(covs),
-        pairs,
+        means.reshape(2 * k, m),
+        covs.reshape(2 * k, m, m),
+        [(2 * t, 2 * t + 1) for t in range(k)],
         labels=[f"#{t}:{lab}" for t, lab in enumerate(labels)],
         statistics=model.statistics,
         fitted=model.fitted,

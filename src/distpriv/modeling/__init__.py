@@ -26,6 +26,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Statistic",
     ),
     "secret_several": ("AttributeValue", "SeveralSecrets"),
+    "secret_events": ("EventSecret", "event_weights"),
     "secrets": ("ProportionSecret", "Secret"),
     "tables": (
         "MissingReport",
@@ -37,6 +38,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 __all__ = [
     "AttributeValue",
     "DataQueryModel",
+    "EventSecret",
     "MeanSecret",
     "MissingReport",
     "ParsedExpression",
@@ -49,6 +51,7 @@ __all__ = [
     "Statistic",
     "Table",
     "as_table",
+    "event_weights",
     "model_query",
     "parse_expression",
     "several_model",
@@ -62,6 +65,7 @@ if TYPE_CHECKING:
     from .model import DataQueryModel, model_query, stratum_moments
     from .model_several import SeveralQueryModel, several_model
     from .queries import Query, QueryEvaluation, Statistic
+    from .secret_events import EventSecret, event_weights
     from .secret_mean import MeanSecret
     from .secret_several import AttributeValue, SeveralSecrets
     from .secrets import ProportionSecret, Secret

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -317,6 +317,7 @@ def model_query(
         )
     if pool_size is not None and meth != "montecarlo":
         raise ParameterError(f"pool_size={pool_size!r} applies only to method='montecarlo'")
+    from .secret_events import EventSecret
     from .secret_mean import MeanSecret
     from .secret_several import SeveralSecrets
 
@@ -355,26 +356,34 @@ def model_query(
             missing=policy,
             population=population,
         )
-    if not isinstance(secret, ProportionSecret):
+    if isinstance(secret, ProportionSecret | EventSecret) and secret.is_grid:
+        # A range or events: the values are the grid of this subset size (issue 27).
+        secret = secret.grid(check_positive_int(subset_size, "subset_size"))
+    if isinstance(secret, EventSecret) and isinstance(secret.base, ProportionSecret):
+        pass  # a proportion's events: modelled value by value, as the proportion itself
+    elif not isinstance(secret, ProportionSecret):
         raise ParameterTypeError(
-            "secret must be a distpriv secret (ProportionSecret, MeanSecret, SeveralSecrets), got "
+            "secret must be a distpriv secret (ProportionSecret, EventSecret, MeanSecret, "
+            f"SeveralSecrets), got "
             f"{type(secret).__name__}"
         )
+    # An EventSecret offers what the builders read (parsed, counts, values, pairs).
+    vsecret = cast(ProportionSecret, secret)
     table = as_table(data)
     q.check_columns(table)
-    secret.parsed.check_columns(table.columns)
+    vsecret.parsed.check_columns(table.columns)
     if not isinstance(population, bool):
         raise ParameterTypeError(f"population must be true or false, got {population!r}")
     if meth == "analytic":
-        return _analytic_model(table, q, secret, subset_size, policy, population)
+        return _analytic_model(table, q, vsecret, subset_size, policy, population)
 
     table, missing_report = table.complete(
-        q.columns | secret.columns, missing=policy, what="modelling data"
+        q.columns | vsecret.columns, missing=policy, what="modelling data"
     )
     mc = monte_carlo(
         table,
         q,
-        secret,
+        vsecret,
         subset_size=subset_size,
         n_samples=draws_n,
         rng=gen,
@@ -398,14 +407,14 @@ def model_query(
     uncertainty = None
     if not population and sampler.features is not None:
         uncertainty = _feature_uncertainty(sampler)
-    pairs_idx = tuple((secret.values.index(a), secret.values.index(b)) for a, b in secret.pairs)
+    pairs_idx = tuple((vsecret.values.index(a), vsecret.values.index(b)) for a, b in vsecret.pairs)
     diagnostics = _diagnostics(means, covs, diag_draws, pairs_idx)
     diagnostics["missing"] = missing_report.to_dict()
-    _warn_non_gaussian(diagnostics, secret.values, q.names)
+    _warn_non_gaussian(diagnostics, vsecret.values, q.names)
     return DataQueryModel(
         means,
         covs,
-        secret=secret,
+        secret=vsecret,
         query=q,
         samples=samples,
         method=meth,

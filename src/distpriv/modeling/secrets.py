@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -73,6 +73,12 @@ class ProportionSecret:
         pairs at most ``within`` apart (Chen & Ohrimenko 2023, Ex. 2.1).
     within : float, optional
         k > 0: protect every pair of values with |pᵢ − pⱼ| ≤ k.
+    range : (float, float), optional
+        Instead of ``values``: every share on the subset's grid k/n with
+        low ≤ k/n ≤ high, materialised by :meth:`grid` when the model is built with
+        ``subset_size`` n (:mod:`distpriv.modeling.secret_grid`; issue 27 item 3). Until
+        then ``values`` and ``pairs`` are empty. With ``within``, Ψ is every pair of grid
+        values at most ``within`` apart, else every pair.
 
     Examples
     --------
@@ -80,6 +86,9 @@ class ProportionSecret:
     ((0.45, 0.55),)
     >>> len(ProportionSecret("x > 0", values=[0.3, 0.4, 0.5, 0.6], within=0.1).pairs)
     3
+    >>> wide = ProportionSecret("x > 0", range=(0.2, 0.6), within=0.05)
+    >>> len(wide.grid(100).values), len(wide.grid(100).pairs)
+    (41, 190)
     """
 
     kind: ClassVar[str] = "proportion"
@@ -89,18 +98,28 @@ class ProportionSecret:
     if TYPE_CHECKING:
         # Set in __init__ (not a dataclass field: kept out of repr, equality and hashing).
         _parsed: ParsedExpression
+    # The range a grid secret was given as, and its within (None: listed values); within
+    # is not compared: the pairs already say it.
+    value_range: tuple[float, float] | None = None
+    within: float | None = field(default=None, compare=False)
 
     def __init__(
         self,
         predicate: str,
-        values: Sequence[float],
+        values: Sequence[float] | None = None,
         *,
         pairs: Sequence[Sequence[float]] | None = None,
         within: float | None = None,
+        range: Sequence[float] | None = None,  # the issue's name (shadows the builtin here)
     ) -> None:
         if not isinstance(predicate, str) or not predicate.strip():
             raise ParameterTypeError(f"predicate must be a non-empty SQL string, got {predicate!r}")
         parsed = parse_expression(predicate, what="secret predicate", kind="scalar")
+        if range is not None:
+            self._init_range(predicate, parsed, values, pairs, within, range)
+            return
+        if values is None:
+            raise ParameterError("give the secret's values, or a range = [low, high]")
         if isinstance(values, str) or not isinstance(values, Sequence | np.ndarray):
             raise ParameterTypeError(f"values must be a sequence of proportions, got {values!r}")
         vals = tuple(check_real(v, "values", low=0.0, high=1.0) for v in values)
@@ -129,6 +148,64 @@ class ProportionSecret:
         object.__setattr__(self, "_parsed", parsed)
         object.__setattr__(self, "values", vals)
         object.__setattr__(self, "pairs", tuple(out))
+        object.__setattr__(self, "value_range", None)
+        object.__setattr__(self, "within", None if within is None else float(within))
+
+    def _init_range(
+        self,
+        predicate: str,
+        parsed: ParsedExpression,
+        values: object,
+        pairs: object,
+        within: float | None,
+        value_range: Sequence[float],
+    ) -> None:
+        """A range secret, its grid not yet materialised (:meth:`grid`)."""
+        from .secret_grid import check_range
+
+        if values is not None:
+            raise ParameterError("give either values or range, not both")
+        if pairs is not None:
+            raise ParameterError("pairs do not apply to a range; use within")
+        lo_hi = check_range(value_range)
+        k = None if within is None else check_real(within, "within", low=0.0, low_inclusive=False)
+        for name, value in (
+            ("predicate", predicate),
+            ("_parsed", parsed),
+            ("values", ()),
+            ("pairs", ()),
+            ("value_range", lo_hi),
+            ("within", k),
+        ):
+            object.__setattr__(self, name, value)
+
+    @property
+    def is_grid(self) -> bool:
+        """Whether this is a range whose values are not materialised yet (:meth:`grid`)."""
+        return self.value_range is not None and not self.values
+
+    def grid(self, subset_size: int) -> ProportionSecret:
+        """The secret with its values on the grid of ``subset_size`` rows.
+
+        A range secret becomes the secret of every k/n in its range, with the pairs at most
+        ``within`` apart (or every pair); it keeps its ``value_range`` and ``within`` so that
+        reports can say it was a range. A secret with explicit values is returned as it is.
+
+        Raises
+        ------
+        ParameterError
+            Fewer than two grid values in the range, or no pair within ``within``.
+        """
+        if not self.is_grid or self.value_range is None:
+            return self
+        from .secret_grid import grid_values, within_pairs
+
+        lo, hi = self.value_range
+        vals = grid_values(lo, hi, subset_size)
+        out = ProportionSecret(self.predicate, vals, pairs=within_pairs(vals, self.within or 2.0))
+        object.__setattr__(out, "value_range", self.value_range)
+        object.__setattr__(out, "within", self.within)
+        return out
 
     @property
     def parsed(self) -> ParsedExpression:
@@ -158,7 +235,12 @@ class ProportionSecret:
 
     def describe(self) -> str:
         """The secret in words, as reports show it."""
-        return f"the share of rows with {self.predicate}"
+        text = f"the share of rows with {self.predicate}"
+        if self.value_range is not None:
+            lo, hi = self.value_range
+            gap = "" if self.within is None else f" to within {self.within:g}"
+            text += f", anywhere between {lo:g} and {hi:g}{gap}"
+        return text
 
     def ledger_key(self) -> str:
         """The predicate: releases about the same predicate compose, whatever their values
@@ -172,4 +254,9 @@ class ProportionSecret:
             "predicate": self.predicate,
             "values": list(self.values),
             "pairs": [list(p) for p in self.pairs],
+            **(
+                {}
+                if self.value_range is None
+                else {"range": list(self.value_range), "within": self.within}
+            ),
         }

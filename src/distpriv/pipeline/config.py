@@ -153,8 +153,8 @@ _RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test", "missing
 # [secret] keys per ``kind`` (default "proportion"): (allowed, required).
 SECRET_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "proportion": (
-        frozenset({"kind", "predicate", "values", "pairs", "within"}),
-        ("predicate", "values"),
+        frozenset({"kind", "predicate", "values", "pairs", "within", "range"}),
+        ("predicate",),  # and values or range (checked where the secret is built)
     ),
     "mean": (
         frozenset({"kind", "expression", "values", "pairs", "within"}),
@@ -162,6 +162,9 @@ SECRET_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     ),
     # several attributes at once: [[secret.attributes]] tables (pipeline/config_several.py)
     "several": (frozenset({"kind", "attributes"}), ("attributes",)),
+    # Ranges of a proportion (modeling/secret_events.py): events = [[low, high], ...],
+    # pairs = [[i, j], ...] of event indices (default every pair).
+    "event": (frozenset({"kind", "predicate", "events", "pairs"}), ("predicate", "events")),
 }
 _RELEASE_SECRET = frozenset().union(*(allowed for allowed, _ in SECRET_KEYS.values()))
 _RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed", "population"}

@@ -67,11 +67,14 @@ def _config(config: str | Path | ReleaseConfig) -> ReleaseConfig:
 
 
 def _proportion_secret(spec: dict[str, Any]) -> Secret:
+    if "values" not in spec and "range" not in spec:
+        raise ConfigError("[secret] needs 'values' (or 'range' = [low, high])")
     return ProportionSecret(
         spec["predicate"],
-        spec["values"],
+        spec.get("values"),
         pairs=spec.get("pairs"),
         within=spec.get("within"),
+        range=spec.get("range"),
     )
 
 
@@ -94,16 +97,30 @@ def _several_secrets(spec: dict[str, Any]) -> Secret:
     return several_from_spec(spec["attributes"], what="[secret] attributes")
 
 
+def _event_secret(spec: dict[str, Any]) -> Secret:
+    from ..modeling.secret_events import EventSecret
+
+    return EventSecret(spec["predicate"], spec["events"], pairs=spec.get("pairs"))
+
+
 SECRET_BUILDERS: dict[str, Callable[[dict[str, Any]], Secret]] = {
     "proportion": _proportion_secret,
     "mean": _mean_secret,
     "several": _several_secrets,
+    "event": _event_secret,
 }
 
 
 def _secret(cfg: ReleaseConfig) -> Secret:
     spec = {k: v for k, v in cfg.secret.items() if k != "kind"}
-    return SECRET_BUILDERS[cfg.secret.get("kind", "proportion")](spec)
+    secret = SECRET_BUILDERS[cfg.secret.get("kind", "proportion")](spec)
+    grid = getattr(secret, "grid", None)
+    if getattr(secret, "is_grid", False) and grid is not None:
+        try:  # a range or events: the values on the subset's grid
+            secret = grid(_subset_size(cfg))
+        except ParameterError as exc:
+            raise ConfigError(f"{cfg.path}: [secret] {exc}") from exc
+    return secret
 
 
 def _subset_size(cfg: ReleaseConfig) -> int:
