@@ -35,7 +35,7 @@ import numpy as np
 from ..central import CalibratedMechanism, calibrate, mechanism_info
 from ..central.robust import DEFAULT_BETA
 from ..errors import DistPrivError
-from ..querymodel import GaussianQueryModel, MomentUncertainty
+from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
 
 __all__ = ["PriceReport", "StatisticPrice", "beta_of", "price_for_options", "price_report"]
 
@@ -181,8 +181,10 @@ def _sub_model(model: GaussianQueryModel, keep: list[int]) -> GaussianQueryModel
     """The model of the statistics ``keep`` (moments and their uncertainty restricted)."""
     idx = np.asarray(keep)
     unc = model.uncertainty
-    sub_unc = None
-    if unc is not None:
+    sub_unc: Any = None
+    if isinstance(unc, BootstrapUncertainty):
+        sub_unc = unc.restrict(idx)
+    elif unc is not None:
         sub_unc = MomentUncertainty(
             unc.stratum_sizes,
             unc.weights,
