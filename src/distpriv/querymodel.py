@@ -225,19 +225,17 @@ class BootstrapUncertainty:
     their uncertainty is estimated by a stratified bootstrap of the modelling table
     (:func:`distpriv.modeling.bootstrap.bootstrap_uncertainty`): B resamples of the table
     (rows drawn with replacement within each stratum), the Monte Carlo model rebuilt on
-    each with the same draws (index arrays into the resample). Its spread, plus the Monte
-    Carlo error of the fitted model's own draws, is what :mod:`distpriv.central.robust`
+    each with the same draws (index arrays into the resample). Its spread (the table's
+    error and the draws') is what :mod:`distpriv.central.robust`
     turns into a (1 − β) confidence set (:mod:`distpriv.central.robust_bootstrap`).
 
     Parameters
     ----------
     gap_covariances : array_like, shape (P, m, m)
         For each pair (i, j) of Ψ, in the model's pair order, the covariance of the error
-        of the fitted mean gap μ̂ᵢ − μ̂ⱼ: the bootstrap covariance of the members' gaps
-        plus the Monte Carlo part (Σ̂ᵢ + Σ̂ⱼ)/D.
+        of the fitted mean gap μ̂ᵢ − μ̂ⱼ: the bootstrap covariance of the members' gaps.
     log_variance_sd : array_like, shape (k, m)
-        Standard error of log Σ̂_θ,jj for each θ and statistic (bootstrap spread and Monte
-        Carlo part (κ − 1)/D combined; κ the kurtosis of the draws).
+        Standard error of log Σ̂_θ,jj for each θ and statistic: the members' spread.
     resamples : int
         B, the bootstrap resamples (the set's quantiles are Student t with B − 1 degrees
         of freedom: the spread is itself estimated from B members).

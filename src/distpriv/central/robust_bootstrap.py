@@ -7,8 +7,9 @@ decomposition; its model carries a :class:`~distpriv.querymodel.BootstrapUncerta
 instead (:func:`distpriv.modeling.bootstrap.bootstrap_uncertainty`): for each pair of Ψ the
 covariance V of the error of the fitted mean gap, and for each θ and statistic the standard
 error of the log variance — both from a stratified bootstrap of the modelling table
-(Efron & Tibshirani 1993, ch. 6 and 13) plus the Monte Carlo error of the fitted model's
-own draws. The set has the same coverage target and the same shape as the linear one:
+(Efron & Tibshirani 1993, ch. 6 and 13), whose members redraw the Monte Carlo datasets
+too, so that their spread counts both errors of the fitted model. The set has the same
+coverage target and the same shape as the linear one:
 
 * **mean gaps** (β/2, every pair of Ψ at once): the distance of the true gap in the output
   metric is at most the observed one plus z‖M V^(1/2)‖₂ (:func:`robust.gap_bound`), with z
@@ -206,8 +207,8 @@ def bootstrap_premise(gm: GaussianQueryModel, *, beta: float | None) -> Assumpti
         None,
         f"{unc.method}: {unc.resamples} resamples of the table within each stratum, the "
         f"Monte Carlo model rebuilt on each with {unc.draws} draws per value (the same "
-        "index arrays into every resample), plus the Monte Carlo error of the fitted "
-        f"model's draws; mean gaps: upper bound observed distance + {cs.gap_z:.3g} "
+        "index arrays into every resample: the spread counts the table's error and the "
+        f"draws'); mean gaps: upper bound observed distance + {cs.gap_z:.3g} "
         f"bootstrap standard errors (Student t / Hotelling, level {1 - beta / 2:g} for all "
         f"{cs.pairs} pair(s) of Psi at once); variances within exp(+-{cs.z:.3g} standard "
         f"errors of their log) (Bonferroni, level {1 - beta / 2:g}); worst members among the "

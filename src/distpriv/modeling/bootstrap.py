@@ -6,18 +6,20 @@ A median, a quantile or a fitted regression's coefficients have no such form; he
 uncertainty is estimated by a seeded bootstrap of the modelling table (Efron & Tibshirani
 1993, ch. 6; stratified: Davison & Hinkley 1997, §3.2):
 
-1. draw once, per value θ of the secret, ``draws`` datasets as *positions* into the two
-   strata (i.i.d., the sampling of a model of a population the table samples);
+1. draw once, per value θ of the secret, ``n_samples`` datasets as *positions* into the
+   two strata (i.i.d., the sampling of a model of a population the table samples);
 2. for b = 1..B, resample each stratum of the table with replacement (N_s rows out of N_s)
-   and evaluate the statistics on the same positions into the resample (common random
-   numbers: the members differ only by the table, not by the Monte Carlo draws);
+   and evaluate the statistics on the same positions into the resample;
 3. the spread of the members' mean gaps (per pair of Ψ, an m × m covariance) and of their
    log variances (per θ and statistic) estimates how far the fitted model is from the
-   population's, to which the Monte Carlo error of the fitted model's own ``n_samples``
-   draws is added ((Σ̂ᵢ + Σ̂ⱼ)/n_samples for a gap, (κ − 1)/n_samples for a log variance).
+   population's.
 
-With fewer draws per member than the table has rows per stratum the members' spread
-overstates the table's (each member then sees fewer distinct rows): conservative. The
+The positions are fixed, but a resample maps them to rows drawn i.i.d. from the table, so a
+member is a fresh Monte Carlo model of its resample with as many draws as the fitted model:
+its spread counts both errors of the fitted model, the table's and the draws' (for a sum of
+k rows, Var = k²σ²/N_s + kσ²/n_samples) — the bootstrap of the whole estimator. Its cost is
+B more Monte Carlo models (all members' datasets of one θ go to the engine in one batch).
+The
 result is a :class:`~distpriv.querymodel.BootstrapUncertainty`, which the calibration turns
 into a (1 − β) set (:mod:`distpriv.central.robust_bootstrap`).
 """
@@ -34,7 +36,6 @@ from .sampling import chunk_rows
 
 __all__ = [
     "DEFAULT_BOOTSTRAP",
-    "MAX_BOOTSTRAP_DRAWS",
     "MIN_BOOTSTRAP",
     "bootstrap_uncertainty",
     "check_bootstrap",
@@ -44,9 +45,6 @@ DEFAULT_BOOTSTRAP = 50
 # Fewer resamples estimate the spread too poorly to trust even with Student t quantiles
 # (the standard error of a standard deviation from B members is about 1/√(2B): 16 % at 20).
 MIN_BOOTSTRAP = 20
-# Draws per θ of each bootstrap member: beyond a few hundred datasets of n rows every row
-# of a stratum of a few thousand is used many times over, and the spread stops changing.
-MAX_BOOTSTRAP_DRAWS = 500
 
 
 def check_bootstrap(bootstrap: object) -> int | None:
@@ -65,14 +63,6 @@ def check_bootstrap(bootstrap: object) -> int | None:
             f"the moments (default {DEFAULT_BOOTSTRAP}); bootstrap=None switches it off"
         )
     return int(bootstrap)
-
-
-def _kurtosis(draws: np.ndarray) -> np.ndarray:
-    """E[(x − μ)⁴]/Var² per column (3 where a column is constant: no information)."""
-    c = draws - draws.mean(axis=0)
-    var = np.mean(c**2, axis=0)
-    ok = var > 0
-    return np.where(ok, np.mean(c**4, axis=0) / np.where(ok, var, 1.0) ** 2, 3.0)
 
 
 def _finite_variance(values: np.ndarray) -> np.ndarray:
@@ -102,14 +92,15 @@ def bootstrap_uncertainty(
         The fitted model's sampler (its table, query, strata ``rows_a``/``rows_b`` and
         ``counts``), with i.i.d. draws (``replace=True``).
     samples : tuple of ndarray, shape (n_samples, m) each
-        The fitted model's draws per θ (their Monte Carlo error is added).
+        The fitted model's draws per θ (their number is the members' default).
     pairs : tuple of (int, int)
         Ψ as index pairs, in the model's order.
     resamples : int
         B (≥ :data:`MIN_BOOTSTRAP`).
     rng : numpy.random.Generator
     draws : int, optional
-        Datasets per θ of each member (default min(n_samples, :data:`MAX_BOOTSTRAP_DRAWS`)).
+        Datasets per θ of each member (default n_samples; fewer overstate the Monte Carlo
+        part of the spread: conservative, cheaper).
 
     Returns
     -------
@@ -125,7 +116,7 @@ def bootstrap_uncertainty(
     if b_count is None:  # pragma: no cover - callers pass an integer
         raise ParameterError("resamples must be an integer")
     n_main = int(samples[0].shape[0])
-    d = min(n_main, MAX_BOOTSTRAP_DRAWS) if draws is None else int(draws)
+    d = n_main if draws is None else int(draws)
     n, q, table = sampler.n, sampler.query, sampler.table
     strata = (sampler.rows_a, sampler.rows_b)
     # Positions into each stratum, drawn once and reused by every member.
@@ -157,13 +148,10 @@ def bootstrap_uncertainty(
         log_vars[:, t] = np.log(np.where(var > 0, var, 1.0)) + np.where(var > 0, 0.0, np.nan)
     gaps = np.empty((len(pairs), m, m))
     for p, (i, j) in enumerate(pairs):
-        g = means[:, i] - means[:, j]
-        mc = np.cov(samples[i], rowvar=False, ddof=1) + np.cov(samples[j], rowvar=False, ddof=1)
-        gaps[p] = np.atleast_2d(np.cov(g, rowvar=False, ddof=1)) + np.atleast_2d(mc) / n_main
-    mc_var = np.stack([np.clip(_kurtosis(s) - 1.0, 0.0, None) / n_main for s in samples])
+        gaps[p] = np.atleast_2d(np.cov(means[:, i] - means[:, j], rowvar=False, ddof=1))
     return BootstrapUncertainty(
         gaps,
-        np.sqrt(_finite_variance(log_vars) + mc_var),
+        np.sqrt(_finite_variance(log_vars)),
         resamples=b_count,
         draws=d,
         method="stratified bootstrap of the modelling table (rows resampled with replacement "

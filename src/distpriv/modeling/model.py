@@ -292,8 +292,8 @@ def model_query(
         (:mod:`distpriv.modeling.bootstrap`; ``model.uncertainty`` is then a
         :class:`~distpriv.BootstrapUncertainty`, covered with confidence 1 − β by the
         default calibration as the linear layer is). Default 50, at least 20; it costs B
-        more Monte Carlo models of min(n_samples, 500) draws per value, drawn from
-        ``rng``. ``None``: no population layer (the premise says the uncertainty is not
+        more Monte Carlo models of ``n_samples`` draws per value, drawn from ``rng``.
+        ``None``: no population layer (the premise says the uncertainty is not
         quantified). Not used for linear statistics (their layer is in closed form).
 
     Returns
