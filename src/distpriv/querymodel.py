@@ -234,8 +234,11 @@ class BootstrapUncertainty:
     gap_covariances : array_like, shape (P, m, m)
         For each pair (i, j) of Ψ, in the model's pair order, the covariance of the error
         of the fitted mean gap μ̂ᵢ − μ̂ⱼ: the bootstrap covariance of the members' gaps.
-    log_variance_sd : array_like, shape (k, m)
-        Standard error of log Σ̂_θ,jj for each θ and statistic: the members' spread.
+    log_variance_sd : array_like, shape (P, 2, m)
+        For each pair (i, j) of Ψ and statistic l: the standard error of the *level*
+        (log Σ̂ᵢ,ll + log Σ̂ⱼ,ll)/2 and of the *log ratio* log Σ̂ᵢ,ll − log Σ̂ⱼ,ll — the
+        members' spread. Both θs of a pair are estimated from the same table, so their
+        variances move together: the ratio is known much better than each variance.
     resamples : int
         B, the bootstrap resamples (the set's quantiles are Student t with B − 1 degrees
         of freedom: the spread is itself estimated from B members).
@@ -263,11 +266,11 @@ class BootstrapUncertainty:
         gaps = check_array(gap_covariances, "gap_covariances", ndim=3)
         if gaps.shape[1] != gaps.shape[2]:
             raise ParameterError(f"gap_covariances must have shape (P, m, m), got {gaps.shape}")
-        sd = check_array(log_variance_sd, "log_variance_sd", ndim=2)
-        if sd.shape[1] != gaps.shape[1] or np.any(sd < 0):
+        sd = check_array(log_variance_sd, "log_variance_sd", ndim=3)
+        if sd.shape != (gaps.shape[0], 2, gaps.shape[1]) or np.any(sd < 0):
             raise ParameterError(
-                f"log_variance_sd must be non-negative with shape (k, {gaps.shape[1]}), "
-                f"got {sd.shape}"
+                f"log_variance_sd must be non-negative with shape ({gaps.shape[0]}, 2, "
+                f"{gaps.shape[1]}), got {sd.shape}"
             )
         for name, value in (("resamples", resamples), ("draws", draws)):
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 2:
@@ -312,7 +315,7 @@ class BootstrapUncertainty:
         idx = np.asarray(index, dtype=int)
         return BootstrapUncertainty(
             self.gap_covariances[:, idx][:, :, idx],
-            self.log_variance_sd[:, idx],
+            self.log_variance_sd[:, :, idx],
             resamples=self.resamples,
             draws=self.draws,
             method=self.method,
@@ -397,15 +400,10 @@ class GaussianQueryModel(_PairsMixin):
         object.__setattr__(self, "fitted", fitted)
         if isinstance(uncertainty, BootstrapUncertainty):
             n_pairs = len(self.pairs)
-            if (
-                uncertainty.log_variance_sd.shape[0] != k
-                or uncertainty.dim != m
-                or (uncertainty.gap_covariances.shape[0] != n_pairs)
-            ):
+            if uncertainty.dim != m or uncertainty.gap_covariances.shape[0] != n_pairs:
                 raise ParameterError(
-                    f"uncertainty describes {uncertainty.log_variance_sd.shape[0]} thetas, "
-                    f"{uncertainty.gap_covariances.shape[0]} pairs and {uncertainty.dim} "
-                    f"statistics; the model has {k}, {n_pairs} and {m}"
+                    f"uncertainty describes {uncertainty.gap_covariances.shape[0]} pairs and "
+                    f"{uncertainty.dim} statistics; the model has {n_pairs} and {m}"
                 )
         elif uncertainty is not None:
             if not isinstance(uncertainty, MomentUncertainty):

@@ -18,10 +18,14 @@ coverage target and the same shape as the linear one:
   so the quantiles are Student t with B − 1 degrees of freedom and the Scheffé radius is
   √(m (B − 1)/(B − m) F_{m, B−m}(1 − β/2)) (Hotelling's T²) instead of the normal and
   χ² ones — wider for a small B;
-* **variances** (β/2, Bonferroni over the k values of the secret and m statistics): the
-  variance of statistic j under θ is known up to exp(±z s_θj), s_θj the standard error
-  of its log; a pair's members take each of its two θs at the low or the high end of
-  every statistic (4 corners per pair: the level of Σ_θ and the covariance gap both move).
+* **variances** (β/2, Bonferroni over the P pairs, the m statistics and the two
+  quantities): for a pair (i, j) and statistic l, the level (log Σᵢ,ll + log Σⱼ,ll)/2 is
+  known up to ±z s_level and the log ratio log Σᵢ,ll − log Σⱼ,ll up to ±z s_ratio (the
+  bootstrap standard errors). Both θs of a pair are estimated from the same table, so
+  their variances move together: the ratio is known much better than either variance, and
+  treating them as independent would invent a covariance gap the data rule out. A pair's
+  members take the level and the ratio at their low or high ends, every statistic at
+  once (4 corners per pair: the level of Σ_θ and the covariance gap both move).
 
 Calibration then covers, for the noise being checked, every pair's corners with the gap
 at its upper bound, exactly as the linear set (:func:`population_model`, re-checked for the
@@ -69,9 +73,10 @@ class BootstrapConfidenceSet:
     pairs : int
         P, the pairs of Ψ covered at once.
     z : float
-        Quantile of the variance factors (Student t, two-sided, Bonferroni over k·m).
-    variance_factors : ndarray, shape (k, m, 2)
-        Low and high multipliers of each θ's variance of each statistic.
+        Quantile of the variance bounds (Student t, two-sided, Bonferroni over 2·P·m).
+    log_shifts : ndarray, shape (P, 2, m)
+        z times the standard errors of the level and the log ratio of each pair's
+        variances.
     resamples : int
         B.
     """
@@ -80,7 +85,7 @@ class BootstrapConfidenceSet:
     gap_z: float
     pairs: int
     z: float
-    variance_factors: np.ndarray
+    log_shifts: np.ndarray
     resamples: int
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,7 +96,7 @@ class BootstrapConfidenceSet:
             "gap_z": self.gap_z,
             "pairs": self.pairs,
             "z": self.z,
-            "variance_factors": self.variance_factors.tolist(),
+            "log_shifts": self.log_shifts.tolist(),
             "resamples": self.resamples,
         }
 
@@ -106,17 +111,17 @@ def _unc(model: GaussianQueryModel) -> BootstrapUncertainty:
 def bootstrap_confidence_set(model: GaussianQueryModel, *, beta: float) -> BootstrapConfidenceSet:
     """The confidence statements of the module docstring for ``model.uncertainty``."""
     unc = _unc(model)
-    k, m = unc.log_variance_sd.shape
-    dof = unc.resamples - 1
-    z = float(stdtrit(dof, 1.0 - beta / (4.0 * k * m)))
-    factors = np.stack([np.exp(-z * unc.log_variance_sd), np.exp(z * unc.log_variance_sd)], axis=-1)
+    m = unc.dim
     n_pairs = max(len(model.pairs), 1)
+    dof = unc.resamples - 1
+    z = float(stdtrit(dof, 1.0 - beta / (8.0 * n_pairs * m)))
     gap_z = float(stdtrit(dof, 1.0 - beta / (2.0 * n_pairs)))
     if unc.resamples > m:
         # Hotelling's T² radius: every direction (and so every output metric) at once.
         f = float(fdtri(m, unc.resamples - m, 1.0 - beta / 2))
         gap_z = min(gap_z, math.sqrt(m * dof / (unc.resamples - m) * f))
-    return BootstrapConfidenceSet(beta, gap_z, n_pairs, z, factors, unc.resamples)
+    shifts = z * unc.log_variance_sd
+    return BootstrapConfidenceSet(beta, gap_z, n_pairs, z, shifts, unc.resamples)
 
 
 def bootstrap_population_model(
@@ -157,19 +162,22 @@ def bootstrap_population_model(
         li, lj = str(model.labels[i]), str(model.labels[j])
         gap = model.means[i] - model.means[j]
         spread = _sqrt_psd(unc.gap_covariances[p])
+        level, ratio = cs.log_shifts[p]
         for ci in (0, 1):
             for cj in (0, 1):
-                lam_i = np.sqrt(cs.variance_factors[i, :, ci])
-                lam_j = np.sqrt(cs.variance_factors[j, :, cj])
+                # log variance of i: level ± ratio/2, of j: level ∓ ratio/2; Λ its root.
+                lev, rat = (level if ci else -level), (ratio if cj else -ratio)
+                lam_i = np.exp((lev + rat / 2) / 2)
+                lam_j = np.exp((lev - rat / 2) / 2)
                 cov_i = lam_i[:, None] * model.covariances[i] * lam_i[None, :]
                 cov_j = lam_j[:, None] * model.covariances[j] * lam_j[None, :]
                 metric = _inv_sqrt((cov_i + cov_j) / 2 + noise_cov)
                 shift = _worst_shift(gap, metric, spread, cs.gap_z)
-                ti, tj = ("hi" if ci else "lo"), ("hi" if cj else "lo")
+                tag = f"level {'hi' if ci else 'lo'}, ratio {'hi' if cj else 'lo'}"
                 pairs.append(
                     (
-                        add(model.means[i] + shift, cov_i, f"{li}[var {ti}; gap+]"),
-                        add(model.means[j], cov_j, f"{lj}[var {tj}]"),
+                        add(model.means[i] + shift, cov_i, f"{li}[var {tag}; gap+]"),
+                        add(model.means[j], cov_j, f"{lj}[var {tag}]"),
                     )
                 )
     return GaussianQueryModel(
@@ -210,7 +218,7 @@ def bootstrap_premise(gm: GaussianQueryModel, *, beta: float | None) -> Assumpti
         "index arrays into every resample: the spread counts the table's error and the "
         f"draws'); mean gaps: upper bound observed distance + {cs.gap_z:.3g} "
         f"bootstrap standard errors (Student t / Hotelling, level {1 - beta / 2:g} for all "
-        f"{cs.pairs} pair(s) of Psi at once); variances within exp(+-{cs.z:.3g} standard "
-        f"errors of their log) (Bonferroni, level {1 - beta / 2:g}); worst members among the "
-        "corners, checked for the final noise",
+        f"{cs.pairs} pair(s) of Psi at once); each pair's log variances: level and log "
+        f"ratio within +-{cs.z:.3g} standard errors (Bonferroni, level {1 - beta / 2:g}); "
+        "worst members among the corners, checked for the final noise",
     )

@@ -10,9 +10,9 @@ uncertainty is estimated by a seeded bootstrap of the modelling table (Efron & T
    two strata (i.i.d., the sampling of a model of a population the table samples);
 2. for b = 1..B, resample each stratum of the table with replacement (N_s rows out of N_s)
    and evaluate the statistics on the same positions into the resample;
-3. the spread of the members' mean gaps (per pair of Ψ, an m × m covariance) and of their
-   log variances (per θ and statistic) estimates how far the fitted model is from the
-   population's.
+3. the spread of the members' mean gaps (per pair of Ψ, an m × m covariance) and of the
+   level and log ratio of each pair's variances (per statistic) estimates how far the
+   fitted model is from the population's.
 
 The positions are fixed, but a resample maps them to rows drawn i.i.d. from the table, so a
 member is a fresh Monte Carlo model of its resample with as many draws as the fitted model:
@@ -147,11 +147,17 @@ def bootstrap_uncertainty(
         # is taken from the other members (and the Monte Carlo part below).
         log_vars[:, t] = np.log(np.where(var > 0, var, 1.0)) + np.where(var > 0, 0.0, np.nan)
     gaps = np.empty((len(pairs), m, m))
+    spreads = np.empty((len(pairs), 2, m))
     for p, (i, j) in enumerate(pairs):
         gaps[p] = np.atleast_2d(np.cov(means[:, i] - means[:, j], rowvar=False, ddof=1))
+        # Level and log ratio of the pair's variances: both θs come from the same table,
+        # so their variances move together and the ratio is known much better.
+        level = (log_vars[:, i] + log_vars[:, j]) / 2
+        ratio = log_vars[:, i] - log_vars[:, j]
+        spreads[p] = np.sqrt(np.stack([_finite_variance(level), _finite_variance(ratio)]))
     return BootstrapUncertainty(
         gaps,
-        np.sqrt(_finite_variance(log_vars)),
+        spreads,
         resamples=b_count,
         draws=d,
         method="stratified bootstrap of the modelling table (rows resampled with replacement "
