@@ -92,6 +92,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "GaussianQueryModel",
         "SampledQueryModel",
         "MomentUncertainty",
+        "BootstrapUncertainty",
     ),
 }
 
@@ -99,6 +100,7 @@ __all__ = [
     "MECHANISMS",
     "Assumption",
     "AssumptionWarning",
+    "BootstrapUncertainty",
     "Budget",
     "BudgetExceededError",
     "CalibratedMechanism",
@@ -236,7 +238,12 @@ if TYPE_CHECKING:
         run_demo,
         run_release,
     )
-    from .querymodel import GaussianQueryModel, MomentUncertainty, SampledQueryModel
+    from .querymodel import (
+        BootstrapUncertainty,
+        GaussianQueryModel,
+        MomentUncertainty,
+        SampledQueryModel,
+    )
 
 __getattr__, __dir__ = attach(
     __name__,
