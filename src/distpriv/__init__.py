@@ -95,6 +95,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "GaussianQueryModel",
         "SampledQueryModel",
         "MomentUncertainty",
+        "BootstrapUncertainty",
     ),
 }
 
@@ -102,6 +103,7 @@ __all__ = [
     "MECHANISMS",
     "Assumption",
     "AssumptionWarning",
+    "BootstrapUncertainty",
     "Budget",
     "BudgetExceededError",
     "CalibratedMechanism",
@@ -250,7 +252,12 @@ if TYPE_CHECKING:
         run_demo,
         run_release,
     )
-    from .querymodel import GaussianQueryModel, MomentUncertainty, SampledQueryModel
+    from .querymodel import (
+        BootstrapUncertainty,
+        GaussianQueryModel,
+        MomentUncertainty,
+        SampledQueryModel,
+    )
 
 __getattr__, __dir__ = attach(
     __name__,

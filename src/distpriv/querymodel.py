@@ -17,7 +17,7 @@ import numpy as np
 from ._validation import check_array, check_covariance, readonly
 from .errors import ParameterError, ParameterTypeError
 
-__all__ = ["GaussianQueryModel", "MomentUncertainty", "SampledQueryModel"]
+__all__ = ["BootstrapUncertainty", "GaussianQueryModel", "MomentUncertainty", "SampledQueryModel"]
 
 
 def _resolve_labels(labels: Sequence[Hashable] | None, k: int) -> tuple[Hashable, ...]:
@@ -217,6 +217,112 @@ class MomentUncertainty:
 
 
 @dataclass(frozen=True, init=False)
+class BootstrapUncertainty:
+    """The sampling uncertainty of a Monte Carlo model's moments, from a bootstrap (issue 27).
+
+    For statistics that are not sums of per-row features (medians, quantiles, a fitted
+    regression's coefficients), the moments of f_θ do not decompose over the strata, so
+    their uncertainty is estimated by a stratified bootstrap of the modelling table
+    (:func:`distpriv.modeling.bootstrap.bootstrap_uncertainty`): B resamples of the table
+    (rows drawn with replacement within each stratum), the Monte Carlo model rebuilt on
+    each with the same draws (index arrays into the resample). Its spread (the table's
+    error and the draws') is what :mod:`distpriv.central.robust`
+    turns into a (1 − β) confidence set (:mod:`distpriv.central.robust_bootstrap`).
+
+    Parameters
+    ----------
+    gap_covariances : array_like, shape (P, m, m)
+        For each pair (i, j) of Ψ, in the model's pair order, the covariance of the error
+        of the fitted mean gap μ̂ᵢ − μ̂ⱼ: the bootstrap covariance of the members' gaps.
+    log_variance_sd : array_like, shape (P, 2, m)
+        For each pair (i, j) of Ψ and statistic l: the standard error of the *level*
+        (log Σ̂ᵢ,ll + log Σ̂ⱼ,ll)/2 and of the *log ratio* log Σ̂ᵢ,ll − log Σ̂ⱼ,ll — the
+        members' spread. Both θs of a pair are estimated from the same table, so their
+        variances move together: the ratio is known much better than each variance.
+    resamples : int
+        B, the bootstrap resamples (the set's quantiles are Student t with B − 1 degrees
+        of freedom: the spread is itself estimated from B members).
+    draws : int
+        Monte Carlo datasets per θ of each bootstrap member.
+    method : str
+        How the uncertainty is expressed, for the guarantee's premise.
+    """
+
+    gap_covariances: np.ndarray
+    log_variance_sd: np.ndarray
+    resamples: int
+    draws: int
+    method: str
+
+    def __init__(
+        self,
+        gap_covariances: Any,
+        log_variance_sd: Any,
+        *,
+        resamples: int,
+        draws: int,
+        method: str = "stratified bootstrap of the modelling table",
+    ) -> None:
+        gaps = check_array(gap_covariances, "gap_covariances", ndim=3)
+        if gaps.shape[1] != gaps.shape[2]:
+            raise ParameterError(f"gap_covariances must have shape (P, m, m), got {gaps.shape}")
+        sd = check_array(log_variance_sd, "log_variance_sd", ndim=3)
+        if sd.shape != (gaps.shape[0], 2, gaps.shape[1]) or np.any(sd < 0):
+            raise ParameterError(
+                f"log_variance_sd must be non-negative with shape ({gaps.shape[0]}, 2, "
+                f"{gaps.shape[1]}), got {sd.shape}"
+            )
+        for name, value in (("resamples", resamples), ("draws", draws)):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 2:
+                raise ParameterError(f"{name} must be an integer >= 2, got {value!r}")
+        if not isinstance(method, str):
+            raise ParameterTypeError(f"method must be a string, got {method!r}")
+        object.__setattr__(self, "gap_covariances", readonly((gaps + gaps.transpose(0, 2, 1)) / 2))
+        object.__setattr__(self, "log_variance_sd", readonly(sd))
+        object.__setattr__(self, "resamples", int(resamples))
+        object.__setattr__(self, "draws", int(draws))
+        object.__setattr__(self, "method", method)
+
+    @property
+    def dim(self) -> int:
+        """Number m of statistics."""
+        return int(self.gap_covariances.shape[1])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict."""
+        return {
+            "type": "bootstrap",
+            "method": self.method,
+            "gap_covariances": self.gap_covariances.tolist(),
+            "log_variance_sd": self.log_variance_sd.tolist(),
+            "resamples": self.resamples,
+            "draws": self.draws,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BootstrapUncertainty:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            data["gap_covariances"],
+            data["log_variance_sd"],
+            resamples=data["resamples"],
+            draws=data["draws"],
+            method=data["method"],
+        )
+
+    def restrict(self, index: Any) -> BootstrapUncertainty:
+        """The uncertainty of the statistics ``index`` only (the marginal laws)."""
+        idx = np.asarray(index, dtype=int)
+        return BootstrapUncertainty(
+            self.gap_covariances[:, idx][:, :, idx],
+            self.log_variance_sd[:, :, idx],
+            resamples=self.resamples,
+            draws=self.draws,
+            method=self.method,
+        )
+
+
+@dataclass(frozen=True, init=False)
 class GaussianQueryModel(_PairsMixin):
     """f_θ = N(μ_θ, Σ_θ) for each θ, and the pairs Ψ to protect.
 
@@ -237,9 +343,10 @@ class GaussianQueryModel(_PairsMixin):
         How the Gaussian was fitted, when it approximates f_θ rather than being given
         (e.g. "sample mean and covariance of 1000 subsets"). Mechanisms then report the
         Gaussian assumption as unverified, with this text.
-    uncertainty : MomentUncertainty, optional
+    uncertainty : MomentUncertainty or BootstrapUncertainty, optional
         The sampling uncertainty of the moments when they are estimated from a modelling
-        table that is a sample of the population (set by :func:`distpriv.model_query`).
+        table that is a sample of the population (set by :func:`distpriv.model_query`:
+        central-limit laws for linear statistics, a bootstrap for the others).
         The default (exact) calibration then holds on the population with confidence
         1 − β (:mod:`distpriv.central.robust`). ``None``: the moments are taken as exact.
 
@@ -258,7 +365,7 @@ class GaussianQueryModel(_PairsMixin):
     labels: tuple[Hashable, ...]
     statistics: tuple[str, ...]
     fitted: str | None
-    uncertainty: MomentUncertainty | None
+    uncertainty: MomentUncertainty | BootstrapUncertainty | None
 
     def __init__(
         self,
@@ -269,7 +376,7 @@ class GaussianQueryModel(_PairsMixin):
         labels: Sequence[Hashable] | None = None,
         statistics: Sequence[str] | None = None,
         fitted: str | None = None,
-        uncertainty: MomentUncertainty | None = None,
+        uncertainty: MomentUncertainty | BootstrapUncertainty | None = None,
     ) -> None:
         mu = check_array(means, "means", ndim=2)
         k, m = mu.shape
@@ -291,11 +398,18 @@ class GaussianQueryModel(_PairsMixin):
         if fitted is not None and not isinstance(fitted, str):
             raise ParameterTypeError(f"fitted must be a string or None, got {fitted!r}")
         object.__setattr__(self, "fitted", fitted)
-        if uncertainty is not None:
+        if isinstance(uncertainty, BootstrapUncertainty):
+            n_pairs = len(self.pairs)
+            if uncertainty.dim != m or uncertainty.gap_covariances.shape[0] != n_pairs:
+                raise ParameterError(
+                    f"uncertainty describes {uncertainty.gap_covariances.shape[0]} pairs and "
+                    f"{uncertainty.dim} statistics; the model has {n_pairs} and {m}"
+                )
+        elif uncertainty is not None:
             if not isinstance(uncertainty, MomentUncertainty):
                 raise ParameterTypeError(
-                    f"uncertainty must be a MomentUncertainty or None, got "
-                    f"{type(uncertainty).__name__}"
+                    f"uncertainty must be a MomentUncertainty, a BootstrapUncertainty or None, "
+                    f"got {type(uncertainty).__name__}"
                 )
             if uncertainty.weights.shape[0] != k or uncertainty.dim != m:
                 raise ParameterError(

@@ -26,6 +26,7 @@ remembered outside the ``with`` block (no state between calls, no growth across 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 from collections import OrderedDict
@@ -64,6 +65,14 @@ def fingerprint(*parts: Any) -> str:
             h.update(f"v{type(p).__name__}:{p!r}".encode())
         h.update(b"|")
     return h.hexdigest()
+
+
+def uncertainty_parts(unc: Any) -> tuple[Any, ...]:
+    """Every field of a model's uncertainty (MomentUncertainty, BootstrapUncertainty, …),
+    flat, for :func:`fingerprint` (arrays at the top level, so they are hashed whole)."""
+    if unc is None:
+        return (None,)
+    return (type(unc).__name__, *(getattr(unc, f.name) for f in dataclasses.fields(unc)))
 
 
 def model_fingerprint(model: Any) -> str:

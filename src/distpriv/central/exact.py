@@ -153,7 +153,7 @@ def pair_deltas(
     key = None
     if cache is not None:
         # A pure function of these (central/_calibration_cache.py): remembered per call.
-        key = (cache.model_key(model), fingerprint(np.asarray(noise_cov)), epsilon, tol)
+        key = (cache.model_key(model), fingerprint(np.asarray(noise_cov)), epsilon, tol, screen)
         known = cache.get(cache.pair_checks, key)
         if known is not None:
             return PairCheck(epsilon, known, model.pair_labels)

@@ -31,7 +31,7 @@ from .._validation import check_array
 from ..errors import MechanismNotApplicableError, ParameterError
 from ..noise import Noise
 from ..querymodel import GaussianQueryModel
-from ._calibration_cache import active_cache, fingerprint
+from ._calibration_cache import active_cache, fingerprint, uncertainty_parts
 from ._common import (
     QueryModel,
     calibration_assumptions,
@@ -226,11 +226,7 @@ def _model_key(model: GaussianQueryModel) -> str:
         tuple(map(str, model.labels)),
         None if model.statistics is None else tuple(model.statistics),
         model.fitted,
-        *(
-            ()
-            if unc is None
-            else (unc.stratum_sizes, unc.weights, unc.row_covariances, unc.kurtosis, unc.method)
-        ),
+        *uncertainty_parts(unc),
     )
 
 

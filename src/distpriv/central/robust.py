@@ -76,7 +76,7 @@ from scipy.special import gammaincinv, ndtri
 
 from .._validation import check_real
 from ..guarantees import Assumption
-from ..querymodel import GaussianQueryModel, MomentUncertainty
+from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
 from ._calibration_cache import active_cache, fingerprint
 from ._robust_stack import _ASCENT_STEPS, _inv_sqrt_stack, _worst_shift_stack
 
@@ -156,9 +156,15 @@ def _gap_covariance(unc: MomentUncertainty, i: int, j: int, covs: np.ndarray) ->
     return np.einsum("s,sab->ab", dw**2 / sizes, covs)
 
 
-def confidence_set(model: GaussianQueryModel, *, beta: float) -> ConfidenceSet:
-    """The confidence statements of the module docstring for ``model.uncertainty``."""
+def confidence_set(model: GaussianQueryModel, *, beta: float) -> Any:
+    """The confidence statements of the module docstring for ``model.uncertainty``
+    (a :class:`ConfidenceSet`; for a bootstrap uncertainty, a
+    :class:`~distpriv.central.robust_bootstrap.BootstrapConfidenceSet`)."""
     unc = model.uncertainty
+    if isinstance(unc, BootstrapUncertainty):
+        from .robust_bootstrap import bootstrap_confidence_set
+
+        return bootstrap_confidence_set(model, beta=beta)
     if unc is None:  # pragma: no cover - callers check
         raise ValueError("model has no uncertainty")
     n_strata, m = unc.row_covariances.shape[:2]
@@ -345,6 +351,10 @@ def population_model(
         which member of the set each hypothesis is.
     """
     unc = model.uncertainty
+    if isinstance(unc, BootstrapUncertainty):
+        from .robust_bootstrap import bootstrap_population_model
+
+        return bootstrap_population_model(model, beta=beta, noise_cov=noise_cov)
     if unc is None:  # pragma: no cover - callers check
         raise ValueError("model has no uncertainty")
     cache = active_cache()
@@ -367,8 +377,8 @@ def population_model(
 
 def _uncertainty_key(model: GaussianQueryModel) -> str:
     unc = model.uncertainty
-    if unc is None:  # pragma: no cover - callers check
-        raise ValueError("model has no uncertainty")
+    if not isinstance(unc, MomentUncertainty):  # pragma: no cover - callers check
+        raise ValueError("model has no moment uncertainty")
     return fingerprint(
         np.asarray(model.means),
         np.asarray(model.covariances),
@@ -404,8 +414,8 @@ def _clip_psd(cov: np.ndarray) -> np.ndarray:
 def _corner_parts(model: GaussianQueryModel, beta: float) -> list[_Corner]:
     """Every pair of Ψ at every corner of the strata covariances (noise-free parts)."""
     unc = model.uncertainty
-    if unc is None:  # pragma: no cover - callers check
-        raise ValueError("model has no uncertainty")
+    if not isinstance(unc, MomentUncertainty):  # pragma: no cover - callers check
+        raise ValueError("model has no moment uncertainty")
     cs = confidence_set(model, beta=beta)
     n_strata = unc.row_covariances.shape[0]
     c_hat = unc.row_covariances
@@ -481,6 +491,8 @@ def marginal(model: GaussianQueryModel, index: np.ndarray) -> GaussianQueryModel
     sub = (
         None
         if unc is None
+        else unc.restrict(idx)
+        if isinstance(unc, BootstrapUncertainty)
         else MomentUncertainty(
             unc.stratum_sizes,
             unc.weights,
@@ -527,9 +539,14 @@ def population_premise(
             "the modelling table's moments equal the population's",
             None,
             "the sampling uncertainty of these moments is not quantified (non-linear "
-            "statistics): the guarantee holds on the fitted model; check it on the data "
-            "(distpriv.attacks.verify_on_data) or use linear statistics",
+            "statistics modelled with bootstrap = none): the guarantee holds on the fitted "
+            "model; check it on the data (distpriv.attacks.verify_on_data), or keep the "
+            "default bootstrap layer (distpriv.model_query's bootstrap)",
         )
+    if isinstance(gm.uncertainty, BootstrapUncertainty):
+        from .robust_bootstrap import bootstrap_premise
+
+        return bootstrap_premise(gm, beta=beta)
     if beta is None:
         return Assumption(
             "population",

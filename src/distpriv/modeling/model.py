@@ -17,7 +17,13 @@ import numpy as np
 
 from .._validation import check_choice, check_positive_int, check_rng
 from ..errors import ParameterError, ParameterTypeError
-from ..querymodel import GaussianQueryModel, MomentUncertainty, SampledQueryModel
+from ..querymodel import (
+    BootstrapUncertainty,
+    GaussianQueryModel,
+    MomentUncertainty,
+    SampledQueryModel,
+)
+from .bootstrap import DEFAULT_BOOTSTRAP, bootstrap_uncertainty, check_bootstrap
 from .model_diagnostics import _diagnostics, _warn_non_gaussian
 from .moments import iid_cumulants, row_kurtosis, sum_cumulants, table_moments
 from .queries import Query, _row_tree
@@ -101,7 +107,7 @@ class DataQueryModel(GaussianQueryModel):
         diagnostics: dict[str, Any],
         fitted: str,
         sampling: Resampling | None = None,
-        uncertainty: MomentUncertainty | None = None,
+        uncertainty: MomentUncertainty | BootstrapUncertainty | None = None,
         population: bool = True,
         facts: Any = None,
     ) -> None:
@@ -221,6 +227,7 @@ def model_query(
     pool_size: int | None = None,
     missing: str = "error",
     population: bool = False,
+    bootstrap: int | None = DEFAULT_BOOTSTRAP,
 ) -> DataQueryModel:
     """Model f_θ of a query for each value of the secret, from a table.
 
@@ -280,6 +287,17 @@ def model_query(
         the whole population (e.g. a census; the paper's modelling split in the
         reproductions): datasets are drawn without replacement from it, with the
         finite-population correction, and the moments are taken as exact.
+    bootstrap : int or None
+        Statistics that are not linear (medians, quantiles, other SQL aggregates, a
+        callable such as :meth:`Query.logistic_regression`), ``method="montecarlo"``,
+        ``population=False``: the number B of resamples of the stratified bootstrap of
+        the modelling table that gives the model its population layer
+        (:mod:`distpriv.modeling.bootstrap`; ``model.uncertainty`` is then a
+        :class:`~distpriv.BootstrapUncertainty`, covered with confidence 1 − β by the
+        default calibration as the linear layer is). Default 50, at least 20; it costs B
+        more Monte Carlo models of ``n_samples`` draws per value, drawn from ``rng``.
+        ``None``: no population layer (the premise says the uncertainty is not
+        quantified). Not used for linear statistics (their layer is in closed form).
 
     Returns
     -------
@@ -308,6 +326,7 @@ def model_query(
     draws_n = check_positive_int(n_samples, "n_samples", minimum=2)
     policy = check_missing_policy(missing)
     gen = check_rng(rng)
+    boot = check_bootstrap(bootstrap)
     if meth == "analytic" and not q.is_linear:
         bad = next(s for s in q.statistics if not s.linear)
         raise ParameterError(
@@ -404,10 +423,12 @@ def model_query(
         f"sample mean and covariance of {draws_n} Monte Carlo datasets of "
         f"{n} rows per value, drawn {how}{source} (Chen & Ohrimenko 2023, App. C.1)"
     )
-    uncertainty = None
+    uncertainty: MomentUncertainty | BootstrapUncertainty | None = None
+    pairs_idx = tuple((vsecret.values.index(a), vsecret.values.index(b)) for a, b in vsecret.pairs)
     if not population and sampler.features is not None:
         uncertainty = _feature_uncertainty(sampler)
-    pairs_idx = tuple((vsecret.values.index(a), vsecret.values.index(b)) for a, b in vsecret.pairs)
+    elif not population and boot is not None:
+        uncertainty = bootstrap_uncertainty(sampler, samples, pairs_idx, resamples=boot, rng=gen)
     diagnostics = _diagnostics(means, covs, diag_draws, pairs_idx)
     diagnostics["missing"] = missing_report.to_dict()
     _warn_non_gaussian(diagnostics, vsecret.values, q.names)

@@ -332,19 +332,78 @@ class Query:
         )
 
     def _call(self, frame: Any) -> np.ndarray:
+        if self.function is None:  # only called on a callable's query
+            raise ParameterError("the query has no callable")
+        names = ", ".join(map(repr, self.names))
         try:
-            if self.function is None:  # only called on a callable's query
-                raise ParameterError("the query has no callable")
-            out = np.asarray(self.function(frame), dtype=np.float64).reshape(-1)
+            result = self.function(frame)
+        except ParameterError:
+            raise
+        except Exception as exc:  # a user's callable: any failure becomes one clear line
+            raise ParameterError(
+                f"the query callable (statistics {names}) failed on a dataset of "
+                f"{len(frame)} rows: {type(exc).__name__}: {exc}"
+            ) from exc
+        try:
+            out = np.asarray(result, dtype=np.float64).reshape(-1)
         except (TypeError, ValueError) as exc:
-            raise ParameterError(f"the query callable did not return numbers: {exc}") from exc
+            raise ParameterError(
+                f"the query callable (statistics {names}) did not return numbers: {exc}"
+            ) from exc
         if out.shape != (self.dim,):
             raise ParameterError(
                 f"the query callable returned {out.size} values for {self.dim} names"
             )
         if not np.all(np.isfinite(out)):
-            raise ParameterError("the query callable returned NaN or infinite values")
+            bad = ", ".join(
+                repr(n) for n, v in zip(self.names, out, strict=True) if not np.isfinite(v)
+            )
+            raise ParameterError(
+                f"the query callable returned NaN or infinite values for statistic(s) {bad} "
+                f"on a dataset of {len(frame)} rows"
+            )
         return out
+
+    @staticmethod
+    def logistic_regression(
+        target: str,
+        features: Sequence[str],
+        *,
+        C: float = 1.0,
+        names: Sequence[str] | None = None,
+    ) -> Query:
+        """The coefficients of a logistic regression fitted to the dataset, as the statistics.
+
+        Chen & Ohrimenko 2023's motivating case (property inference on released models):
+        scikit-learn's ``LogisticRegression(C=C)`` objective (intercept unpenalised), fitted
+        deterministically by batched Newton steps
+        (:class:`distpriv.modeling.regression.LogisticRegressionQuery`).
+
+        Parameters
+        ----------
+        target : str
+            A SQL row predicate (or 0/1 expression): the class to predict.
+        features : sequence of str
+            SQL row expressions.
+        C : float
+            Inverse L2 penalty on the coefficients (> 0, finite).
+        names : sequence of str, optional
+            Default ``coef_<feature>`` for each feature, then ``intercept``.
+
+        Returns
+        -------
+        Query
+            d + 1 statistics; not linear (model it with ``method="montecarlo"``).
+
+        Examples
+        --------
+        >>> q = Query.logistic_regression("sex = 'Female'", ["age", "hours_per_week"])
+        >>> q.names
+        ('coef_age', 'coef_hours_per_week', 'intercept')
+        """
+        from .regression import LogisticRegressionQuery
+
+        return LogisticRegressionQuery(target, features, c=C, names=names)
 
 
 def _check_ranges(ranges: Any, names: Sequence[str]) -> dict[str, tuple[float, float]]:

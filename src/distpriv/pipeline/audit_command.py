@@ -24,7 +24,7 @@ from .config import BUILTIN_PREFIX, ReleaseConfig
 from .outcomes import (
     AuditOutcome,
 )
-from .release import build_model, calibrate_for, method_for
+from .release import build_model, calibrate_for, method_for, model_bootstrap
 from .report import PRIVATE_BANNER, secret_dict
 from .sources import (
     check_memory,
@@ -97,6 +97,7 @@ def _audit_mechanisms(
                 missing=cfg.missing,
                 population=cfg.model.get("population", False),
                 pool_size=_pool_size(model_frame, n),
+                bootstrap=model_bootstrap(cfg.model),
             )
         if name is None:
             break

@@ -167,7 +167,7 @@ SECRET_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "event": (frozenset({"kind", "predicate", "events", "pairs"}), ("predicate", "events")),
 }
 _RELEASE_SECRET = frozenset().union(*(allowed for allowed, _ in SECRET_KEYS.values()))
-_RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed", "population"}
+_RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed", "population", "bootstrap"}
 _RELEASE_OUTPUT = {"include_true"}
 _LEDGER = {"path", "budget", "data_name", "enabled"}
 _AUDIT = {"mechanisms", "repetitions", "classifiers", "confidence", "n_shadow", "n_test", "seed"}
@@ -219,6 +219,20 @@ def _table(
         raise ConfigError(f"{path}: missing [{key}] table")
     _check_keys(tab, allowed, f"[{key}]", path)
     return tab
+
+
+def _bootstrap(value: Any, where: str) -> None:
+    """``[model] bootstrap``: resamples of the non-linear statistics' population layer
+    (an integer >= 20) or ``"none"`` (issue 27)."""
+    if value is None or value == "none":
+        return
+    from ..modeling.bootstrap import MIN_BOOTSTRAP
+
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_BOOTSTRAP:
+        raise ConfigError(
+            f"{where} must be an integer >= {MIN_BOOTSTRAP} (resamples of the modelling "
+            f'table) or "none", got {value!r}'
+        )
 
 
 def _seed(value: Any, where: str) -> int | None:
@@ -327,6 +341,8 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         n_samples = 1000
         seed = 0                          # Monte Carlo modelling only, never the noise
         population = false                # true: the model table IS the whole population
+        bootstrap = 50                    # non-linear statistics: resamples of the table
+                                          # for the population layer ("none": off)
         [mechanism]
         name = "daum"
         epsilon = 1.0
@@ -392,6 +408,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         )
     if not isinstance(mod.get("population", False), bool):
         raise ConfigError(f"{where}: [model] population must be true or false")
+    _bootstrap(mod.get("bootstrap"), f"{where}: [model] bootstrap")
     include_true = out.get("include_true", False)
     if not isinstance(include_true, bool):
         raise ConfigError(f"{where}: [output] include_true must be true or false")

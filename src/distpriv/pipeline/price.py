@@ -48,7 +48,7 @@ import numpy as np
 from ..central import CalibratedMechanism, calibrate, mechanism_info
 from ..central.robust import DEFAULT_BETA
 from ..errors import DistPrivError
-from ..querymodel import GaussianQueryModel, MomentUncertainty
+from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
 from .price_words import WEIGHT_PROBE, price_lines, weights_line
 
 __all__ = [
@@ -278,8 +278,10 @@ def _sub_model(model: GaussianQueryModel, keep: list[int]) -> GaussianQueryModel
     """The model of the statistics ``keep`` (moments and their uncertainty restricted)."""
     idx = np.asarray(keep)
     unc = model.uncertainty
-    sub_unc = None
-    if unc is not None:
+    sub_unc: Any = None
+    if isinstance(unc, BootstrapUncertainty):
+        sub_unc = unc.restrict(idx)
+    elif unc is not None:
         sub_unc = MomentUncertainty(
             unc.stratum_sizes,
             unc.weights,

@@ -26,6 +26,7 @@ from ..central import (
 from ..errors import AssumptionWarning, ParameterError, PrivacyLeakWarning
 from ..guarantees import Release, to_jsonable
 from ..modeling import DataQueryModel, Query, Secret, model_query
+from ..modeling.bootstrap import DEFAULT_BOOTSTRAP
 from ..modeling.tables import Table, as_table
 from .auto import AUTO, choose_for_table
 from .sources import check_model_support, warn_overlap_tables
@@ -158,6 +159,7 @@ def build_model(
     missing: str = "error",
     population: bool = False,
     pool_size: int | None = None,
+    bootstrap: int | None = DEFAULT_BOOTSTRAP,
 ) -> DataQueryModel:
     """The query model ``mechanism`` is calibrated on (Chen & Ohrimenko 2023 App. C.1).
 
@@ -169,7 +171,8 @@ def build_model(
     exact moments); by default it is a sample, and the model carries the uncertainty of
     its moments (issue #18). ``pool_size``: Monte Carlo
     datasets drawn from a row pool of that many rows per stratum, sampled in the engine
-    (for tables too large for memory); ignored by the analytic method.
+    (for tables too large for memory); ignored by the analytic method. ``bootstrap``:
+    resamples of the population layer of non-linear statistics (``None``: off).
     """
     meth = method_for(mechanism, method)
     return model_query(
@@ -183,7 +186,14 @@ def build_model(
         missing=missing,
         population=population,
         pool_size=pool_size if meth == "montecarlo" else None,
+        bootstrap=bootstrap,
     )
+
+
+def model_bootstrap(model: dict[str, Any]) -> int | None:
+    """The ``[model] bootstrap`` of a configuration: resamples, or ``None`` for "none"."""
+    value = model.get("bootstrap", DEFAULT_BOOTSTRAP)
+    return None if value == "none" else int(value)
 
 
 def calibrate_for(

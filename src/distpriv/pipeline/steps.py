@@ -27,7 +27,7 @@ from ..modeling.identity import multiset_fingerprint
 from ..modeling.tables import Table
 from .auto import AUTO, AutoChoice, choose_for_table
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_release_config
-from .release import build_model, calibrate_for, method_for
+from .release import build_model, calibrate_for, method_for, model_bootstrap
 from .sources import (
     MIN_ROWS_PER_DRAWN_ROW,
     check_memory,
@@ -215,6 +215,7 @@ def _model_and_mechanism(
         missing=cfg.missing,
         population=cfg.model.get("population", False),
         pool_size=_pool_size(model_frame, n),
+        bootstrap=model_bootstrap(cfg.model),
     )
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
@@ -260,6 +261,7 @@ def _auto_model_and_mechanism(
         missing=cfg.missing,
         population=cfg.model.get("population", False),
         pool_size=_pool_size(model_frame, n),
+        bootstrap=model_bootstrap(cfg.model),
     )
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
