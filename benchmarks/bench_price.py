@@ -3,25 +3,34 @@
 For Adult (income share 0.45 vs 0.55, five statistics) and the RAND health insurance
 experiment (statsmodels' ``randhie``; individual deductible 0.2 vs 0.3, five statistics,
 two continuous), subsets of 100 rows, ε = 1, δ = 1e-3, β = 0.05, and modelling tables of
-300, 1,000 and 4,000 rows (seeded), per mechanism:
+300, 1,000 and 4,000 rows (seeded, the same tables for every mechanism):
 
-* **default**: median E‖Z‖² of the default calibration (population set at β);
-* **oracle**: on each table, the same mechanism calibrated on the fitted moments with no
-  population layer, and the least factor f on that noise that makes the true δ(1) on the
-  population's own model (the whole table declared the population) meet the claim; the
-  oracle is median E‖Z‖² × the 95 % quantile of f (infinite for noise that is not of full
-  rank and cannot be scaled to cover). It needs the population: a yardstick, not a method;
-* **own**: the default calibration on the population's own model (knowing the population);
+* **auto**: median E‖Z‖² of ``mechanism = "auto"`` (``choose_for_table``, population set at
+  β, every registered mechanism compared), and of each Gaussian mechanism's default
+  calibration (the candidates auto compared; ``inf`` on a table where it does not verify);
+* **oracle** (issue 25's definition): for each registered Gaussian mechanism, on each
+  table, the mechanism calibrated on the fitted moments with no population layer
+  (``beta=None``), and the least factor f on that noise that makes the true δ(1) on the
+  population's own model (the whole table declared the population) meet the claim
+  (f = ∞ on a table where the fitted noise is not of full rank, or cannot be calibrated);
+  that mechanism's oracle is median E‖Z‖² × the 95 % quantile of f, and **the oracle** is
+  the least over mechanisms. It needs the population: a yardstick, not a method;
+* **own**: ``auto`` on the population's own model (knowing the population);
 * the share of tables whose true δ(1) exceeds the claim.
 
-Printed: default / oracle (per mechanism, and against the least oracle over mechanisms)
-and default / own. "Before" is a run of the same script on the previous code
-(``PYTHONPATH=<old checkout>/src``): the script uses whatever ``distpriv`` is importable
-first, or this checkout's ``src`` when none is.
+Printed per population and size: auto / oracle, auto / own, which mechanism auto chose;
+per mechanism: default, its own oracle, default / its oracle, violations.
 
-Run: ``python benchmarks/bench_price.py [--tables N] [--mechanisms expm-g,eigm]``
-(≥ 100 tables for the oracle; about 2 minutes per population and size for expm-g and eigm
-on a quiet 2-core machine).
+"Before" is a run of the same script on the previous code (``PYTHONPATH=<old
+checkout>/src``, with ``--no-oracle``: the oracle does not depend on the set); the
+script uses whatever ``distpriv`` is importable first, or this checkout's ``src``.
+
+Run: ``python benchmarks/bench_price.py [--tables N] [--sizes 300,1000,4000]
+[--populations adult,randhie]`` (≥ 100 tables for the oracle; ``auto`` calibrates
+optimal-g and optimal-g-full against the set on every table: about 5–15 s per table on a
+loaded 2-core machine, so one population and size at a time).
+
+Figures (recorded below, commit of the run in the header of each block).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,12 +51,19 @@ except ImportError:
 
 from distpriv import calibrate
 from distpriv.accounting import gaussian_pair_delta
+from distpriv.central import MECHANISMS, mechanism_info
 from distpriv.datasets.adult import load_adult
 from distpriv.errors import DistPrivError
 from distpriv.modeling import ProportionSecret, model_query
+from distpriv.pipeline.auto import choose_for_table
 
 EPS, DELTA = 1.0, 1e-3
 SIZES = (300, 1000, 4000)
+# Every registered Gaussian mechanism that takes a query model (the oracle's candidates;
+# rank-deficient noise gets f = inf on that table).
+GAUSSIAN = tuple(
+    m for m in MECHANISMS if mechanism_info(m).gaussian and m not in ("noiseless",)
+)
 POPULATIONS = {
     "adult": (
         {
@@ -71,7 +88,7 @@ POPULATIONS = {
 }
 
 
-def load(name):
+def load(name: str) -> Any:
     if name == "adult":
         return load_adult()
     from statsmodels.datasets import randhie
@@ -79,13 +96,13 @@ def load(name):
     return randhie.load_pandas().data
 
 
-def quiet(fn, *args, **kwargs):
+def quiet(fn: Any, *args: Any, **kwargs: Any) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fn(*args, **kwargs)
 
 
-def true_delta(pop, noise):
+def true_delta(pop: Any, noise: np.ndarray) -> float:
     out = 0.0
     for i, j in pop.pairs:
         for a, b in ((i, j), (j, i)):
@@ -94,7 +111,7 @@ def true_delta(pop, noise):
     return out
 
 
-def least_factor(pop, noise):
+def least_factor(pop: Any, noise: np.ndarray) -> float:
     """The least f with true δ(1) of f·noise ≤ δ (bisection; inf when none up to 1e5)."""
     if true_delta(pop, noise) <= DELTA:
         lo, hi = 0.0, 1.0
@@ -104,73 +121,119 @@ def least_factor(pop, noise):
             lo, hi = hi, 2 * hi
             if hi > 1e5:
                 return np.inf
-    while hi - lo > 1e-4 * hi:
+    while hi - lo > 1e-3 * hi:
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if true_delta(pop, noise * mid) > DELTA else (lo, mid)
     return hi
 
 
+def auto_choice(model: Any) -> Any:
+    """``mechanism = "auto"`` as a release runs it (None when nothing verifies)."""
+    try:
+        return quiet(choose_for_table, model, epsilon=EPS, delta=DELTA)
+    except DistPrivError:
+        return None
+
+
+def oracle_factor(model: Any, pop: Any, name: str) -> tuple[float, float]:
+    """(E‖Z‖² of the fitted calibration without the set, least covering factor)."""
+    try:
+        fit = quiet(calibrate, name, model, epsilon=EPS, delta=DELTA, beta=None)
+    except (DistPrivError, ArithmeticError, np.linalg.LinAlgError):
+        return np.inf, np.inf
+    if fit.noise_rank < model.dim:
+        return fit.mse(), np.inf
+    return fit.mse(), least_factor(pop, fit.noise_covariance)
+
+
+def run_size(frame: Any, stats: Any, secret: Any, pop: Any, size: int, args: Any) -> dict:
+    rng = np.random.default_rng([args.seed, size])
+    res: dict[str, dict[str, list]] = {
+        m: {"mse": [], "viol": [], "fit": [], "f": []} for m in ("auto", *GAUSSIAN)
+    }
+    chosen: dict[str, int] = {}
+    for _ in range(args.tables):
+        sample = frame.iloc[rng.choice(len(frame), size, replace=False)]
+        model = quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
+        choice = auto_choice(model)
+        mechs: dict[str, Any] = {}
+        if choice is not None:
+            mechs["auto"] = choice.mechanism
+            chosen[choice.name] = chosen.get(choice.name, 0) + 1
+            for c in choice.candidates:
+                if c.verified and c.mechanism in GAUSSIAN:
+                    mechs[c.mechanism] = c.calibrated
+        for name, r in res.items():
+            mech = mechs.get(name)
+            r["mse"].append(np.inf if mech is None else mech.mse())
+            if mech is not None:
+                r["viol"].append(true_delta(pop, mech.noise_covariance) > DELTA * 1.000001)
+            if not args.no_oracle and name != "auto":
+                fit, f = oracle_factor(model, pop, name)
+                r["fit"].append(fit)
+                r["f"].append(f)
+    return {"res": res, "chosen": chosen}
+
+
+def report(pname: str, size: int, out: dict, own: float, args: Any, secs: float) -> None:
+    res = out["res"]
+    oracles = {}
+    for m in GAUSSIAN:
+        r = res[m]
+        if args.no_oracle:
+            oracles[m] = float("nan")
+            continue
+        q = float(np.quantile(r["f"], 0.95, method="higher"))
+        fit = float(np.median(r["fit"]))
+        oracles[m] = fit * q if np.isfinite(q) and np.isfinite(fit) else np.inf
+    best_name = min(oracles, key=lambda k: oracles[k]) if not args.no_oracle else "-"
+    best = oracles.get(best_name, float("nan"))
+    auto = float(np.median(res["auto"]["mse"]))
+    print(
+        f"{pname:8s} {size:5d} AUTO median {auto:9.1f}  oracle {best:9.1f} ({best_name})"
+        f"  auto/oracle {auto / best:6.2f}  auto/own {auto / own:6.2f}  violations "
+        f"{np.mean(res['auto']['viol']):.0%}  chose {out['chosen']}",
+        flush=True,
+    )
+    for m in GAUSSIAN:
+        r = res[m]
+        med = float(np.median(r["mse"]))
+        viol = f"{np.mean(r['viol']):.0%}" if r["viol"] else "-"
+        print(
+            f"{'':8s} {size:5d} {m:15s} default {med:9.1f}  oracle {oracles[m]:9.1f}"
+            f"  default/oracle {med / oracles[m]:6.2f}  verified "
+            f"{int(np.sum(np.isfinite(r['mse'])))}/{len(r['mse'])}  violations {viol}",
+            flush=True,
+        )
+    print(f"  ({args.tables} tables, {secs:.0f} s)", flush=True)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--tables", type=int, default=100)
-    ap.add_argument("--mechanisms", default="expm-g,eigm")
     ap.add_argument("--populations", default="adult,randhie")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--seed", type=int, default=2025)
     ap.add_argument(
         "--no-oracle",
         action="store_true",
-        help="only the default calibration (the oracle does not depend on the set: a run "
+        help="only the default calibrations (the oracle does not depend on the set: a run "
         "of the old code for 'before' needs only this)",
     )
     args = ap.parse_args()
-    mechs = args.mechanisms.split(",")
     for pname in args.populations.split(","):
         stats, secret = POPULATIONS[pname]
         frame = load(pname)
         pop = quiet(
             model_query, frame, stats, secret, subset_size=100, method="analytic", population=True
         )
-        own = {m: quiet(calibrate, m, pop, epsilon=EPS, delta=DELTA).mse() for m in mechs}
-        rng = np.random.default_rng(args.seed)
+        own_choice = auto_choice(pop)
+        own = np.inf if own_choice is None else own_choice.mechanism.mse()
+        print(f"{pname}: auto on the population's own model {own:.1f} ({own_choice.name})")
         for size in map(int, args.sizes.split(",")):
             t0 = time.perf_counter()
-            res = {m: {"mse": [], "viol": [], "fit": [], "f": []} for m in mechs}
-            for _ in range(args.tables):
-                sample = frame.iloc[rng.choice(len(frame), size, replace=False)]
-                model = quiet(
-                    model_query, sample, stats, secret, subset_size=100, method="analytic"
-                )
-                for m in mechs:
-                    r = res[m]
-                    try:
-                        mech = quiet(calibrate, m, model, epsilon=EPS, delta=DELTA)
-                        r["mse"].append(mech.mse())
-                        r["viol"].append(true_delta(pop, mech.noise_covariance) > DELTA * 1.000001)
-                    except DistPrivError:
-                        r["mse"].append(np.inf)
-                    if not args.no_oracle:
-                        fit = quiet(calibrate, m, model, epsilon=EPS, delta=DELTA, beta=None)
-                        r["fit"].append(fit.mse())
-                        r["f"].append(least_factor(pop, fit.noise_covariance))
-            oracles = {
-                m: float(np.median(res[m]["fit"]) * np.quantile(res[m]["f"], 0.95))
-                if not args.no_oracle
-                else float("nan")
-                for m in mechs
-            }
-            best = min(oracles.values()) if not args.no_oracle else float("nan")
-            for m in mechs:
-                r = res[m]
-                med = float(np.median(r["mse"]))
-                print(
-                    f"{pname:8s} {size:5d} {m:10s} default {med:9.1f}  oracle {oracles[m]:9.1f}"
-                    f"  default/oracle {med / oracles[m]:6.2f}  default/best-oracle "
-                    f"{med / best:6.2f}  default/own {med / own[m]:6.2f}  violations "
-                    f"{np.mean(r['viol']):.0%}",
-                    flush=True,
-                )
-            print(f"  ({args.tables} tables, {time.perf_counter() - t0:.0f} s)", flush=True)
+            out = run_size(frame, stats, secret, pop, size, args)
+            report(pname, size, out, own, args, time.perf_counter() - t0)
 
 
 if __name__ == "__main__":
