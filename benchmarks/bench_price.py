@@ -36,6 +36,7 @@ Figures (recorded below, commit of the run in the header of each block).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import warnings
@@ -61,9 +62,7 @@ EPS, DELTA = 1.0, 1e-3
 SIZES = (300, 1000, 4000)
 # Every registered Gaussian mechanism that takes a query model (the oracle's candidates;
 # rank-deficient noise gets f = inf on that table).
-GAUSSIAN = tuple(
-    m for m in MECHANISMS if mechanism_info(m).gaussian and m not in ("noiseless",)
-)
+GAUSSIAN = tuple(m for m in MECHANISMS if mechanism_info(m).gaussian and m not in ("noiseless",))
 POPULATIONS = {
     "adult": (
         {
@@ -146,66 +145,73 @@ def oracle_factor(model: Any, pop: Any, name: str) -> tuple[float, float]:
     return fit.mse(), least_factor(pop, fit.noise_covariance)
 
 
-def run_size(frame: Any, stats: Any, secret: Any, pop: Any, size: int, args: Any) -> dict:
-    rng = np.random.default_rng([args.seed, size])
-    res: dict[str, dict[str, list]] = {
-        m: {"mse": [], "viol": [], "fit": [], "f": []} for m in ("auto", *GAUSSIAN)
-    }
-    chosen: dict[str, int] = {}
-    for _ in range(args.tables):
-        sample = frame.iloc[rng.choice(len(frame), size, replace=False)]
-        model = quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
-        choice = auto_choice(model)
-        mechs: dict[str, Any] = {}
-        if choice is not None:
-            mechs["auto"] = choice.mechanism
-            chosen[choice.name] = chosen.get(choice.name, 0) + 1
-            for c in choice.candidates:
-                if c.verified and c.mechanism in GAUSSIAN:
-                    mechs[c.mechanism] = c.calibrated
-        for name, r in res.items():
-            mech = mechs.get(name)
-            r["mse"].append(np.inf if mech is None else mech.mse())
-            if mech is not None:
-                r["viol"].append(true_delta(pop, mech.noise_covariance) > DELTA * 1.000001)
-            if not args.no_oracle and name != "auto":
-                fit, f = oracle_factor(model, pop, name)
-                r["fit"].append(fit)
-                r["f"].append(f)
-    return {"res": res, "chosen": chosen}
+def one_table(
+    frame: Any, stats: Any, secret: Any, pop: Any, size: int, rng: Any, args: Any
+) -> dict:
+    """The figures of one modelling table: per mechanism (and auto) the default's E‖Z‖² and
+    violation, and the fitted calibration's E‖Z‖² and least covering factor."""
+    sample = frame.iloc[rng.choice(len(frame), size, replace=False)]
+    model = quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
+    choice = auto_choice(model)
+    mechs: dict[str, Any] = {}
+    if choice is not None:
+        mechs["auto"] = choice.mechanism
+        for c in choice.candidates:
+            if c.verified and c.mechanism in GAUSSIAN:
+                mechs[c.mechanism] = c.calibrated
+    rec: dict[str, Any] = {"size": size, "chosen": None if choice is None else choice.name}
+    for name in ("auto", *GAUSSIAN):
+        mech = mechs.get(name)
+        row: dict[str, Any] = {"mse": None if mech is None else mech.mse()}
+        if mech is not None:
+            row["viol"] = bool(true_delta(pop, mech.noise_covariance) > DELTA * 1.000001)
+        if not args.no_oracle and name != "auto":
+            fit, f = oracle_factor(model, pop, name)
+            row["fit"], row["f"] = (None if not np.isfinite(x) else x for x in (fit, f))
+        rec[name] = row
+    return rec
 
 
-def report(pname: str, size: int, out: dict, own: float, args: Any, secs: float) -> None:
-    res = out["res"]
+def report(pname: str, size: int, recs: list, own: float, no_oracle: bool) -> None:
+    """Print auto / oracle, auto / own and the per-mechanism table for one population/size."""
+    inf = float("inf")
+
+    def col(name: str, key: str) -> np.ndarray:
+        vals = [r[name].get(key) for r in recs]
+        return np.array([inf if v is None else float(v) for v in vals])
+
     oracles = {}
     for m in GAUSSIAN:
-        r = res[m]
-        if args.no_oracle:
+        if no_oracle:
             oracles[m] = float("nan")
             continue
-        q = float(np.quantile(r["f"], 0.95, method="higher"))
-        fit = float(np.median(r["fit"]))
-        oracles[m] = fit * q if np.isfinite(q) and np.isfinite(fit) else np.inf
-    best_name = min(oracles, key=lambda k: oracles[k]) if not args.no_oracle else "-"
+        q = float(np.quantile(col(m, "f"), 0.95, method="higher"))
+        fit = float(np.median(col(m, "fit")))
+        oracles[m] = fit * q if np.isfinite(q) and np.isfinite(fit) else inf
+    best_name = min(oracles, key=lambda k: oracles[k]) if not no_oracle else "-"
     best = oracles.get(best_name, float("nan"))
-    auto = float(np.median(res["auto"]["mse"]))
+    auto = float(np.median(col("auto", "mse")))
+    viol = [r["auto"]["viol"] for r in recs if "viol" in r["auto"]]
+    chosen: dict[str, int] = {}
+    for r in recs:
+        chosen[str(r["chosen"])] = chosen.get(str(r["chosen"]), 0) + 1
     print(
-        f"{pname:8s} {size:5d} AUTO median {auto:9.1f}  oracle {best:9.1f} ({best_name})"
-        f"  auto/oracle {auto / best:6.2f}  auto/own {auto / own:6.2f}  violations "
-        f"{np.mean(res['auto']['viol']):.0%}  chose {out['chosen']}",
+        f"{pname:8s} {size:5d} AUTO median {auto:8.1f}  oracle {best:8.1f} ({best_name})"
+        f"  auto/oracle {auto / best:5.2f}  auto/own {auto / own:5.2f}  violations "
+        f"{np.mean(viol):.0%}  ({len(recs)} tables; chose {chosen})",
         flush=True,
     )
     for m in GAUSSIAN:
-        r = res[m]
-        med = float(np.median(r["mse"]))
-        viol = f"{np.mean(r['viol']):.0%}" if r["viol"] else "-"
+        mse = col(m, "mse")
+        med = float(np.median(mse))
+        v = [r[m]["viol"] for r in recs if "viol" in r[m]]
         print(
-            f"{'':8s} {size:5d} {m:15s} default {med:9.1f}  oracle {oracles[m]:9.1f}"
-            f"  default/oracle {med / oracles[m]:6.2f}  verified "
-            f"{int(np.sum(np.isfinite(r['mse'])))}/{len(r['mse'])}  violations {viol}",
+            f"{'':8s} {size:5d} {m:15s} default {med:8.1f}  oracle {oracles[m]:8.1f}"
+            f"  default/oracle {med / oracles[m]:5.2f}  verified "
+            f"{int(np.sum(np.isfinite(mse)))}/{mse.size}  violations "
+            f"{f'{np.mean(v):.0%}' if v else '-'}",
             flush=True,
         )
-    print(f"  ({args.tables} tables, {secs:.0f} s)", flush=True)
 
 
 def main() -> None:
@@ -220,20 +226,53 @@ def main() -> None:
         help="only the default calibrations (the oracle does not depend on the set: a run "
         "of the old code for 'before' needs only this)",
     )
+    ap.add_argument(
+        "--records",
+        help="append one JSON line per table to this file (sizes interleaved, so a run "
+        "stopped early has as many tables of each size); with --report, only read it",
+    )
+    ap.add_argument("--report", action="store_true", help="print the tables of --records")
     args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
     for pname in args.populations.split(","):
         stats, secret = POPULATIONS[pname]
-        frame = load(pname)
-        pop = quiet(
-            model_query, frame, stats, secret, subset_size=100, method="analytic", population=True
-        )
-        own_choice = auto_choice(pop)
-        own = np.inf if own_choice is None else own_choice.mechanism.mse()
-        print(f"{pname}: auto on the population's own model {own:.1f} ({own_choice.name})")
-        for size in map(int, args.sizes.split(",")):
+        recs: list[dict] = []
+        if args.report:
+            with open(args.records) as fh:
+                recs = [r for r in map(json.loads, fh) if r["population"] == pname]
+            own = next(r["own"] for r in recs if "own" in r)
+        else:
+            frame = load(pname)
+            pop = quiet(
+                model_query,
+                frame,
+                stats,
+                secret,
+                subset_size=100,
+                method="analytic",
+                population=True,
+            )
+            own_choice = auto_choice(pop)
+            own = np.inf if own_choice is None else own_choice.mechanism.mse()
+            print(f"{pname}: auto on the population's own model {own:.1f}", flush=True)
+            rngs = {size: np.random.default_rng([args.seed, size]) for size in sizes}
             t0 = time.perf_counter()
-            out = run_size(frame, stats, secret, pop, size, args)
-            report(pname, size, out, own, args, time.perf_counter() - t0)
+            for t in range(args.tables):
+                for size in sizes:  # interleaved: table t of every size, then t + 1
+                    rec = one_table(frame, stats, secret, pop, size, rngs[size], args)
+                    rec.update(population=pname, table=t, own=own)
+                    recs.append(rec)
+                    if args.records:
+                        with open(args.records, "a") as fh:
+                            fh.write(json.dumps(rec) + "\n")
+                print(f"  table {t + 1}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        if args.report:
+            own = float(own)
+        for size in sizes:
+            mine = [r for r in recs if r["size"] == size and r["population"] == pname]
+            if mine:
+                report(pname, size, mine, own, args.no_oracle)
+        recs = [r for r in recs if r["population"] != pname]
 
 
 if __name__ == "__main__":
