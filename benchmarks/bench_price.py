@@ -205,11 +205,13 @@ def report(pname: str, size: int, recs: list, own: float, no_oracle: bool) -> No
         mse = col(m, "mse")
         med = float(np.median(mse))
         v = [r[m]["viol"] for r in recs if "viol" in r[m]]
+        fitted_viol = "-" if no_oracle else f"{np.mean(col(m, 'f') > 1):.0%}"
         print(
             f"{'':8s} {size:5d} {m:15s} default {med:8.1f}  oracle {oracles[m]:8.1f}"
             f"  default/oracle {med / oracles[m]:5.2f}  verified "
             f"{int(np.sum(np.isfinite(mse)))}/{mse.size}  violations "
-            f"{f'{np.mean(v):.0%}' if v else '-'}",
+            f"{f'{np.mean(v):.0%}' if v else '-'}  fitted (beta=None) violates "
+            f"{fitted_viol}",
             flush=True,
         )
 
