@@ -13,8 +13,8 @@ heavy-tailed columns (kurtosis ≥ 50) whose secret stratum has ≤ 60 rows in a
 modelling table.
 
 Fast (always): the cheap full-rank Gaussian mechanisms, each calibrated on its own
-(expm-g, eigm, daum-floor, dirm-g-floor). Slow (run on CI, or locally with
-``DISTPRIV_SLOW=1``): ``auto`` itself (``choose_for_table``, every registered mechanism
+(expm-g, eigm, daum-floor, dirm-g-floor). Slow (about an hour on 2 cores: on
+request, ``DISTPRIV_SLOW=1``): ``auto`` itself (``choose_for_table``, every registered mechanism
 compared, as a release runs it) and, from the same comparison, every Gaussian mechanism it
 may choose whose guarantee verifies on the table (optimal-g, optimal-g-full, the floored
 ones, eigm, apgm, expm-g, and daum/dirm-g where ``allow_partial_noise`` would let them be
@@ -47,10 +47,10 @@ TABLES = 20
 MECHANISMS = ("expm-g", "eigm", "daum-floor", "dirm-g-floor")
 SIZES = (300, 1000, 4000)
 # auto calibrates optimal-g and optimal-g-full against the set on every table (seconds
-# each): run on CI and on request only.
+# each): on request only (DISTPRIV_SLOW=1; an hour, beyond the suite's 10-minute budget).
 slow = pytest.mark.skipif(
-    not (os.environ.get("CI") or os.environ.get("DISTPRIV_SLOW")),
-    reason="slow (auto on 120 tables): set DISTPRIV_SLOW=1 (CI runs it)",
+    not os.environ.get("DISTPRIV_SLOW"),
+    reason="slow (auto on 120 tables, about an hour): set DISTPRIV_SLOW=1",
 )
 
 ADULT_STATS = {
