@@ -22,7 +22,6 @@ from .test_population_coverage import (
     BETA,
     DELTA,
     EPS,
-    MECHANISMS,
     TABLES,
     _quiet,
     allowed,
@@ -46,6 +45,9 @@ RAND_STATS = {
     "avg_log_income": "avg(lpi)",
 }
 RAND_SECRET = MeanSecret("disea", values=[10.5, 12.0])
+# The mechanisms this coverage was written for (the proportion test's list also holds the
+# floored ones, which may refuse a table; their mean-secret coverage is not measured here).
+MECHANISMS = ("expm-g", "eigm")
 
 
 def violations(frame, stats, secret, sizes, seed):
