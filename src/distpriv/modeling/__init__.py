@@ -33,7 +33,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "MissingReport",
         "Table",
         "as_table",
-        "logistic_regression_query",
     ),
 }
 
