@@ -40,9 +40,10 @@ except ImportError:
 import distpriv as dp
 from distpriv.attacks import audit
 from distpriv.datasets.adult import paper_split
-from distpriv.modeling import ProportionSecret, Query, model_query
+from distpriv.modeling import ProportionSecret, model_query
+from distpriv.modeling.regression import logistic_regression_query
 
-QUERY = Query.logistic_regression("sex = 'Female'", ["age", "education_num", "hours_per_week"])
+QUERY = logistic_regression_query("sex = 'Female'", ["age", "education_num", "hours_per_week"])
 SECRET = ProportionSecret("income = '>50K'", values=[0.45, 0.55])
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 

@@ -19,9 +19,10 @@ import pytest
 import distpriv as dp
 from distpriv.attacks import audit
 from distpriv.datasets.adult import paper_split
-from distpriv.modeling import ProportionSecret, Query, model_query
+from distpriv.modeling import ProportionSecret, model_query
+from distpriv.modeling.regression import logistic_regression_query
 
-QUERY = Query.logistic_regression("sex = 'Female'", ["age", "education_num", "hours_per_week"])
+QUERY = logistic_regression_query("sex = 'Female'", ["age", "education_num", "hours_per_week"])
 SECRET = ProportionSecret("income = '>50K'", values=[0.45, 0.55])
 
 

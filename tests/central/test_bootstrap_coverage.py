@@ -28,7 +28,8 @@ from scipy.stats import binom
 import distpriv as dp
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.datasets.adult import load_adult
-from distpriv.modeling import ProportionSecret, Query, model_query
+from distpriv.modeling import ProportionSecret, model_query
+from distpriv.modeling.regression import logistic_regression_query
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 ALLOWANCE = 1e-6
@@ -57,7 +58,7 @@ def setting(which: str, kind: str):
             # Who is a woman, from age, schooling and hours: high earners are older, more
             # schooled, work longer and are mostly men, so the fitted model carries the share
             # of high earners without the income column being an input.
-            query = Query.logistic_regression(
+            query = logistic_regression_query(
                 "sex = 'Female'", ["age", "education_num", "hours_per_week"]
             )
         else:
@@ -69,7 +70,7 @@ def setting(which: str, kind: str):
         frame = load_randhie()
         secret = ProportionSecret("idp = 1", values=[0.2, 0.3])
         if kind == "regression":
-            query = Query.logistic_regression("mdvis > 0", ["disea", "physlm", "hlthg"])
+            query = logistic_regression_query("mdvis > 0", ["disea", "physlm", "hlthg"])
         else:
             query = {"median_lpi": "median(lpi)", "q75_disease": "quantile_cont(disea, 0.75)"}
     return frame, secret, query

@@ -14,6 +14,7 @@ import pytest
 from distpriv.datasets.adult import load_adult
 from distpriv.errors import ParameterError, ParameterTypeError
 from distpriv.modeling import ProportionSecret, Query, as_table, model_query
+from distpriv.modeling.regression import logistic_regression_query
 
 FEATURES = ["age", "education_num", "hours_per_week"]
 SECRET = ProportionSecret("income = '>50K'", values=[0.45, 0.55])
@@ -27,7 +28,7 @@ def adult():
 @pytest.mark.parametrize(("c", "solver"), [(1.0, "newton-cholesky"), (0.05, "lbfgs")])
 def test_fit_matches_scikit_learn(adult, c, solver):
     sklearn = pytest.importorskip("sklearn.linear_model")
-    q = Query.logistic_regression("sex = 'Female'", FEATURES, C=c)
+    q = logistic_regression_query("sex = 'Female'", FEATURES, C=c)
     rows = np.random.default_rng(4).integers(0, len(adult), (12, 100))
     ours = q.evaluate_subsets(as_table(adult), rows)
     x = adult[FEATURES].to_numpy(float)
@@ -40,7 +41,7 @@ def test_fit_matches_scikit_learn(adult, c, solver):
 
 
 def test_release_path_and_names(adult):
-    q = Query.logistic_regression("sex = 'Female'", FEATURES)
+    q = logistic_regression_query("sex = 'Female'", FEATURES)
     assert q.names == ("coef_age", "coef_education_num", "coef_hours_per_week", "intercept")
     assert q.columns == {"sex", *FEATURES}
     assert not q.is_linear
@@ -52,22 +53,22 @@ def test_release_path_and_names(adult):
 
 
 def test_errors_name_the_statistic(adult):
-    q = Query.logistic_regression("sex = 'Female'", FEATURES)
+    q = logistic_regression_query("sex = 'Female'", FEATURES)
     men = adult[adult["sex"] == "Male"].head(300)
     with pytest.raises(ParameterError, match=r"logistic_regression\(sex = 'Female'.*one class"):
         q.evaluate(men.head(100))
     with pytest.raises(ParameterError, match="C must be finite"):
-        Query.logistic_regression("sex = 'Female'", FEATURES, C=float("inf"))
+        logistic_regression_query("sex = 'Female'", FEATURES, C=float("inf"))
     with pytest.raises(ParameterError, match="C"):
-        Query.logistic_regression("sex = 'Female'", FEATURES, C=0)
+        logistic_regression_query("sex = 'Female'", FEATURES, C=0)
     with pytest.raises(ParameterTypeError, match="features"):
-        Query.logistic_regression("sex = 'Female'", "age")
+        logistic_regression_query("sex = 'Female'", "age")
     with pytest.raises(ParameterError, match="target age must be a predicate or 0/1"):
-        Query.logistic_regression("age", ["hours_per_week"]).evaluate(adult.head(50))
+        logistic_regression_query("age", ["hours_per_week"]).evaluate(adult.head(50))
     with pytest.raises(ParameterError, match="nope"):
         model_query(
             adult,
-            Query.logistic_regression("sex = 'Female'", ["nope"]),
+            logistic_regression_query("sex = 'Female'", ["nope"]),
             SECRET,
             subset_size=100,
             method="montecarlo",
@@ -98,7 +99,7 @@ def test_a_callable_that_fails_on_a_subset_is_named(adult):
 
 
 def test_model_and_bootstrap_layer_of_the_regression(adult):
-    q = Query.logistic_regression("sex = 'Female'", FEATURES)
+    q = logistic_regression_query("sex = 'Female'", FEATURES)
     sample = adult.sample(2000, random_state=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

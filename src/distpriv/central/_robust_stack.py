@@ -1,9 +1,13 @@
-"""The population set's worst members for a whole stack of (pair, corner) at once (issue 27
-item 3: hundreds of pairs): :mod:`distpriv.central.robust`'s one-member arithmetic
-(:func:`~distpriv.central.robust.farthest_gap`, ``_worst_shift``) on arrays (..., m, m).
+"""The geometry of the population set's worst members (:mod:`distpriv.central.robust`): the
+upper confidence bound on a pair's output distance, the farthest point of the gap's error
+ellipsoid and the shift that reaches the bound — for one member, and for a whole stack of
+(pair, corner) at once (issue 27 item 3: hundreds of pairs; arrays (..., m, m)). Shared by
+the moment set (robust.py) and the bootstrap set (robust_bootstrap.py).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -12,6 +16,79 @@ __all__: list[str] = []  # helpers of central.robust
 # Ascent steps for the farthest point of an ellipsoid (a convex maximisation on a sphere;
 # each step cannot decrease the objective); central.robust's one-member ascent uses it too.
 _ASCENT_STEPS = 60
+
+
+def gap_bound(gap: np.ndarray, metric: np.ndarray, spread: np.ndarray, z: float) -> float:
+    """An upper confidence bound on the output distance ‖metric · Δ‖ of the true gap Δ.
+
+    With Δ̂ = Δ + spread·ξ, ξ ~ N(0, I), and u the unit direction of metric·Δ,
+    ‖metric·Δ̂‖ ≥ uᵀ metric Δ̂ = ‖metric·Δ‖ + uᵀB ξ (B = metric·spread), and
+    uᵀBξ ~ N(0, ‖Bᵀu‖²) with ‖Bᵀu‖ ≤ ‖B‖₂ whatever u is. So
+    ‖metric·Δ‖ ≤ ‖metric·Δ̂‖ + z‖B‖₂ except with probability Φ(−z) — for a metric fixed
+    before the draw; with z the Scheffé radius √χ²_m(1 − α) it holds for every metric at
+    once, as ‖metric(Δ − Δ̂)‖ ≤ ‖B‖₂ ‖ξ‖.
+    """
+    b = metric @ spread
+    top = float(np.linalg.norm(b, 2)) if b.size else 0.0
+    return float(np.linalg.norm(metric @ gap)) + z * top
+
+
+def _inv_sqrt(cov: np.ndarray) -> np.ndarray:
+    """A symmetric inverse square root, with directions of (numerically) zero variance
+    treated as having the smallest positive one (the caller's noise makes them finite)."""
+    w, v = np.linalg.eigh((cov + cov.T) / 2)
+    top = max(float(w.max()), 1e-300)
+    w = np.maximum(w, 1e-12 * top)
+    return (v / np.sqrt(w)) @ v.T
+
+
+def _sqrt_psd(cov: np.ndarray) -> np.ndarray:
+    w, v = np.linalg.eigh((cov + cov.T) / 2)
+    return (v * np.sqrt(np.clip(w, 0.0, None))) @ v.T
+
+
+def farthest_gap(gap: np.ndarray, metric: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    """The point of the ellipsoid {gap + spread·w : ‖w‖ ≤ 1} with the largest ‖metric · x‖.
+
+    A convex function's maximum over a ball is on its sphere; the fixed-point ascent
+    w ← normalise(Bᵀ(a + Bw)) (a = metric·gap, B = metric·spread) never decreases
+    ‖a + Bw‖ (it is the minorise-maximise step of the convex objective).
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        The shift spread·w* to add to the gap.
+    """
+    a = metric @ gap
+    b = metric @ spread
+    g = b.T @ a
+    # Start along the gradient at the fitted gap (or the widest axis when there is none).
+    w = g / np.linalg.norm(g) if np.linalg.norm(g) > 0 else np.linalg.svd(b)[2][0]
+    for _ in range(_ASCENT_STEPS):
+        g = b.T @ (a + b @ w)
+        nrm = np.linalg.norm(g)
+        if nrm == 0:
+            break
+        w_new = g / nrm
+        if np.allclose(w_new, w, rtol=0, atol=1e-12):
+            break
+        w = w_new
+    return spread @ w
+
+
+def _worst_shift(gap: np.ndarray, metric: np.ndarray, spread: np.ndarray, z: float) -> np.ndarray:
+    """A gap error whose output distance is the upper confidence bound :func:`gap_bound`,
+    along the farthest point of the unit error ellipsoid (the direction in which the
+    distance grows fastest), scaled to reach the bound exactly."""
+    target = gap_bound(gap, metric, spread, z)
+    direction = farthest_gap(gap, metric, spread)
+    a, c = metric @ gap, metric @ direction
+    cc, ac, aa = float(c @ c), float(a @ c), float(a @ a)
+    if cc <= 0.0 or target * target <= aa:
+        return np.zeros_like(gap)
+    # ‖a + t c‖ = target, the positive root (aa < target², so it exists and is > 0).
+    t = (-ac + math.sqrt(ac * ac + cc * (target * target - aa))) / cc
+    return t * direction
 
 
 def _clip_psd_stack(cov: np.ndarray) -> np.ndarray:

@@ -144,7 +144,7 @@ def bootstrap_population_model(
         that corner's covariances and the mean gap at its upper confidence bound; the
         labels say which member each hypothesis is.
     """
-    from .robust import _inv_sqrt, _sqrt_psd, _worst_shift
+    from ._robust_stack import _inv_sqrt, _sqrt_psd, _worst_shift
 
     unc = _unc(model)
     cs = bootstrap_confidence_set(model, beta=beta)

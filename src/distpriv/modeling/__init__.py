@@ -18,8 +18,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "model_query",
         "stratum_moments",
     ),
+    "regression": ("LogisticRegressionQuery", "logistic_regression_query"),
     "secret_mean": ("MeanSecret",),
-    "model_several": ("SeveralQueryModel", "several_model"),
+    "model_several": ("SeveralQueryModel",),
     "queries": (
         "Query",
         "QueryEvaluation",
@@ -39,6 +40,7 @@ __all__ = [
     "AttributeValue",
     "DataQueryModel",
     "EventSecret",
+    "LogisticRegressionQuery",
     "MeanSecret",
     "MissingReport",
     "ParsedExpression",
@@ -52,9 +54,9 @@ __all__ = [
     "Table",
     "as_table",
     "event_weights",
+    "logistic_regression_query",
     "model_query",
     "parse_expression",
-    "several_model",
     "stratum_moments",
 ]
 
@@ -63,8 +65,9 @@ if TYPE_CHECKING:
     # follow a module __getattr__: without this every public name would be Any).
     from .expressions import ParsedExpression, parse_expression
     from .model import DataQueryModel, model_query, stratum_moments
-    from .model_several import SeveralQueryModel, several_model
+    from .model_several import SeveralQueryModel
     from .queries import Query, QueryEvaluation, Statistic
+    from .regression import LogisticRegressionQuery, logistic_regression_query
     from .secret_events import EventSecret, event_weights
     from .secret_mean import MeanSecret
     from .secret_several import AttributeValue, SeveralSecrets

@@ -10,7 +10,6 @@ statistics, through its exact mean and covariance.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -19,167 +18,20 @@ from .._validation import check_choice, check_positive_int, check_rng
 from ..errors import ParameterError, ParameterTypeError
 from ..querymodel import (
     BootstrapUncertainty,
-    GaussianQueryModel,
     MomentUncertainty,
-    SampledQueryModel,
 )
 from .bootstrap import DEFAULT_BOOTSTRAP, bootstrap_uncertainty, check_bootstrap
+from .data_model import DataQueryModel, _as_query, _facts_thunk
 from .model_diagnostics import _diagnostics, _warn_non_gaussian
 from .moments import iid_cumulants, row_kurtosis, sum_cumulants, table_moments
 from .queries import Query, _row_tree
-from .resampling import Resampling, monte_carlo
+from .resampling import monte_carlo
 from .secrets import ProportionSecret, Secret
 from .tables import as_table, check_missing_policy
 
 __all__ = ["DataQueryModel", "model_query", "stratum_moments"]
 
 METHODS = ("montecarlo", "analytic")
-
-
-@dataclass(frozen=True, init=False)
-class DataQueryModel(GaussianQueryModel):
-    """A Gaussian query model estimated from a table, with its samples and diagnostics.
-
-    A :class:`GaussianQueryModel` (so it goes straight into :func:`distpriv.calibrate`)
-    whose ``fitted`` text says how it was estimated. Extra attributes:
-
-    Attributes
-    ----------
-    samples : tuple of ndarray or None
-        Monte Carlo draws of F per θ, shape (n_samples, m) each (``None`` for analytic).
-    diagnostics : dict
-        ``covariance_gap`` (relative Frobenius difference per pair), ``variance_ratio``
-        (largest/smallest variance of each statistic across a pair), ``skewness`` and
-        ``excess_kurtosis`` (per θ and statistic), ``gaussian_se`` (their standard errors
-        under Gaussianity), ``parallel_residual`` (largest relative part of a mean
-        difference outside the first difference's direction), ``mean_difference_l2``.
-    method : str
-        ``"montecarlo"`` or ``"analytic"``.
-    subset_size : int
-        n, the size of the protected dataset.
-    counts : tuple of int
-        Rows satisfying the predicate under each θ.
-    stratum_sizes : tuple of int
-        (N_A, N_B), rows satisfying / not satisfying the predicate in the table.
-    secret : ProportionSecret
-    query : Query
-    sampling : Resampling or None
-        How the Monte Carlo datasets were drawn (``"full"`` strata or a ``"pool"``);
-        ``None`` for analytic moments.
-    population : bool
-        ``True`` when the modelling table was declared to be the whole population (the
-        finite-population correction is taken against it, and the moments are exact);
-        ``False`` (the default of :func:`model_query`) when it is a sample of the
-        population: then ``uncertainty`` says how well the moments are known.
-    facts : TableFacts or None
-        Public facts about the modelling table (computed on first use) that mechanisms'
-        default options come from (:func:`distpriv.modeling.facts.engine_table_facts`):
-        the per-row span of each statistic (group-DP baselines) and the lattice step of
-        each statistic (the floored mechanisms, :mod:`distpriv.modeling.lattice`).
-        :func:`distpriv.calibrate` and ``auto`` fill options the caller does not set from
-        them, so the library, the configuration path and ``auto`` calibrate the same
-        mechanism the same way. ``None`` for statistics that are not linear.
-    """
-
-    samples: tuple[np.ndarray, ...] | None
-    diagnostics: dict[str, Any]
-    method: str
-    subset_size: int
-    counts: tuple[int, ...]
-    stratum_sizes: tuple[int, int]
-    secret: ProportionSecret
-    query: Query
-    sampling: Resampling | None
-    population: bool
-
-    def __init__(
-        self,
-        means: Any,
-        covariances: Any,
-        *,
-        secret: ProportionSecret,
-        query: Query,
-        samples: tuple[np.ndarray, ...] | None,
-        method: str,
-        subset_size: int,
-        counts: tuple[int, ...],
-        stratum_sizes: tuple[int, int],
-        diagnostics: dict[str, Any],
-        fitted: str,
-        sampling: Resampling | None = None,
-        uncertainty: MomentUncertainty | BootstrapUncertainty | None = None,
-        population: bool = True,
-        facts: Any = None,
-    ) -> None:
-        super().__init__(
-            means,
-            covariances,
-            secret.pairs,
-            labels=secret.values,
-            statistics=query.names,
-            fitted=fitted,
-            uncertainty=uncertainty,
-        )
-        for name, value in (
-            ("samples", samples),
-            ("diagnostics", diagnostics),
-            ("method", method),
-            ("subset_size", subset_size),
-            ("counts", counts),
-            ("stratum_sizes", stratum_sizes),
-            ("secret", secret),
-            ("query", query),
-            ("sampling", sampling),
-            ("population", bool(population)),
-        ):
-            object.__setattr__(self, name, value)
-        # Computed on first use (only mechanisms with default options need them), so that
-        # building a model costs the engine no more round trips than its moments.
-        pending = facts if callable(facts) else None
-        object.__setattr__(self, "_facts", None if pending is not None else facts)
-        object.__setattr__(self, "_facts_pending", pending)
-
-    @property
-    def facts(self) -> Any:
-        """The modelling table's facts (``TableFacts`` or ``None``), computed once on first use."""
-        pending = self.__dict__.get("_facts_pending")
-        if pending is not None:
-            object.__setattr__(self, "_facts", pending())
-            object.__setattr__(self, "_facts_pending", None)
-        return self.__dict__.get("_facts")
-
-    def to_sampled(self) -> SampledQueryModel:
-        """The Monte Carlo draws as a :class:`SampledQueryModel` (for the Wasserstein family)."""
-        if self.samples is None:
-            raise ParameterError(
-                "this model was computed with method='analytic' and has no samples; use "
-                "method='montecarlo' for the Wasserstein mechanisms"
-            )
-        return SampledQueryModel(
-            self.samples, self.pairs, labels=self.labels, statistics=self.statistics
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe description (without the samples)."""
-        from ..guarantees import to_jsonable
-
-        out = super().to_dict()
-        out.update(
-            {
-                "type": "data",
-                "method": self.method,
-                "subset_size": self.subset_size,
-                "counts": list(self.counts),
-                "stratum_sizes": list(self.stratum_sizes),
-                "n_samples": None if self.samples is None else int(self.samples[0].shape[0]),
-                "secret": self.secret.to_dict(),
-                "query": self.query.to_dict(),
-                "diagnostics": to_jsonable(self.diagnostics),
-                "sampling": None if self.sampling is None else self.sampling.to_dict(),
-                "population": self.population,
-            }
-        )
-        return out
 
 
 def stratum_moments(features: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -203,16 +55,6 @@ def stratum_moments(features: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarra
     pop_cov = centred.T @ centred / n_rows
     fpc = (n_rows - k) / (n_rows - 1) if n_rows > 1 else 0.0
     return k * mu, k * fpc * pop_cov
-
-
-def _as_query(query: Any) -> Query:
-    if isinstance(query, Query):
-        return query
-    if isinstance(query, Mapping | Sequence) and not isinstance(query, str):
-        return Query(query)
-    raise ParameterTypeError(
-        f"query must be a Query or a mapping of SQL aggregates, got {type(query).__name__}"
-    )
 
 
 def model_query(
@@ -367,6 +209,7 @@ def model_query(
             data,
             q,
             secret,
+            build=model_query,
             subset_size=subset_size,
             method=meth,
             n_samples=draws_n,
@@ -453,24 +296,6 @@ def model_query(
         population=population,
         facts=_facts_thunk(table, q, n, policy),
     )
-
-
-def _facts_thunk(table: Any, q: Query, n: int, missing: str) -> Any:
-    """What computes the table's facts for default options (spans, lattices) on first use:
-    ``None`` when the statistics are not linear or a span is not finite (a mechanism that
-    needs them then says so when it is calibrated)."""
-    if not q.is_linear:
-        return None
-
-    def compute() -> Any:
-        from .facts import engine_table_facts
-
-        try:
-            return engine_table_facts(table, q, n, missing=missing)
-        except ParameterError:
-            return None
-
-    return compute
 
 
 def _feature_uncertainty(sampler: Any) -> MomentUncertainty:

@@ -47,7 +47,7 @@ from scipy.optimize import brentq
 from .._validation import check_positive_int
 from ..errors import AssumptionWarning, ParameterError
 from ..querymodel import MomentUncertainty
-from .model import DataQueryModel, _facts_thunk
+from .data_model import DataQueryModel, _facts_thunk
 from .model_diagnostics import _diagnostics, _warn_non_gaussian
 from .queries import Query
 from .secret_mean import MeanSecret

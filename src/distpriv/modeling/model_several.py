@@ -21,6 +21,7 @@ attributes; the variance factors are Bonferroni over all 2·|C|·m strata and st
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from .._validation import check_choice, check_rng
 from ..querymodel import MomentUncertainty
-from .model import DataQueryModel, _as_query, _facts_thunk, model_query
+from .data_model import DataQueryModel, _as_query, _facts_thunk
 from .model_diagnostics import _diagnostics
 from .secret_several import SeveralSecrets
 from .tables import as_table, check_missing_policy
@@ -100,6 +101,7 @@ def several_model(
     query: Any,
     secret: SeveralSecrets,
     *,
+    build: Callable[..., DataQueryModel],
     subset_size: int,
     method: str = "analytic",
     n_samples: int = 1000,
@@ -110,7 +112,9 @@ def several_model(
 ) -> SeveralQueryModel:
     """:func:`~distpriv.modeling.model.model_query` for a :class:`SeveralSecrets`.
 
-    Parameters are those of :func:`~distpriv.modeling.model.model_query`. Rows with a
+    Parameters are those of :func:`~distpriv.modeling.model.model_query`, and ``build``:
+    what models one attribute's proportion secret (``model_query`` itself, which calls this
+    with it: passed in so this module does not import its dispatcher). Rows with a
     missing value in any column of the statistics or of any attribute's predicate are
     handled once, for all attributes (``missing="drop"`` drops them from every block), so
     every block is modelled on the same rows. Monte Carlo blocks draw from one generator
@@ -135,7 +139,7 @@ def several_model(
         q.columns | secret.columns, missing=policy, what="modelling data"
     )
     parts = tuple(
-        model_query(
+        build(
             table,
             q,
             a,

@@ -364,47 +364,6 @@ class Query:
             )
         return out
 
-    @staticmethod
-    def logistic_regression(
-        target: str,
-        features: Sequence[str],
-        *,
-        C: float = 1.0,
-        names: Sequence[str] | None = None,
-    ) -> Query:
-        """The coefficients of a logistic regression fitted to the dataset, as the statistics.
-
-        Chen & Ohrimenko 2023's motivating case (property inference on released models):
-        scikit-learn's ``LogisticRegression(C=C)`` objective (intercept unpenalised), fitted
-        deterministically by batched Newton steps
-        (:class:`distpriv.modeling.regression.LogisticRegressionQuery`).
-
-        Parameters
-        ----------
-        target : str
-            A SQL row predicate (or 0/1 expression): the class to predict.
-        features : sequence of str
-            SQL row expressions.
-        C : float
-            Inverse L2 penalty on the coefficients (> 0, finite).
-        names : sequence of str, optional
-            Default ``coef_<feature>`` for each feature, then ``intercept``.
-
-        Returns
-        -------
-        Query
-            d + 1 statistics; not linear (model it with ``method="montecarlo"``).
-
-        Examples
-        --------
-        >>> q = Query.logistic_regression("sex = 'Female'", ["age", "hours_per_week"])
-        >>> q.names
-        ('coef_age', 'coef_hours_per_week', 'intercept')
-        """
-        from .regression import LogisticRegressionQuery
-
-        return LogisticRegressionQuery(target, features, c=C, names=names)
-
 
 def _check_ranges(ranges: Any, names: Sequence[str]) -> dict[str, tuple[float, float]]:
     """Validate ``ranges``: known statistic names, two numbers each, low < high, no NaN."""

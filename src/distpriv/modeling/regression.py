@@ -31,7 +31,7 @@ from .expressions import parse_expression
 from .queries import Query, Statistic
 from .tables import Table, as_table
 
-__all__ = ["LogisticRegressionQuery", "fit_logistic"]
+__all__ = ["LogisticRegressionQuery", "fit_logistic", "logistic_regression_query"]
 
 # Newton's method converges quadratically near the optimum; from w = 0 a well-posed
 # problem takes about 8 steps, so 100 means the problem is (numerically) not well posed.
@@ -230,3 +230,42 @@ class LogisticRegressionQuery(Query):
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe description (name → expression)."""
         return {s.name: s.expression for s in self.statistics}
+
+
+def logistic_regression_query(
+    target: str,
+    features: Sequence[str],
+    *,
+    C: float = 1.0,
+    names: Sequence[str] | None = None,
+) -> Query:
+    """The coefficients of a logistic regression fitted to the dataset, as the statistics.
+
+    Chen & Ohrimenko 2023's motivating case (property inference on released models):
+    scikit-learn's ``LogisticRegression(C=C)`` objective (intercept unpenalised), fitted
+    deterministically by batched Newton steps
+    (:class:`distpriv.modeling.regression.LogisticRegressionQuery`).
+
+    Parameters
+    ----------
+    target : str
+        A SQL row predicate (or 0/1 expression): the class to predict.
+    features : sequence of str
+        SQL row expressions.
+    C : float
+        Inverse L2 penalty on the coefficients (> 0, finite).
+    names : sequence of str, optional
+        Default ``coef_<feature>`` for each feature, then ``intercept``.
+
+    Returns
+    -------
+    Query
+        d + 1 statistics; not linear (model it with ``method="montecarlo"``).
+
+    Examples
+    --------
+    >>> q = logistic_regression_query("sex = 'Female'", ["age", "hours_per_week"])
+    >>> q.names
+    ('coef_age', 'coef_hours_per_week', 'intercept')
+    """
+    return LogisticRegressionQuery(target, features, c=C, names=names)

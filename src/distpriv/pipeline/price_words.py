@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..central import CalibratedMechanism, mechanism_info
-
-if TYPE_CHECKING:
-    from .price import StatisticPrice
+from .price_rows import StatisticPrice
 
 __all__ = ["MOVES", "WEIGHT_PROBE", "price_lines", "weights_line"]
 
