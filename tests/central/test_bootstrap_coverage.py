@@ -23,13 +23,15 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import binom
 
 import distpriv as dp
-from distpriv.accounting import gaussian_pair_delta
 from distpriv.datasets.adult import load_adult
 from distpriv.modeling import ProportionSecret, model_query
 from distpriv.modeling.regression import logistic_regression_query
+
+# The reference δ and the binomial allowance of the linear layer's coverage test (same
+# ε, δ and β).
+from .test_population_coverage import allowed, true_delta
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 ALLOWANCE = 1e-6
@@ -74,28 +76,6 @@ def setting(which: str, kind: str):
         else:
             query = {"median_lpi": "median(lpi)", "q75_disease": "quantile_cont(disea, 0.75)"}
     return frame, secret, query
-
-
-def true_delta(pop, noise: np.ndarray) -> float:
-    out = 0.0
-    for i, j in pop.pairs:
-        for a, b in ((i, j), (j, i)):
-            out = max(
-                out,
-                gaussian_pair_delta(
-                    pop.means[a],
-                    pop.covariances[a] + noise,
-                    pop.means[b],
-                    pop.covariances[b] + noise,
-                    epsilon=EPS,
-                ),
-            )
-    return out
-
-
-def allowed(n: int) -> int:
-    """Violations allowed among n tables: the 99.9 % quantile of Binomial(n, β)."""
-    return int(binom.ppf(0.999, n, BETA))
 
 
 def ratios(which: str, kind: str, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
