@@ -259,11 +259,16 @@ def render_demo(report: Any) -> str:
 
 def render_audit(title: str, report: Any, notes: list[str]) -> str:
     """Per mechanism and attack: accuracy, ε lower bound and verdict."""
+    if hasattr(report, "reports"):  # several attributes: one audit each (issue 27)
+        from ._render_audit import render_several_audit
+
+        return render_several_audit(title, report, notes, render_audit)
     buf = _Buffer()
     console = buf.console
+    labels = getattr(report, "labels", None)
+    what = " vs ".join(labels) if labels else f"p = {report.pair[0]:g} vs {report.pair[1]:g}"
     console.print(
-        f"[bold]{_e(title)}[/bold] — audit of p = {report.pair[0]:g} vs "
-        f"{report.pair[1]:g}: {report.repetitions} repetitions of "
+        f"[bold]{_e(title)}[/bold] — audit of {_e(what)}: {report.repetitions} repetitions of "
         f"{report.n_shadow} shadow and {report.n_test} test datasets"
     )
     table = Table()
@@ -288,6 +293,9 @@ def render_audit(title: str, report: Any, notes: list[str]) -> str:
     for m in report.mechanisms:
         if getattr(m, "verification", None) is not None:
             console.print(f"{_e(m.mechanism)}: " + _verification_line(m.verification.to_dict()))
+    from ._render_audit import allowed_line
+
+    console.print(allowed_line(report))
     for note in notes:
         console.print(f"note: {_e(note)}")
     console.print(

@@ -240,7 +240,7 @@ def test_release_report_per_attribute_json_and_html(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_verify_runs_and_audit_refuses(tmp_path, capsys):
+def test_verify_and_audit_run(tmp_path, capsys):
     path = _write(tmp_path, TWO)
     out = tmp_path / "check.json"
     status, _, err = run(["verify", path, "--out", out, "--quiet"], capsys)
@@ -249,8 +249,16 @@ def test_verify_runs_and_audit_refuses(tmp_path, capsys):
     assert check["secret"]["type"] == "several"
     assert check["verification"]["verdict"] != "violation"
     assert len(check["guarantee"]["pairs"]) == 3
-    status, _, err = run(["audit", path, "--repetitions", "1"], capsys)
-    one_line_error(status, err, 'kind = "several" is not supported by distpriv audit')
+    # The audit runs one audit per attribute (attacks/audit_several.py; it refused before).
+    audit_out = tmp_path / "audit.json"
+    status, _, err = run(
+        ["audit", path, "--repetitions", "1", "--out", audit_out, "--quiet"], capsys
+    )
+    assert status == 0, err
+    report = json.loads(audit_out.read_text())
+    assert [a["predicate"] for a in report["attributes"]] == [FEMALE, RICH]
+    for block in report["attributes"]:
+        assert block["guarantees"]["expm-g"]["epsilon"] == 1.0
 
 
 def test_budget_of_either_attribute_binds_the_several_release(tmp_path):

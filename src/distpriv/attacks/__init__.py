@@ -20,8 +20,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "accuracy_interval",
         "audit",
     ),
+    "audit_kinds": ("AuditTarget", "EventSampler", "MeanSampler", "MixtureLikelihoodRatio"),
+    "audit_several": ("SeveralAuditReport", "audit_attributes"),
     "bounds": (
         "EpsilonBound",
+        "accuracy_allowed",
         "clopper_pearson",
         "epsilon_lower_bound",
     ),
@@ -45,15 +48,22 @@ __all__ = [
     "UNDEFENDED",
     "AuditAttackResult",
     "AuditReport",
+    "AuditTarget",
     "DataLevelCheck",
     "DirectionCheck",
     "EpsilonBound",
+    "EventSampler",
     "GaussianLikelihoodRatio",
     "LatticeDecoder",
+    "MeanSampler",
     "MechanismAudit",
+    "MixtureLikelihoodRatio",
     "NullControl",
+    "SeveralAuditReport",
+    "accuracy_allowed",
     "accuracy_interval",
     "audit",
+    "audit_attributes",
     "clopper_pearson",
     "detect_lattice",
     "detectable_delta",
@@ -76,7 +86,9 @@ if TYPE_CHECKING:
         accuracy_interval,
         audit,
     )
-    from .bounds import EpsilonBound, clopper_pearson, epsilon_lower_bound
+    from .audit_kinds import AuditTarget, EventSampler, MeanSampler, MixtureLikelihoodRatio
+    from .audit_several import SeveralAuditReport, audit_attributes
+    from .bounds import EpsilonBound, accuracy_allowed, clopper_pearson, epsilon_lower_bound
     from .classifiers import CLASSIFIERS, make_classifier
     from .lattice import LatticeDecoder, detect_lattice, lattice_decoder
     from .likelihood import GaussianLikelihoodRatio

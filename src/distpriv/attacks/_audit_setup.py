@@ -18,6 +18,7 @@ from ..central import CalibratedMechanism, calibrate, model_view_for
 from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
 from ..modeling import DataQueryModel, ProportionSecret
 from ..querymodel import GaussianQueryModel, SampledQueryModel
+from .audit_kinds import AuditTarget
 from .audit_report import UNDEFENDED
 from .classifiers import CLASSIFIERS
 from .likelihood import GaussianLikelihoodRatio
@@ -83,7 +84,7 @@ def _validate(
     mechanisms: Sequence[object],
     pair: tuple[float, float] | None,
 ) -> _Setting:
-    if not isinstance(secret, ProportionSecret):
+    if not isinstance(secret, ProportionSecret | AuditTarget):  # other kinds: audit_kinds
         raise ParameterTypeError(f"secret must be a ProportionSecret, got {type(secret).__name__}")
     reps = check_audit_size(repetitions, n_shadow, n_test)
     n_sh = check_positive_int(n_shadow, "n_shadow", minimum=2)

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from .._validation import check_rng
+from .._validation import check_positive_int, check_rng
 from ..central import CalibratedMechanism
-from ..errors import ParameterTypeError
 from ..modeling import DataQueryModel, ProportionSecret, Query, Secret
 from ..modeling.strata import StratifiedSampler
 from ..querymodel import SampledQueryModel
@@ -41,6 +40,7 @@ from ._audit_setup import (
     _verify_samples,
     check_audit_size,  # noqa: F401 (re-exported, not in __all__)
 )
+from .audit_kinds import audit_target
 from .audit_report import (
     ACCURACY_CONFIDENCE,  # noqa: F401 (re-exported, not in __all__)
     UNDEFENDED,  # noqa: F401 (re-exported, not in __all__)
@@ -188,7 +188,7 @@ def audit(
     epsilon: float | None = None,
     delta: float = 0.0,
     options: Mapping[str, Mapping[str, Any]] | None = None,
-    pair: tuple[float, float] | None = None,
+    pair: tuple[Any, Any] | None = None,
     repetitions: int = 10,
     n_shadow: int = 200,
     n_test: int = 200,
@@ -224,7 +224,10 @@ def audit(
     options : mapping, optional
         Per-mechanism options, e.g. ``{"groupdp-g": {"group_size": 100, ...}}``.
     pair : (float, float), optional
-        The two secret values to tell apart; default the secret's first pair.
+        The two secret values to tell apart; default the secret's first pair. For an
+        :class:`~distpriv.modeling.EventSecret` two event indices; for a
+        :class:`~distpriv.modeling.SeveralSecrets` two ``AttributeValue`` of one
+        attribute (:func:`~distpriv.attacks.audit_attributes` audits each attribute).
     repetitions : int
         Fresh shadow and test datasets each time (the paper: 50); at most
         :data:`MAX_REPETITIONS` (1,000), refused before any work.
@@ -265,19 +268,30 @@ def audit(
     binomial bound on their average rate stays valid (Hoeffding 1956).
     """
     q = query if isinstance(query, Query) else Query(query)
-    st = _validate(secret, repetitions, n_shadow, n_test, confidence, classifiers, mechanisms, pair)
+    # Mean, event and several-attribute secrets: their datasets and likelihood ratios come
+    # from attacks/audit_kinds.py (issue 27); a proportion's stay here.
+    kind = None if isinstance(secret, ProportionSecret) else audit_target(secret, pair)
+    target, pr = (secret, pair) if kind is None else kind
+    st = _validate(target, repetitions, n_shadow, n_test, confidence, classifiers, mechanisms, pr)
     samples = _verify_samples(verify_samples, model) if verify else None
     gen = check_rng(rng)
-    if not isinstance(secret, ProportionSecret):  # _validate refused it; narrows the type
-        raise ParameterTypeError(f"secret must be a ProportionSecret, got {type(secret).__name__}")
-    aux = StratifiedSampler(auxiliary, q, secret, subset_size, role="auxiliary data")
-    tst = StratifiedSampler(test, q, secret, subset_size, role="test data")
+    if kind is None:
+        psecret = cast(ProportionSecret, secret)
+        aux: Any = StratifiedSampler(auxiliary, q, psecret, subset_size, role="auxiliary data")
+        tst: Any = StratifiedSampler(test, q, psecret, subset_size, role="test data")
+    else:
+        n = check_positive_int(subset_size, "subset_size")
+        aux, tst = kind[0].samplers(auxiliary, test, q, n)
     mechs, notes = _resolve_mechanisms(mechanisms, model, epsilon, delta, options)
-    lrs = (
-        _likelihood_ratios(model, st.pair, mechs, q.dim)
-        if model is not None and likelihood_ratio
-        else {}
-    )
+    lrs: Mapping[str, Any] = {}
+    if model is not None and likelihood_ratio:
+        lrs = (
+            _likelihood_ratios(model, st.pair, mechs, q.dim)
+            if kind is None
+            else kind[0].likelihood_ratios(model, st.pair, mechs, q.dim, aux)
+        )
+    if kind is not None:
+        notes += kind[0].notes(int(subset_size), aux, tst, st.pair)
     attacks = [*st.classifiers]
     if mechanism_aware:
         attacks += [f"{c} (mechanism-aware)" for c in st.classifiers]
@@ -303,4 +317,5 @@ def audit(
         st.classifiers,
         seed,
         tuple(notes),
+        None if kind is None else (kind[0].label(st.pair[0]), kind[0].label(st.pair[1])),
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 from .._version import __version__
 from ..guarantees import to_jsonable
-from .bounds import EpsilonBound, clopper_pearson
+from .bounds import EpsilonBound, accuracy_allowed, clopper_pearson
 from .verify import DataLevelCheck
 
 __all__ = ["AuditAttackResult", "AuditReport", "MechanismAudit", "accuracy_interval"]
@@ -92,6 +92,7 @@ class MechanismAudit:
                 "strongest_attack": self.strongest,
                 "verdict": self.verdict,
                 "fallback": self.fallback,
+                "accuracy_allowed": accuracy_allowed(self.epsilon, self.delta),
                 "attacks": [a.to_dict() for a in self.attacks],
                 "verification": None if self.verification is None else self.verification.to_dict(),
             }
@@ -111,6 +112,8 @@ class AuditReport:
     classifiers: tuple[str, ...]
     seed: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: The pair in words (mean, event and several-attribute secrets; issue 27).
+    labels: tuple[str, str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
@@ -127,6 +130,7 @@ class AuditReport:
                 "classifiers": self.classifiers,
                 "notes": self.notes,
                 "mechanisms": [m.to_dict() for m in self.mechanisms],
+                **({} if self.labels is None else {"labels": self.labels}),
             }
         )
 

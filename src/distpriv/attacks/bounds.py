@@ -10,7 +10,7 @@ from .._distributions import beta_ppf
 from .._validation import check_delta, check_real
 from ..errors import ParameterError
 
-__all__ = ["EpsilonBound", "clopper_pearson", "epsilon_lower_bound"]
+__all__ = ["EpsilonBound", "accuracy_allowed", "clopper_pearson", "epsilon_lower_bound"]
 
 
 def clopper_pearson(successes: int, trials: int, confidence: float, side: str) -> float:
@@ -116,3 +116,27 @@ def epsilon_lower_bound(
     fnr_hi = clopper_pearson(fn, pos, each, "upper")
     eps = max(_log_ratio(tpr_lo - dlt, fpr_hi), _log_ratio(tnr_lo - dlt, fnr_hi))
     return EpsilonBound(eps, conf, tp / pos, fp / neg, tpr_lo, fpr_hi, tnr_lo, fnr_hi, pos, neg)
+
+
+def accuracy_allowed(epsilon: float, delta: float) -> float:
+    """The largest accuracy of any attack on two equally likely values under (ε, δ).
+
+    An (ε, δ)-indistinguishable pair gives every test with false-positive rate α and
+    false-negative rate β both 1 − β ≤ e^ε α + δ and 1 − α ≤ e^ε β + δ; adding them,
+    α + β ≥ 2(1 − δ)/(1 + e^ε), so the accuracy 1 − (α + β)/2 is at most
+    (e^ε + δ)/(1 + e^ε) (Kairouz, Oh & Viswanath 2015, Thm. 2.1, at equal priors).
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The claim; ε = inf (no protection) gives 1.
+
+    Returns
+    -------
+    float
+        In [0.5, 1].
+    """
+    if math.isinf(epsilon):
+        return 1.0
+    e = math.exp(-epsilon)  # (e^ε + δ)/(1 + e^ε), written without overflow
+    return min(1.0, (1.0 + delta * e) / (1.0 + e))

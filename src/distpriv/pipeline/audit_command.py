@@ -158,6 +158,7 @@ def run_audit(
     """
     from ..attacks import audit  # scikit-learn: imported only when auditing
     from ..attacks.audit import check_audit_size
+    from ..attacks.audit_several import audit_attributes
 
     cfg = _config(config)
     aud = cfg.audit
@@ -172,12 +173,6 @@ def run_audit(
     aux_src, test_src = _audit_sources(cfg)
     with _collect_warnings() as caught:
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
-        if secret.kind == "several":  # the attacks' datasets fix one attribute's share
-            raise ConfigError(
-                f'{cfg.path}: [secret] kind = "several" is not supported by distpriv audit '
-                "yet: audit each attribute with its own proportion secret (kind = "
-                '"proportion" with its predicate and values)'
-            )
         reps = check_positive_int(
             aud.get("repetitions", 10) if repetitions is None else repetitions, "repetitions"
         )
@@ -187,7 +182,9 @@ def run_audit(
         check_memory((n_shadow + n_test) * n * 8.0 * 3, f"n_shadow + n_test with subset_size={n}")
         model_frame = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
         mechs, model, notes = _audit_mechanisms(cfg, names, model_frame, query, secret, n)
-        report = audit(
+        # Several attributes: one audit per attribute (attacks/audit_several.py).
+        run_one: Any = audit if secret.kind != "several" else audit_attributes
+        report = run_one(
             auxiliary=load_frame(aux_src, split_seed=cfg.split_seed, what="[data] auxiliary"),
             test=load_frame(test_src, split_seed=cfg.split_seed, what="[data] test"),
             query=query,
@@ -215,6 +212,11 @@ def run_audit(
             "seed": seed,
         },
     }
+    if secret.kind == "several":  # each attribute's guarantee beside its attacks
+        from .audit_kinds import several_audit_blocks
+
+        beta = cfg.options.get("beta", 0.05)
+        notes += several_audit_blocks(public, model, mechs, beta=beta)
     public["notes"] = [*public.get("notes", []), *notes]
     private = {
         "kind": "audit-diagnostics",
