@@ -205,6 +205,11 @@ def test_ledger_composes_several_with_each_attribute(tmp_path):
     # Composing again over both: the several release's two rows count once (4, not 5).
     fourth = _release(path, both, 4)
     assert fourth.composed.n_releases == 4
+    # The several key finds the two releases that hid both together, each once.
+    whole = led.releases(secret=both.ledger_key())
+    assert [e.secret["key"] for e in whole] == [both.ledger_key()] * 2
+    assert whole[0].id < whole[1].id and whole[0].released != whole[1].released
+    assert led.releases(secret="several:" + FEMALE) == ()
     # Stacking more releases can only reveal more: the composed epsilon grows.
     assert fourth.composed.epsilon > second.composed.epsilon > first.composed.alone["epsilon"]
 
