@@ -71,8 +71,8 @@ if TYPE_CHECKING:
     from .queries import Query, QueryEvaluation, Statistic
     from .regression import LogisticRegressionQuery, logistic_regression_query
     from .secret_events import EventSecret, event_weights
-    from .secret_mean_events import MeanGrid
     from .secret_mean import MeanSecret
+    from .secret_mean_events import MeanGrid
     from .secret_several import AttributeValue, SeveralSecrets
     from .secrets import ProportionSecret, Secret
     from .tables import MissingReport, Table, as_table

@@ -25,6 +25,7 @@ reported in ``diagnostics["event_grid"]`` and the guarantee's premise names them
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -60,9 +61,7 @@ def _check_events_in_range(secret: EventSecret, s: np.ndarray) -> None:
             )
 
 
-def grid_departure(
-    x: np.ndarray, s: np.ndarray, secret: EventSecret, n: int
-) -> dict[str, Any]:
+def grid_departure(x: np.ndarray, s: np.ndarray, secret: EventSecret, n: int) -> dict[str, Any]:
     """The premise's departure at every grid step's midpoint (module docstring).
 
     Parameters
@@ -84,7 +83,7 @@ def grid_departure(
         Mahalanobis distance before noise) and ``relative_mean_departure`` (their ratio).
     """
     per = secret.event_values(n)
-    cells = [(a, b) for vals in per for a, b in zip(vals[:-1], vals[1:], strict=True)]
+    cells = [(a, b) for vals in per for a, b in itertools.pairwise(vals)]
     mids = [(a + b) / 2 for a, b in cells]
     grid = secret.value_secret()
     ends = fit_mean(x, s, grid)
