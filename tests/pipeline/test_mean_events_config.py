@@ -57,12 +57,18 @@ def test_mean_event_config_builds_the_grid_and_the_words(tmp_path):
 
 
 def test_release_reports_what_is_hidden(tmp_path, capsys):
-    status, out, err = run(["release", _write(tmp_path, AGE + "\nstep = 1"), "--json"], capsys)
+    page = tmp_path / "r.html"
+    path = _write(tmp_path, AGE + "\nstep = 1")
+    status, out, err = run(["release", path, "--json", "--html", page], capsys)
     assert status == 0, err
     report = json.loads(out)
     text = json.dumps(report)
-    assert "whether the average of age is in [36, 38] vs in [41, 43]" in text
+    words = "whether the average of age is in [36, 38] vs in [41, 43]"
+    assert words in text
     assert "Mean events" in text  # the premise between grid values, in the guarantee
+    html = page.read_text()
+    assert words in html and "stays hidden" in html
+    assert "whether it is 36.0" not in html  # the ranges are hidden, not one grid value
 
 
 @pytest.mark.parametrize(

@@ -247,11 +247,16 @@ class EventSecret:
         """The secret in words."""
         what = self.base.describe().split(", anywhere between")[0]
         ev = " vs ".join(f"in [{lo:g}, {hi:g}]" for lo, hi in self.events)
-        return (
-            f"whether {what} is {ev} (event pairs {list(map(list, self.event_pairs))}; the "
-            "law given an event is the mixture over the values it allows, certified by "
-            "every value of one event against every value of the other)"
+        how = (
+            "the law given an event is the mixture over the values it allows, certified by "
+            "every value of one event against every value of the other"
+            if isinstance(self.source, ProportionSecret) or not hasattr(self.source, "step")
+            # mean events: a continuum of averages, represented by a grid
+            else "each range on a grid of averages, every grid value of one event against "
+            "every grid value of the other; between grid values the premise of "
+            "docs/guarantees.md, Mean events"
         )
+        return f"whether {what} is {ev} (event pairs {list(map(list, self.event_pairs))}; {how})"
 
     def ledger_key(self) -> str:
         """The base secret's key: releases about the same property compose."""
