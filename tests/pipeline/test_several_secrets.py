@@ -214,9 +214,10 @@ def test_ledger_composes_several_with_each_attribute(tmp_path):
     assert fourth.composed.epsilon > second.composed.epsilon > first.composed.alone["epsilon"]
 
 
-def test_release_report_per_attribute_json_and_html(tmp_path, capsys):
+def test_release_report_per_attribute_json_and_html(tmp_path, capsys, short_utility_grid):
     """The release hides both shares: the JSON and HTML say what is hidden per attribute,
-    with each attribute's guarantee (delta at epsilon over its own pairs <= the claim)."""
+    with each attribute's guarantee (delta at epsilon over its own pairs <= the claim).
+    The page's figure is on the one-point grid: nothing here reads the figure."""
     path = _write(tmp_path, TWO)
     out, html = tmp_path / "r.json", tmp_path / "r.html"
     status, stdout, err = run(
