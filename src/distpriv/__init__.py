@@ -66,6 +66,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "modeling": (
         "DataQueryModel",
         "EventSecret",
+        "MeanGrid",
         "MeanSecret",
         "ProportionSecret",
         "Query",
@@ -118,6 +119,7 @@ __all__ = [
     "GridRounding",
     "Ledger",
     "LedgerError",
+    "MeanGrid",
     "MeanSecret",
     "MechanismNotApplicableError",
     "MomentUncertainty",
@@ -233,6 +235,7 @@ if TYPE_CHECKING:
     from .modeling import (
         DataQueryModel,
         EventSecret,
+        MeanGrid,
         MeanSecret,
         ProportionSecret,
         Query,

@@ -330,7 +330,9 @@ def test_cli_one_line_errors(tmp_path, capsys, secret, words):
     assert not (tmp_path / "out.json").exists()
 
 
-def test_ledger_composes_mean_releases_under_their_own_key(tmp_path, capsys):
+def test_ledger_composes_mean_releases_under_their_own_key(tmp_path, capsys, short_utility_grid):
+    # The --html figure on a one-point grid: the assertions read the ledger and one phrase of
+    # the page, not the figure (the default grid is tested in tests/pipeline/test_html.py).
     import json
 
     path = _write(tmp_path, 'expression = "s"\nvalues = [9.5, 10.5]')

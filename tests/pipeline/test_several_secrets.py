@@ -205,13 +205,19 @@ def test_ledger_composes_several_with_each_attribute(tmp_path):
     # Composing again over both: the several release's two rows count once (4, not 5).
     fourth = _release(path, both, 4)
     assert fourth.composed.n_releases == 4
+    # The several key finds the two releases that hid both together, each once.
+    whole = led.releases(secret=both.ledger_key())
+    assert [e.secret["key"] for e in whole] == [both.ledger_key()] * 2
+    assert whole[0].id < whole[1].id and whole[0].released != whole[1].released
+    assert led.releases(secret="several:" + FEMALE) == ()
     # Stacking more releases can only reveal more: the composed epsilon grows.
     assert fourth.composed.epsilon > second.composed.epsilon > first.composed.alone["epsilon"]
 
 
-def test_release_report_per_attribute_json_and_html(tmp_path, capsys):
+def test_release_report_per_attribute_json_and_html(tmp_path, capsys, short_utility_grid):
     """The release hides both shares: the JSON and HTML say what is hidden per attribute,
-    with each attribute's guarantee (delta at epsilon over its own pairs <= the claim)."""
+    with each attribute's guarantee (delta at epsilon over its own pairs <= the claim).
+    The page's figure is on the one-point grid: nothing here reads the figure."""
     path = _write(tmp_path, TWO)
     out, html = tmp_path / "r.json", tmp_path / "r.html"
     status, stdout, err = run(

@@ -68,9 +68,11 @@ __all__ = [
     "audit_target",
 ]
 
-# Give up when fewer than one subset in this many lands in a value's window (as the mean
-# secret's Monte Carlo model, modeling/mean_sampling.py).
-_MIN_ACCEPTANCE = 1e-3
+# Give up when fewer than one subset in this many lands in a value's window. Ten times
+# rarer than the mean secret's Monte Carlo model allows (modeling/mean_sampling.py): an
+# event's far grid values are drawn rarely (with their population weight), so the audit
+# asks few datasets of them, and the work stays bounded by count / this rate.
+_MIN_ACCEPTANCE = 1e-4
 
 
 class ValueSampler(Protocol):
@@ -155,13 +157,14 @@ class MeanSampler:
         Raises
         ------
         ParameterError
-            Fewer than one subset in 1,000 lands in the value's window (a value too rare
-            for rejection sampling on this table).
+            Fewer than one subset in 10,000 lands in the value's window (a value too
+            rare for rejection sampling on this table).
         """
         v = self.secret.values[index]
         chunk = chunk_rows(self.n)
         kept: list[np.ndarray] = []
-        have, drawn, limit = 0, 0, math.ceil(count / _MIN_ACCEPTANCE)
+        # At least ten chunks: a call asking one dataset must not fail on one unlucky chunk.
+        have, drawn, limit = 0, 0, max(math.ceil(count / _MIN_ACCEPTANCE), 10 * chunk)
         while have < count:
             if drawn >= limit:
                 raise ParameterError(

@@ -28,6 +28,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "secret_several": ("AttributeValue", "SeveralSecrets"),
     "secret_events": ("EventSecret", "event_weights"),
+    "secret_mean_events": ("MeanGrid",),
     "secrets": ("ProportionSecret", "Secret"),
     "tables": (
         "MissingReport",
@@ -41,6 +42,7 @@ __all__ = [
     "DataQueryModel",
     "EventSecret",
     "LogisticRegressionQuery",
+    "MeanGrid",
     "MeanSecret",
     "MissingReport",
     "ParsedExpression",
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
     from .regression import LogisticRegressionQuery, logistic_regression_query
     from .secret_events import EventSecret, event_weights
     from .secret_mean import MeanSecret
+    from .secret_mean_events import MeanGrid
     from .secret_several import AttributeValue, SeveralSecrets
     from .secrets import ProportionSecret, Secret
     from .tables import MissingReport, Table, as_table

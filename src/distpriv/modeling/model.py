@@ -202,6 +202,23 @@ def model_query(
             n_samples=draws_n,
             rng=gen,
         )
+    if isinstance(secret, EventSecret) and not isinstance(secret.source, ProportionSecret):
+        # Mean events: a mean secret's model at each event's grid values (issue 27 item 2).
+        from .model_mean_events import mean_event_model
+
+        if not isinstance(population, bool):
+            raise ParameterTypeError(f"population must be true or false, got {population!r}")
+        return mean_event_model(
+            as_table(data),
+            q,
+            secret,
+            subset_size=subset_size,
+            method=meth,
+            missing=policy,
+            population=population,
+            n_samples=draws_n,
+            rng=gen,
+        )
     if isinstance(secret, SeveralSecrets):  # several attributes at once: one block each
         from .model_several import several_model
 

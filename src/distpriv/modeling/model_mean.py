@@ -313,6 +313,8 @@ def mean_model(
     population: bool,
     n_samples: int = 1000,
     rng: np.random.Generator | None = None,
+    label_secret: Any = None,
+    premise_note: str = "",
 ) -> DataQueryModel:
     """f_θ for each value of a :class:`MeanSecret` (the model_query branch of the kind).
 
@@ -335,6 +337,10 @@ def mean_model(
         Kept datasets per value (``"montecarlo"``).
     rng : numpy.random.Generator, optional
         The draws of ``"montecarlo"``.
+    label_secret : secret, optional
+        The secret the model carries (its values and pairs must be ``secret``'s): an
+        :class:`~distpriv.modeling.secret_events.EventSecret` of mean events, whose grid
+        ``secret`` is. Default ``secret``.
     missing : {"error", "drop"}
     population : bool
         As for :func:`distpriv.model_query`: ``False`` — rows i.i.d. from the population
@@ -417,11 +423,12 @@ def mean_model(
             f"sample mean and covariance of {n_samples} real datasets of {n} rows per value, "
             f"drawn i.i.d. from the table's rows and kept when their average of "
             f"{secret.expression} is within a narrow window of the value (rejection sampling)"
+            + premise_note
         )
     return DataQueryModel(
         means,
         covs,
-        secret=secret,  # type: ignore[arg-type]
+        secret=secret if label_secret is None else label_secret,  # type: ignore[arg-type]
         query=q,
         samples=samples,
         method=method,
@@ -436,7 +443,8 @@ def mean_model(
             f"their average of {secret.expression}: exponential tilt of the table's rows to "
             "each value, then Gaussian conditioning of the sums (exact for Gaussian records; "
             "Gaussian shape assumed)"
-        ),
+        )
+        + premise_note,
         uncertainty=uncertainty,
         population=population,
         facts=_facts_thunk(table, q, n, missing),

@@ -31,8 +31,9 @@ mixture.
 The machinery is generic over a *value-indexed* secret: anything with ``predicate`` whose
 values are a grid (a :class:`~distpriv.modeling.secrets.ProportionSecret`, via
 :func:`~distpriv.modeling.secret_grid.grid_values`), or a secret offering
-``event_grid(low, high, subset_size)`` and ``with_values(values, pairs)`` (for a mean
-secret, when one is wired in).
+``event_grid(low, high, subset_size)`` and ``with_values(values, pairs)`` (a
+:class:`~distpriv.modeling.secret_mean_events.MeanGrid`: mean events, whose grid and
+premise :mod:`distpriv.modeling.secret_mean_events` states).
 """
 
 from __future__ import annotations
@@ -96,8 +97,12 @@ class EventSecret:
     Parameters
     ----------
     secret : str or value-indexed secret
-        A SQL predicate (the share of rows satisfying it, as :class:`ProportionSecret`), or
-        a value-indexed secret (its values are ignored; only what it measures is used).
+        A SQL predicate (the share of rows satisfying it, as :class:`ProportionSecret`), a
+        :class:`~distpriv.modeling.secret_mean_events.MeanGrid` (the dataset's average of a
+        row expression: mean events), or a value-indexed secret (its values are ignored;
+        only what it measures is used). It is kept as ``source``; after :meth:`grid`,
+        ``base`` is the value secret of the grid (a ``ProportionSecret``, or a
+        ``MeanSecret`` for a ``MeanGrid``).
     events : sequence of (float, float)
         At least two disjoint closed ranges [low, high] of the secret's value.
     pairs : sequence of (int, int), optional
@@ -113,6 +118,7 @@ class EventSecret:
 
     kind: ClassVar[str] = "event"
     base: Any
+    source: Any
     events: tuple[tuple[float, float], ...]
     event_pairs: tuple[tuple[int, int], ...]
     values: tuple[Any, ...]
@@ -136,6 +142,7 @@ class EventSecret:
         evs = _check_events(events, unit=isinstance(secret, ProportionSecret))
         for name, value in (
             ("base", secret),
+            ("source", secret),
             ("events", evs),
             ("event_pairs", _check_event_pairs(pairs, len(evs))),
             ("values", ()),
@@ -161,8 +168,8 @@ class EventSecret:
         """
         out = []
         for k, (lo, hi) in enumerate(self.events):
-            if hasattr(self.base, "event_grid"):
-                vals = tuple(self.base.event_grid(lo, hi, subset_size))
+            if hasattr(self.source, "event_grid"):
+                vals = tuple(self.source.event_grid(lo, hi, subset_size))
             else:
                 n = subset_size
                 first, last = int(np.ceil(lo * n - _SLACK)), int(np.floor(hi * n + _SLACK))
@@ -189,13 +196,14 @@ class EventSecret:
         per = self.event_values(subset_size)
         values = tuple(v for vals in per for v in vals)
         pairs = tuple((a, b) for e, f in self.event_pairs for a in per[e] for b in per[f])
-        if hasattr(self.base, "with_values"):
-            base = self.base.with_values(values, pairs)
+        if hasattr(self.source, "with_values"):
+            base = self.source.with_values(values, pairs)
         else:
             base = ProportionSecret(self.base.predicate, values, pairs=pairs)
         out = EventSecret.__new__(EventSecret)
         for name, value in (
             ("base", base),
+            ("source", self.source),
             ("events", self.events),
             ("event_pairs", self.event_pairs),
             ("values", values),
@@ -209,8 +217,8 @@ class EventSecret:
 
     @property
     def predicate(self) -> str:
-        """The base secret's predicate (what is measured)."""
-        return str(self.base.predicate)
+        """The base secret's predicate (what is measured; a mean's expression)."""
+        return str(getattr(self.base, "predicate", None) or self.base.expression)
 
     @property
     def parsed(self) -> Any:
@@ -239,11 +247,16 @@ class EventSecret:
         """The secret in words."""
         what = self.base.describe().split(", anywhere between")[0]
         ev = " vs ".join(f"in [{lo:g}, {hi:g}]" for lo, hi in self.events)
-        return (
-            f"whether {what} is {ev} (event pairs {list(map(list, self.event_pairs))}; the "
-            "law given an event is the mixture over the values it allows, certified by "
-            "every value of one event against every value of the other)"
+        how = (
+            "the law given an event is the mixture over the values it allows, certified by "
+            "every value of one event against every value of the other"
+            if isinstance(self.source, ProportionSecret) or not hasattr(self.source, "step")
+            # mean events: a continuum of averages, represented by a grid
+            else "each range on a grid of averages, every grid value of one event against "
+            "every grid value of the other; between grid values the premise of "
+            "docs/guarantees.md, Mean events"
         )
+        return f"whether {what} is {ev} (event pairs {list(map(list, self.event_pairs))}; {how})"
 
     def ledger_key(self) -> str:
         """The base secret's key: releases about the same property compose."""
@@ -251,9 +264,15 @@ class EventSecret:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe description."""
+        what = (
+            {"predicate": self.predicate}
+            if isinstance(self.source, ProportionSecret)
+            # a mean's events: its key keeps it apart from predicates in the ledger
+            else {"expression": self.predicate, "key": self.ledger_key()}
+        )
         return {
             "type": "event",
-            "predicate": self.predicate,
+            **what,
             "events": [list(e) for e in self.events],
             "event_pairs": [list(p) for p in self.event_pairs],
             "values": list(self.values),

@@ -163,8 +163,14 @@ SECRET_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     # several attributes at once: [[secret.attributes]] tables (pipeline/config_several.py)
     "several": (frozenset({"kind", "attributes"}), ("attributes",)),
     # Ranges of a proportion (modeling/secret_events.py): events = [[low, high], ...],
-    # pairs = [[i, j], ...] of event indices (default every pair).
-    "event": (frozenset({"kind", "predicate", "events", "pairs"}), ("predicate", "events")),
+    # pairs = [[i, j], ...] of event indices (default every pair). With ``expression``
+    # instead of ``predicate``: ranges of the dataset's average of that expression, on a
+    # grid of spacing ``step`` (modeling/secret_mean_events.py); one of the two is required
+    # (checked where the secret is built).
+    "event": (
+        frozenset({"kind", "predicate", "expression", "step", "events", "pairs"}),
+        ("events",),
+    ),
 }
 _RELEASE_SECRET = frozenset().union(*(allowed for allowed, _ in SECRET_KEYS.values()))
 _RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed", "population", "bootstrap"}

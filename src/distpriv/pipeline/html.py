@@ -257,7 +257,8 @@ def _secret_words(secret: Mapping[str, Any] | None) -> str:
         return " and ".join(_secret_words(a) for a in secret["attributes"])
     desc = str(secret.get("description", "the secret"))
     values = secret.get("values")
-    if values:
+    # An event secret's words already name its ranges; its values are only its grid.
+    if values and secret.get("type") != "event":
         return (
             f"{desc} (whether it is {', '.join(map(str, values[:-1]))} or {values[-1]})"
             if len(values) > 1

@@ -99,8 +99,20 @@ def _several_secrets(spec: dict[str, Any]) -> Secret:
 
 def _event_secret(spec: dict[str, Any]) -> Secret:
     from ..modeling.secret_events import EventSecret
+    from ..modeling.secret_mean_events import MeanGrid
 
-    return EventSecret(spec["predicate"], spec["events"], pairs=spec.get("pairs"))
+    # An event about a proportion (predicate) or about an average (expression, step).
+    if ("predicate" in spec) == ("expression" in spec):
+        raise ConfigError(
+            "[secret] kind = \"event\" needs exactly one of 'predicate' (ranges of a share) "
+            "or 'expression' (ranges of an average)"
+        )
+    if "step" in spec and "expression" not in spec:
+        raise ConfigError("[secret] 'step' applies only to events about an 'expression'")
+    if "predicate" in spec:
+        return EventSecret(spec["predicate"], spec["events"], pairs=spec.get("pairs"))
+    measured = MeanGrid(spec["expression"], step=spec.get("step"))
+    return EventSecret(measured, spec["events"], pairs=spec.get("pairs"))
 
 
 SECRET_BUILDERS: dict[str, Callable[[dict[str, Any]], Secret]] = {

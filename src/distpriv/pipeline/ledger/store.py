@@ -74,6 +74,16 @@ def _refuse_uri_names(path: str | os.PathLike[str]) -> None:
         )
 
 
+#: The prefix of the ledger key of several secrets at once (never a predicate's key).
+SEVERAL_PREFIX = "several:"
+
+
+def _whole_key(entry: LedgerEntry) -> str | None:
+    """The key of the release as a whole, as recorded in its secret (``None`` if absent)."""
+    key = entry.secret.get("key")
+    return secret_key(key) if isinstance(key, str) and key.strip() else None
+
+
 class Ledger:
     """An append-only SQLite ledger of releases (one file per curator).
 
@@ -351,10 +361,18 @@ class Ledger:
         data_account : str, optional
             The data's account (:func:`~distpriv.pipeline.ledger.identity.data_account`).
         secret : str, optional
-            The secret's predicate (or its key, :func:`secret_key`).
+            The secret's predicate (or its key, :func:`secret_key`). The key of several
+            secrets at once (``"several:" + …``,
+            :meth:`~distpriv.modeling.secret_several.SeveralSecrets.ledger_key`) finds the
+            releases that hid exactly those attributes together, each counted once (their
+            rows are stored under each attribute's own key).
         """
         with self._connect() as con:
-            return self._select(con, data_account, secret)
+            if secret is None or not secret_key(secret).startswith(SEVERAL_PREFIX):
+                return self._select(con, data_account, secret)
+            wanted = secret_key(secret)
+            rows = self._select(con, data_account, None)
+        return same_release([e for e in rows if _whole_key(e) == wanted])
 
     def budget(self, data_account: str, secret: str) -> Budget | None:
         """The budget of one data and secret (the tightest one recorded), or ``None``."""
