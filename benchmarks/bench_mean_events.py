@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -32,6 +34,7 @@ ADULT_STATS = {
     "avg_hours_per_week": "avg(hours_per_week)",
     "n_high_earners": "count_if(income = '>50K')",
 }
+T = TypeVar("T")
 RAND_STATS = {
     "avg_visits": "avg(mdvis)",
     "n_poor_health": "count_if(hlthp = 1)",
@@ -41,7 +44,7 @@ RAND_STATS = {
 }
 
 
-def _timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+def _timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     t = time.process_time()
     out = fn(*args, **kwargs)
     return out, time.process_time() - t
