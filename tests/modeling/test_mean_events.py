@@ -28,7 +28,7 @@ import distpriv as dp
 from distpriv.central.exact import pair_deltas
 from distpriv.datasets.adult import load_adult, paper_split
 from distpriv.errors import ParameterError
-from distpriv.modeling import EventSecret, MeanGrid, MeanSecret, model_query
+from distpriv.modeling import EventSecret, MeanGrid, MeanSecret, event_weights, model_query
 
 from ._real_subsets import mc_delta
 from .test_mean_reference import (
@@ -55,6 +55,16 @@ def test_grid_of_each_event_and_cross_pairs():
     assert set(s.pairs) == {(a, b) for a in s.values[:4] for b in s.values[4:]}
     assert s.value_secret().pairs == s.pairs and s.ledger_key() == "mean:age"
     assert s.to_dict()["key"] == "mean:age" and "predicate" not in s.to_dict()
+
+
+def test_grid_values_are_round_and_capped():
+    g = MeanGrid("age", step=0.1).event_grid(36, 37, N)
+    assert g == tuple(round(36 + k / 10, 10) for k in range(11))
+    assert len(MeanGrid("age", step=0.05).event_grid(36, 38, N)) == 41  # the largest grid
+    with pytest.raises(ParameterError, match="more than 41"):
+        MeanGrid("age", step=0.049).event_grid(36, 38, N)
+    with pytest.raises(ParameterError, match="proportion"):
+        event_weights(EventSecret(MeanGrid("age"), [(36, 38), (41, 43)]), N, 0.5)
 
 
 @pytest.mark.parametrize(

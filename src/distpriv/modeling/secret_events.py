@@ -302,6 +302,11 @@ def event_weights(
     """
     from scipy.stats import binom
 
+    if not isinstance(secret.source, ProportionSecret):
+        raise ParameterError(
+            "event_weights applies to events about a proportion (a predicate); the weights "
+            "of mean events are not modelled (their certificate holds for any weights)"
+        )
     if not 0.0 < float(base_rate) < 1.0:
         raise ParameterError(f"base_rate must be in (0, 1), got {base_rate!r}")
     out = []

@@ -113,17 +113,25 @@ class MeanGrid:
                 "ends are closer than a step): use a smaller step or a wider range"
             )
         k = math.floor(width / h + _SLACK)
-        if k + 2 > MAX_GRID_VALUES:
+        if k + 1 > MAX_GRID_VALUES:
             raise ParameterError(
                 f"event [{low:g}, {high:g}] with step {h:g} has more than {MAX_GRID_VALUES} "
                 "grid values (every value of one event is paired with every value of the "
                 "other): use a larger step"
             )
-        vals = [low + i * h for i in range(k + 1)]
+        # 12 significant digits: 36 + 3 × 0.1 is shown as 36.3, not 36.300000000000004.
+        vals = [float(f"{low + i * h:.12g}") for i in range(k + 1)]
+        vals[0] = low
         if high - vals[-1] > _SLACK * max(1.0, abs(high)):
             vals.append(high)
         else:
             vals[-1] = high
+        if len(vals) > MAX_GRID_VALUES:
+            raise ParameterError(
+                f"event [{low:g}, {high:g}] with step {h:g} has more than {MAX_GRID_VALUES} "
+                "grid values (every value of one event is paired with every value of the "
+                "other): use a larger step"
+            )
         return tuple(float(v) for v in vals)
 
     def with_values(
