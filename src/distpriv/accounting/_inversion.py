@@ -170,7 +170,15 @@ def _oscillatory_tail(
 
     eabs, erel, limit = tol / 8.0, 0.0, 2000
     if abs(omega) * (t1 - t0) < 50.0:
-        val, err = quad(lambda t: amp(t).real, t0, t1, epsabs=eabs, epsrel=erel, limit=limit)
+        # Few oscillations: the integrand itself, Re[A(t) e^{iωt}] (A alone is not it).
+        val, err = quad(
+            lambda t: (amp(t) * complex(np.exp(1j * omega * t))).real,
+            t0,
+            t1,
+            epsabs=eabs,
+            epsrel=erel,
+            limit=limit,
+        )
         return float(val), float(err)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IntegrationWarning)
