@@ -74,6 +74,7 @@ notebook does not run.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import resource
 import statistics
@@ -83,23 +84,29 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = str(ROOT / "examples" / "adult-income.toml")
 
-CASES: dict[str, list[str]] = {
-    "import numpy, pandas": ["-c", "import numpy, pandas"],
-    "distpriv verify CONFIG": ["-m", "distpriv", "verify", CONFIG],
-    "distpriv audit CONFIG --repetitions 1": [
-        "-m",
-        "distpriv",
-        "audit",
-        CONFIG,
-        "--repetitions",
-        "1",
-        "--seed",
-        "0",
-    ],
-    "numpy notebook, same attack": [str(ROOT / "benchmarks" / "_cold_notebook.py")],
-}
+
+def cases(root: Path) -> dict[str, list[str]]:
+    """The four command lines, run in the checkout ``root``."""
+    config = str(root / "examples" / "adult-income.toml")
+    return {
+        "import numpy, pandas": ["-c", "import numpy, pandas"],
+        "distpriv verify CONFIG": ["-m", "distpriv", "verify", config],
+        "distpriv audit CONFIG --repetitions 1": [
+            "-m",
+            "distpriv",
+            "audit",
+            config,
+            "--repetitions",
+            "1",
+            "--seed",
+            "0",
+        ],
+        "numpy notebook, same attack": [str(root / "benchmarks" / "_cold_notebook.py")],
+    }
+
+
+CASES = cases(ROOT)
 RATIOS = (
     ("verify / import numpy, pandas", "distpriv verify CONFIG", "import numpy, pandas", 3.0),
     (
@@ -111,12 +118,12 @@ RATIOS = (
 )
 
 
-def run_case(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+def run_case(argv: list[str], env: dict[str, str], root: Path = ROOT) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one fresh interpreter; raises if it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, *argv], env=env, cwd=ROOT, capture_output=True, text=True
+        [sys.executable, *argv], env=env, cwd=root, capture_output=True, text=True
     )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -129,19 +136,38 @@ def run_case(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=ROOT,
+        help="the checkout to measure (default: this one), e.g. an export of main for a "
+        "before/after table",
+    )
+    parser.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="do not byte-compile the checkout's sources first",
+    )
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    cpu: dict[str, list[float]] = {name: [] for name in CASES}
-    wall: dict[str, list[float]] = {name: [] for name in CASES}
+    root = args.root.resolve()
+    if not args.no_compile:
+        # As installed: pip byte-compiles a package, and numpy and pandas load their .pyc
+        # files. Without this, a checkout run with PYTHONDONTWRITEBYTECODE compiles every
+        # distpriv module it imports again in every run (0.1-0.2 s of CPU).
+        compileall.compile_dir(str(root / "src"), quiet=1)
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    todo = cases(root)
+    cpu: dict[str, list[float]] = {name: [] for name in todo}
+    wall: dict[str, list[float]] = {name: [] for name in todo}
     for _ in range(args.runs):
-        for name, argv in CASES.items():
-            c, w = run_case(argv, env)
+        for name, argv in todo.items():
+            c, w = run_case(argv, env, root)
             cpu[name].append(c)
             wall[name].append(w)
     med = {name: statistics.median(v) for name, v in cpu.items()}
-    print(f"{args.runs} interleaved runs per case; load average {os.getloadavg()[0]:.1f}")
+    print(f"{root}: {args.runs} interleaved runs per case; load average {os.getloadavg()[0]:.1f}")
     print(f"{'case':<40} {'CPU (s)':>9} {'min':>7} {'max':>7} {'wall (s)':>9}")
-    for name in CASES:
+    for name in todo:
         print(
             f"{name:<40} {med[name]:>9.3f} {min(cpu[name]):>7.3f} {max(cpu[name]):>7.3f} "
             f"{statistics.median(wall[name]):>9.2f}"
