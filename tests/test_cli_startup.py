@@ -338,6 +338,8 @@ VERIFY_MUST_NOT_IMPORT = (
     "cvxpy",
     "matplotlib",
     "distpriv.central.apgm",
+    "distpriv.central.floored",
+    "distpriv.central.optimal",
     "distpriv.central.apmqm",
     "distpriv.central.wasserstein",
     "distpriv.pipeline.audit_command",
