@@ -95,7 +95,8 @@ verify / numpy+pandas      4.32x / 9.55x         3.47x
 
 The branch point was run twice: in the first run most checks stopped after one look (as
 all five of the branch's did), in the second three of five spent the 160,000-dataset
-budget (4 looks) and the median is such a run. Over 40 first looks of this configuration
+budget (4 looks) and the median is such a run; the branch's five runs all cost at most
+2.38 s, i.e. one look each. Over 40 first looks of this configuration
 (in process, the CLI's 20,000 datasets per value) 10 were suspicious: about one run in four
 costs 4.5–5 s on the branch (5–6 s before), and with 5 runs the median is such a run about
 one time in ten. One-look runs alone (same machine, interleaved, 6 each): 2.48–2.58 s on
