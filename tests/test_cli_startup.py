@@ -321,8 +321,16 @@ def test_import_distpriv_imports_nothing_heavy():
 
 # What `distpriv verify` of the paper's setting must not import (issue 28 item 4): the
 # mechanisms it does not calibrate (scipy.stats for APGM and the fallback, networkx for
-# APMQM, POT for Wasserstein), the audit's classifiers, and the other commands' modules.
+# APMQM, POT for Wasserstein), the audit's classifiers, and the other commands' modules;
+# scipy.optimize (brentq is distpriv._roots' port) and scipy.integrate (QUADPACK only where
+# the inversion's oscillatory tail or Laplace noise's norm needs it), each of which pulls
+# scipy.sparse.linalg, scipy.spatial and scipy.fft.
 VERIFY_MUST_NOT_IMPORT = (
+    "scipy.optimize",
+    "scipy.integrate",
+    "scipy.sparse",
+    "scipy.spatial",
+    "scipy.fft",
     "scipy.stats",
     "sklearn",
     "networkx",
@@ -330,6 +338,8 @@ VERIFY_MUST_NOT_IMPORT = (
     "cvxpy",
     "matplotlib",
     "distpriv.central.apgm",
+    "distpriv.central.floored",
+    "distpriv.central.optimal",
     "distpriv.central.apmqm",
     "distpriv.central.wasserstein",
     "distpriv.pipeline.audit_command",

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "_lazy": 0,  # lazy re-exports of the package __init__ files (importlib only)
     "_html": 0,  # templates for _repr_html_ and the report (jinja2 only)
     "_distributions": 0,  # the few scipy.stats functions, from scipy.special (cold path)
+    "_roots": 0,  # scipy.optimize.brentq's algorithm, without importing scipy.optimize
     "accounting": 1,  # the accountant package: calibrations and the exact pair profile
     "pair_profile": 1,  # the profile's old home: re-exports distpriv.accounting.pair_profile
     "distances": 2,

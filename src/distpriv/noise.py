@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import integrate
 from scipy.special import erfcx, gammaln
 
 from ._validation import check_array, check_positive_int, check_rng, readonly
@@ -231,6 +230,8 @@ def _quadrature_norm(comp: NoiseComponent) -> float:
     s_max = s_mid + 80.0
     head = 2.0 * eq * math.exp(s_min / 2.0)
     tail = 2.0 * math.exp(-s_max / 2.0)
+    from scipy import integrate  # here only: its import pulls scipy.optimize (cold path)
+
     body = 0.0
     for lo, hi in ((s_min, s_mid), (s_mid, s_mid + 10.0), (s_mid + 10.0, s_max)):
         part, _ = integrate.quad(integrand, lo, hi, limit=200, epsabs=0.0, epsrel=1e-10)

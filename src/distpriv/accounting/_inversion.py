@@ -18,7 +18,6 @@ import math
 import warnings
 
 import numpy as np
-from scipy.integrate import IntegrationWarning, quad
 
 from ._whitening import _Decomposition, _Loss, sensitivity
 
@@ -165,9 +164,21 @@ def _oscillatory_tail(
         log_i = _log_mgf(loss, np.array([z]))[0] - z * epsilon - np.log(z) - np.log1p(z)
         return complex(np.exp(log_i - 1j * omega * t)) / math.pi
 
+    # Imported here: scipy.integrate pulls scipy.optimize and scipy.sparse.linalg (a quarter
+    # of a second of CPU), and most profiles never reach this tail (issue 28 item 4).
+    from scipy.integrate import IntegrationWarning, quad
+
     eabs, erel, limit = tol / 8.0, 0.0, 2000
     if abs(omega) * (t1 - t0) < 50.0:
-        val, err = quad(lambda t: amp(t).real, t0, t1, epsabs=eabs, epsrel=erel, limit=limit)
+        # Few oscillations: the integrand itself, Re[A(t) e^{iωt}] (A alone is not it).
+        val, err = quad(
+            lambda t: (amp(t) * complex(np.exp(1j * omega * t))).real,
+            t0,
+            t1,
+            epsabs=eabs,
+            epsrel=erel,
+            limit=limit,
+        )
         return float(val), float(err)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IntegrationWarning)

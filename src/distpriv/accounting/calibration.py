@@ -34,8 +34,8 @@ import math
 import warnings
 
 import numpy as np
-from scipy.optimize import brentq
 
+from .._roots import brentq  # scipy.optimize's, without its import cost
 from .._validation import check_choice, check_delta, check_privacy
 from ..errors import AssumptionWarning
 from .pair_profile import _log_gaussian_delta

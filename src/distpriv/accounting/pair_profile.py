@@ -54,9 +54,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
+from .._roots import brentq  # scipy.optimize's, without its import cost
 from .._validation import check_array, check_covariance, check_delta, check_epsilon, check_real
 from ..errors import ParameterError
 from ._inversion import _chernoff_bound, _inversion_checked, _whitening_error

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
+from .._roots import brentq  # scipy.optimize's, without its import cost
 from .._threads import one_blas_thread
 from ..accounting.pair_profile import (
     GaussianPairProfile,

@@ -25,8 +25,8 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy.optimize import brentq
 
+from .._roots import brentq  # scipy.optimize's, without its import cost
 from .._validation import check_array
 from ..errors import MechanismNotApplicableError, ParameterError
 from ..noise import Noise

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
+from .._roots import brentq  # scipy.optimize's, without its import cost
 from .._validation import check_positive_int
 from ..errors import AssumptionWarning, ParameterError
 from ..querymodel import MomentUncertainty

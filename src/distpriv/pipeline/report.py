@@ -20,7 +20,6 @@ import numpy as np
 
 from .._version import __version__
 from ..central import CalibratedMechanism, mechanism_info
-from ..central.floored import FLOOR_SENTENCE
 from ..errors import UtilityWarning
 from ..guarantees import Release, to_jsonable
 from ..modeling import Query, Secret
@@ -192,6 +191,10 @@ def public_release(
         "provenance": prov,
     }
     if "floor" in mech.diagnostics:  # floored mechanisms: why a little noise goes everywhere
+        # Imported here: central.floored pulls the optimal-g solver and scipy.linalg, which
+        # `distpriv verify` of another mechanism never uses (issue 28 item 4).
+        from ..central.floored import FLOOR_SENTENCE
+
         out["mechanism"]["floor"] = {
             "grid_steps": mech.diagnostics["floor"],
             "lattice_steps": mech.diagnostics["lattice_steps"],
