@@ -24,6 +24,23 @@ Printed, in one run:
   statistics' spread, see the comment in ``main``).
 
 Run: ``python benchmarks/bench_range.py [--full] [--seed N]``.
+
+Recorded (seed 0; 2-core machine shared with other jobs, load average 15–19, so CPU
+seconds are the figure; BLAS on one thread, so on an idle machine wall ≈ CPU):
+
+* ``auto``: 25.8 and 27.6 s CPU in two runs (98–106 s wall at that load; before the
+  member active set, the implied constraints and the other shortcuts of
+  ``central/_member_search.py``: 58 s CPU); chose optimal-g-full, E‖Z‖² 31.29.
+* pruning off vs on: expm-g 4.53 vs 0.91 s, eigm 8.86 vs 2.07 s CPU (off: no screen, no
+  domination, no active sets of pairs or of members).
+* at the chosen noise: 36 of 190 pairs and 144 of 760 members needed the exact profile.
+* audit of optimal-g-full (5 × 200 test datasets, best attack, 95 % interval; Bayes-optimal
+  accuracy (1 + TV)/2 under the fitted model at the same noise): inside the gap (0.38, 0.39)
+  0.513 [0.482, 0.544] (0.514), (0.38, 0.41) 0.512 [0.481, 0.543] (0.541); at the binding
+  gap (0.20, 0.25) 0.605 [0.574, 0.635] (0.567), (0.38, 0.43) 0.594 [0.563, 0.625] (0.568),
+  (0.55, 0.60) 0.566 [0.535, 0.597] (0.569); expm-g 0.566, 0.555, 0.560 (0.562, 0.565,
+  0.567); undefended 0.640, 0.649, 0.666 (0.629, 0.634, 0.642).
+* expm-g's true δ(1) on real subsets: at most 9.3e-4 ± 1.0e-4 (claim 1e-3).
 """
 
 from __future__ import annotations
@@ -42,9 +59,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "model
 from _real_subsets import PREDICATE, STATS, adult_features, mc_delta, subsets
 
 import distpriv as dp
+from distpriv.accounting import gaussian_pair_profile
 from distpriv.attacks import audit
+from distpriv.central import _member_search, exact_calibration, pair_pruning
 from distpriv.central import exact as exact_mod
-from distpriv.central import pair_pruning
 from distpriv.central.exact import pair_deltas
 from distpriv.central.robust import population_model
 from distpriv.datasets.adult import load_adult, paper_split
@@ -52,6 +70,8 @@ from distpriv.modeling import ProportionSecret, model_query
 from distpriv.pipeline.auto import choose_mechanism
 
 PAIRS = ((0.2, 0.25), (0.38, 0.43), (0.55, 0.6))
+# Pairs of Ψ inside the gap (not binding): the audit of the chosen noise only.
+INNER = ((0.38, 0.39), (0.38, 0.41))
 
 
 def _timed(fn, *args, **kwargs):
@@ -62,19 +82,45 @@ def _timed(fn, *args, **kwargs):
     return out, time.process_time() - c0, time.perf_counter() - w0
 
 
+def _full_worst(every, noise, *, epsilon, delta):
+    """The robust search's start as before the member shortcuts: a full check."""
+    check = pair_deltas(every, noise, epsilon=epsilon)
+    return _member_search.member_moments(every, [int(np.argmax(check.deltas.max(axis=1)))])
+
+
 def _unpruned(monkey: dict) -> None:
     monkey["active"] = exact_mod._ACTIVE_MIN
     monkey["screen"] = pair_pruning.screened_profiles
     monkey["dom"] = pair_pruning.dominating_pairs
+    monkey["set"] = exact_calibration.smallest_scale_on_set
+    monkey["worst"] = exact_calibration.worst_member
     exact_mod._ACTIVE_MIN = 10**9
     pair_pruning.screened_profiles = lambda *a, **k: {}
     pair_pruning.dominating_pairs = lambda m: np.arange(len(m.pairs))
+    exact_calibration.smallest_scale_on_set = lambda *a, **k: None
+    exact_calibration.worst_member = _full_worst
 
 
 def _restore(monkey: dict) -> None:
     exact_mod._ACTIVE_MIN = monkey["active"]
     pair_pruning.screened_profiles = monkey["screen"]
     pair_pruning.dominating_pairs = monkey["dom"]
+    exact_calibration.smallest_scale_on_set = monkey["set"]
+    exact_calibration.worst_member = monkey["worst"]
+
+
+def _bayes_accuracy(model, pair, noise) -> float:
+    """The best balanced accuracy of any test under the fitted Gaussian model at ``noise``:
+    (1 + TV)/2, TV = δ(0) (the larger direction)."""
+    lab = [float(v) for v in model.labels]
+    i, j = (int(np.argmin(np.abs(np.array(lab) - v))) for v in pair)
+    ci, cj = model.covariances[i] + noise, model.covariances[j] + noise
+    mi, mj = model.means[i], model.means[j]
+    tv = max(
+        gaussian_pair_profile(mi, ci, mj, cj, epsilon=0.0).estimate,
+        gaussian_pair_profile(mj, cj, mi, ci, epsilon=0.0).estimate,
+    )
+    return (1.0 + tv) / 2.0
 
 
 def _exact_count(check) -> tuple[int, int]:
@@ -137,6 +183,28 @@ def main() -> None:
 
     x, rows_a, rows_b = adult_features()
     rng = np.random.default_rng(args.seed)
+    for pair in INNER:
+        rep, c, _ = _timed(
+            audit,
+            auxiliary=parts["auxiliary"],
+            test=parts["test"],
+            query=STATS,
+            secret=model.secret,
+            subset_size=100,
+            mechanisms=[mech],
+            model=model,
+            pair=pair,
+            repetitions=5,
+            rng=args.seed,
+        )
+        for m in rep.mechanisms:
+            best = max(m.attacks, key=lambda a: a.accuracy)
+            lo, hi = best.interval
+            print(
+                f"audit {pair} (inside the gap): {m.mechanism:10s} best {best.attack:28s} "
+                f"accuracy {best.accuracy:.3f} [{lo:.3f}, {hi:.3f}]; Bayes-optimal under the "
+                f"model {_bayes_accuracy(model, pair, mech.noise_covariance):.3f}"
+            )
     for pair in PAIRS:
         rep, c, _ = _timed(
             audit,
@@ -151,13 +219,16 @@ def main() -> None:
             repetitions=5,
             rng=args.seed,
         )
+        noises = {mech.name: mech.noise_covariance, iso.name: iso.noise_covariance}
         for m in rep.mechanisms:
             best = max(m.attacks, key=lambda a: a.accuracy)
             lo, hi = best.interval
+            bayes = _bayes_accuracy(model, pair, noises.get(m.mechanism, np.zeros((5, 5))))
             print(
                 f"audit {pair}: {m.mechanism:10s} best {best.attack:28s} accuracy "
                 f"{best.accuracy:.3f} [{lo:.3f}, {hi:.3f}]  eps lower bound "
-                f"{m.epsilon_lower:.3g} (claimed {m.epsilon:g}; {m.verdict})"
+                f"{m.epsilon_lower:.3g} (claimed {m.epsilon:g}; {m.verdict}); Bayes-optimal "
+                f"under the model {bayes:.3f}"
             )
         ka, kb = (round(p * 100) for p in pair)
         dens = {k: subsets(x, rows_a, rows_b, np.full(3000, k), rng) for k in (ka, kb)}

@@ -18,6 +18,7 @@ from ..accounting.pair_profile import covariance_gap, gaussian_delta
 from ..errors import AssumptionWarning, ParameterTypeError
 from ..guarantees import Assumption, PrivacyGuarantee
 from ..querymodel import GaussianQueryModel, SampledQueryModel
+from ._calibration_cache import active_cache, fingerprint
 
 QueryModel = GaussianQueryModel | SampledQueryModel
 
@@ -108,7 +109,20 @@ def covariance_gaps(model: GaussianQueryModel) -> np.ndarray:
     statistic measured in small units counts as much as any other (DESIGN.md §4).
     """
     idx = model.pair_index
-    return np.array([covariance_gap(model.covariances[i], model.covariances[j]) for i, j in idx])
+    cache = active_cache()
+    key = None
+    if cache is not None:
+        # A pure function of the covariances and the pairs (central/_calibration_cache.py):
+        # every mechanism of one ``auto`` call checks it on the same model (a range secret:
+        # 190 pairs, one joint whitening each, for each of ~35 calibrations).
+        key = ("covariance_gaps", fingerprint(np.asarray(model.covariances), np.asarray(idx)))
+        known = cache.get(cache.pair_checks, key)
+        if known is not None:
+            return np.array(known)
+    gaps = np.array([covariance_gap(model.covariances[i], model.covariances[j]) for i, j in idx])
+    if cache is not None:
+        cache.pair_checks[key] = gaps.copy()
+    return gaps
 
 
 def equal_covariance_assumption(

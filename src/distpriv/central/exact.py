@@ -29,10 +29,12 @@ import numpy as np
 
 from .._roots import brentq  # scipy.optimize's, without its import cost
 from .._threads import one_blas_thread
-from ..accounting.pair_profile import (
+from .._validation import check_real
+from ..accounting.pair_profile import (  # _check_pair: gaussian_pair_profile's own checks
     GaussianPairProfile,
+    _check_pair,
     gaussian_pair_epsilon,
-    gaussian_pair_profile,
+    pair_profile_unchecked,
     pair_profiles_unchecked,
 )
 from ..errors import MechanismNotApplicableError
@@ -159,6 +161,7 @@ def pair_deltas(
             return PairCheck(epsilon, known, model.pair_labels)
     out: list[Any] = [None] * len(model.pairs)
     strict = tol <= _STRICT_TOL
+    eps = check_real(epsilon, "epsilon", low=0.0)
     if not strict:
         noise_cov = (noise_cov + noise_cov.T) / 2
     rep = np.arange(len(model.pairs))
@@ -179,9 +182,13 @@ def pair_deltas(
             cj = model.covariances[j] + noise_cov
             mi, mj = model.means[i], model.means[j]
             if strict:
+                # Exactly gaussian_pair_profile's computation in each direction, with the
+                # pair's input checks (one eigendecomposition per covariance) done once for
+                # both directions: the same checked arrays, so the same answers bit for bit.
+                mp, sp, mq, sq = _check_pair(mi, ci, mj, cj)
                 out[k] = (
-                    gaussian_pair_profile(mi, ci, mj, cj, epsilon=epsilon, tol=tol),
-                    gaussian_pair_profile(mj, cj, mi, ci, epsilon=epsilon, tol=tol),
+                    pair_profile_unchecked(mp, sp, mq, sq, eps, tol),
+                    pair_profile_unchecked(mq, sq, mp, sp, eps, tol),
                 )
             else:  # both directions share one joint whitening (two eigendecompositions)
                 out[k] = pair_profiles_unchecked(mi, ci, mj, cj, epsilon, tol)

@@ -23,6 +23,7 @@ from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise
 from ..querymodel import GaussianQueryModel
 from ._common import FALLBACK_NOTE, QueryModel
+from ._member_search import smallest_scale_on_set, worst_member
 from .base import CalibratedMechanism
 from .exact import (
     EXACT_THEOREM,
@@ -285,7 +286,9 @@ def _calibrate_robust(
     """
     guess = np.zeros((gm.dim, gm.dim)) if paper is None else paper.noise_covariance
     every = population_model(gm, beta=beta, noise_cov=guess)
-    first = _worst_pairs(every, pair_deltas(every, guess, epsilon=epsilon, screen=delta), delta, 1)
+    # The worst member at the papers' noise starts the active set: found among those of
+    # largest certified bound (central/_member_search.py), not by a full check.
+    first = worst_member(every, guess, epsilon=epsilon, delta=delta)
     # optimal-g first shapes its noise for the members (cutting planes); should the members
     # not settle while the shape moves with them, the fitted shapes alone (which do).
     shaped: tuple[np.ndarray, float, PairCheck, str] | None = None
@@ -354,6 +357,23 @@ def _scale_for_set(
 ) -> tuple[np.ndarray, float, PairCheck, str] | None:
     """Least s with s²·shape meeting the target on the set's worst members for s²·shape."""
     fam = _scaled(shape)
+    label = f"{method}; scaled for the set's members of this noise"
+    # An active set of members, one full check per round (central/_member_search.py);
+    # should it not settle, the search on every member of each noise below.
+    try:
+        found = smallest_scale_on_set(
+            gm,
+            lambda cov: population_model(gm, beta=beta, noise_cov=cov),
+            fam,
+            epsilon=epsilon,
+            delta=delta,
+            start=start,
+            name="optimal-g",
+        )
+    except MechanismNotApplicableError:
+        return None
+    if found is not None:
+        return fam(found[0]), found[0], found[1], label
     s = start
     for _ in range(_ROBUST_ROUNDS):
         every = population_model(gm, beta=beta, noise_cov=fam(s))
@@ -370,7 +390,7 @@ def _scale_for_set(
             screen=delta,
         )
         if check.worst <= delta:
-            return fam(s), s, check, f"{method}; scaled for the set's members of this noise"
+            return fam(s), s, check, label
     return None
 
 

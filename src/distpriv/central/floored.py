@@ -51,6 +51,7 @@ from ..errors import (
 from ..noise import Noise
 from ..querymodel import GaussianQueryModel
 from ._common import FALLBACK_NOTE, QueryModel, gaussian_assumption
+from ._member_search import smallest_scale_on_set
 from .base import CalibratedMechanism
 from .exact import (
     EXACT_THEOREM,
@@ -404,6 +405,19 @@ def _population_search(
     """
     from .robust import population_model  # issue 18 (robust calibration)
 
+    # An active set of members, one full check per round (central/_member_search.py);
+    # should it not settle, the search on every member of each noise below.
+    found = smallest_scale_on_set(
+        gm,
+        lambda cov: population_model(gm, beta=beta, noise_cov=cov),
+        fam,
+        epsilon=epsilon,
+        delta=delta,
+        start=start,
+        name=name,
+    )
+    if found is not None:
+        return found
     s = start
     for _ in range(_ROBUST_ROUNDS):
         every = population_model(gm, beta=beta, noise_cov=fam(max(s, 0.0)))

@@ -44,6 +44,7 @@ from ._common import (
 from ._optimal_solver import solve_structured
 from .base import CalibratedMechanism
 from .expected_value import gaussian_diagnostics
+from .pair_pruning import implied_constraints
 
 __all__ = ["calibrate_optimal", "single_pair_optimum"]
 
@@ -203,12 +204,19 @@ def calibrate_optimal(
     diagnostics). When the model alone satisfies every constraint, no noise is added.
     """
     cache = active_cache()
-    if cache is None or type(model) is not GaussianQueryModel:
+    if cache is None or not isinstance(model, GaussianQueryModel):
         return _calibrate_optimal(model, epsilon, delta, calibration, weights)
     # A pure function of these (central/_calibration_cache.py): optimal-g-full and the
     # set's program repeat optimal-g's solves within one call.
     wmat = _weights_matrix(weights, model.dim)
-    key = (_model_key(model), float(epsilon), float(delta), calibration, fingerprint(wmat))
+    key = (
+        type(model).__qualname__,
+        _model_key(model),
+        float(epsilon),
+        float(delta),
+        calibration,
+        fingerprint(wmat),
+    )
     known = cache.get(cache.optimal, key)
     if known is None:
         known = _calibrate_optimal(model, epsilon, delta, calibration, wmat)
@@ -258,7 +266,10 @@ def _calibrate_optimal(
         sigma = single_pair_optimum(active[0][0], active[0][1], d_target)
         method = "closed form (single pair, rank one)"
     elif m <= _GENERIC_MAX_DIM:
-        sigma, method = _solve_sdp(constraints, wmat, d_target * (1 - _SOLVER_MARGIN))
+        # Constraints implied by a longer parallel one are dropped (exact; every one is
+        # re-checked by the isotropic correction below): central/pair_pruning.py.
+        sdp = implied_constraints(constraints)
+        sigma, method = _solve_sdp(sdp, wmat, d_target * (1 - _SOLVER_MARGIN))
     else:
         # Many statistics: the structured solver (rank ≤ p, small restricted programs,
         # a duality-gap certificate); see distpriv.central._optimal_solver.
