@@ -79,6 +79,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -129,17 +130,44 @@ def run_case(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="compile distpriv's sources in every run (PYTHONDONTWRITEBYTECODE, as the "
+        "figures recorded before issue 28 item 4's audit round were measured)",
+    )
+    parser.add_argument(
+        "--src",
+        type=Path,
+        default=ROOT / "src",
+        help="the distpriv sources to measure (default: this checkout's; e.g. main's)",
+    )
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    cpu: dict[str, list[float]] = {name: [] for name in CASES}
-    wall: dict[str, list[float]] = {name: [] for name in CASES}
-    for _ in range(args.runs):
-        for name, argv in CASES.items():
-            c, w = run_case(argv, env)
-            cpu[name].append(c)
-            wall[name].append(w)
+    env = {**os.environ, "PYTHONPATH": str(args.src.resolve())}
+    with tempfile.TemporaryDirectory(prefix="distpriv-pyc-") as pyc:
+        if args.no_bytecode:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        else:
+            # As installed (pip compiles a wheel's modules; numpy, pandas and scikit-learn
+            # have theirs): distpriv's bytecode in a private cache, written by one untimed
+            # round, so no run pays the compiler.
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = pyc
+            for argv in CASES.values():
+                run_case(argv, env)
+        cpu: dict[str, list[float]] = {name: [] for name in CASES}
+        wall: dict[str, list[float]] = {name: [] for name in CASES}
+        for _ in range(args.runs):
+            for name, argv in CASES.items():
+                c, w = run_case(argv, env)
+                cpu[name].append(c)
+                wall[name].append(w)
     med = {name: statistics.median(v) for name, v in cpu.items()}
-    print(f"{args.runs} interleaved runs per case; load average {os.getloadavg()[0]:.1f}")
+    mode = "compiled per run" if args.no_bytecode else "bytecode cached"
+    print(
+        f"{args.runs} interleaved runs per case; sources {args.src} ({mode}); "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     print(f"{'case':<40} {'CPU (s)':>9} {'min':>7} {'max':>7} {'wall (s)':>9}")
     for name in CASES:
         print(
