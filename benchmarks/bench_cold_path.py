@@ -69,38 +69,87 @@ load's noise): the notebook pays numpy, pandas and scikit-learn too; what distpr
 its own imports (0.35 s with scikit-learn loaded), one DuckDB connection per table (25–45 ms
 each, five of them), and the mechanism-aware classifier and likelihood-ratio test the
 notebook does not run.
+
+Recorded for the audit half (issue 28 item 4, branch ``coldaudit``: the paper's logistic
+meta-classifier fitted in numpy, so the audit no longer imports scikit-learn; DuckDB
+connections that read no file are cursors of one locked instance; one calibration cache and
+one set of table facts for all of an audit's mechanisms). Medians of ``--runs 5``, one run
+of the script per column, back to back on 2 cores shared by other workers (load average
+16-20 throughout). The first four columns were measured with this branch's version of the
+script at cbc825a (``--src`` for main's sources, ``--no-bytecode``), replaced since by
+``coldverify``'s equivalent ``--root`` so the two branches merge. "bytecode": distpriv's
+modules compiled once, as installed (a private PYTHONPYCACHEPREFIX; what ``--root``'s
+compileall does); "compiled per run": every run compiles distpriv's sources
+(PYTHONDONTWRITEBYTECODE, set in these workers' environment: the protocol of the tables
+above, which charged distpriv 0.15-0.25 s of compiling that an installed package never
+pays):
+
+=========================  ==========  ==========  ==========  ==========  ==========
+case                       main        coldaudit   main        coldaudit   + coldverify
+                           (1d0d778)               compiled    compiled    (merged,
+                           bytecode    bytecode    per run     per run     bytecode)
+=========================  ==========  ==========  ==========  ==========  ==========
+import numpy, pandas       0.590       0.556       0.560       0.622       0.584
+distpriv verify CONFIG     2.397       2.561       2.467       2.596       4.329 (1)
+distpriv audit, 1 rep      2.729       1.933       2.910       2.191       1.492
+numpy notebook             2.026       2.094       1.956       2.116       2.074
+audit / notebook           1.35x       0.92x       1.49x       1.04x       0.72x
+=========================  ==========  ==========  ==========  ==========  ==========
+
+"+ coldverify": a scratch merge of this branch (e806136) with ``coldverify`` (74e42da as
+of 15:29 UTC: brentq without scipy.optimize, scipy.integrate imported lazily, a faster
+Adult parse), run with that branch's version of this script. (1) Its ``verify`` median
+includes suspicious first looks (fresh entropy, see above); not this branch's concern.
+
+The audit's report is unchanged (``distpriv audit examples/adult-income.toml --seed 0
+--json`` gives the same JSON on main and on the branch, but for the keyed model
+fingerprint). Where the branch's audit goes (profiled with CPU clocks in a fresh process,
+bytecode cached): numpy and pandas 0.4 s; distpriv's imports about 0.55 s, nearly all of
+it libraries the audit calls (scipy.special and scipy.linalg for the accountant,
+scipy.optimize for brentq, sqlglot and its DuckDB dialect, DuckDB, rich; distpriv's own
+80 modules 0.08 s); opening the bundled Adult table 0.2 s (parsing and cleaning both
+files, then the paper split); the model 0.04 s and the exact calibration of ExpM (G)
+0.06 s; the auxiliary and test samplers 0.07 s (predicate and per-row features in
+DuckDB); the repetition itself (400 datasets, three attacks) 0.01 s; the report 0.02 s.
+The notebook pays numpy, pandas and scikit-learn (1.2 s of imports) and 0.2 s of work.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = str(ROOT / "examples" / "adult-income.toml")
 
-CASES: dict[str, list[str]] = {
-    "import numpy, pandas": ["-c", "import numpy, pandas"],
-    "distpriv verify CONFIG": ["-m", "distpriv", "verify", CONFIG],
-    "distpriv audit CONFIG --repetitions 1": [
-        "-m",
-        "distpriv",
-        "audit",
-        CONFIG,
-        "--repetitions",
-        "1",
-        "--seed",
-        "0",
-    ],
-    "numpy notebook, same attack": [str(ROOT / "benchmarks" / "_cold_notebook.py")],
-}
+
+def cases(root: Path) -> dict[str, list[str]]:
+    """The four command lines, run in the checkout ``root``."""
+    config = str(root / "examples" / "adult-income.toml")
+    return {
+        "import numpy, pandas": ["-c", "import numpy, pandas"],
+        "distpriv verify CONFIG": ["-m", "distpriv", "verify", config],
+        "distpriv audit CONFIG --repetitions 1": [
+            "-m",
+            "distpriv",
+            "audit",
+            config,
+            "--repetitions",
+            "1",
+            "--seed",
+            "0",
+        ],
+        "numpy notebook, same attack": [str(root / "benchmarks" / "_cold_notebook.py")],
+    }
+
+
+CASES = cases(ROOT)
 RATIOS = (
     ("verify / import numpy, pandas", "distpriv verify CONFIG", "import numpy, pandas", 3.0),
     (
@@ -112,12 +161,12 @@ RATIOS = (
 )
 
 
-def run_case(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+def run_case(argv: list[str], env: dict[str, str], root: Path = ROOT) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one fresh interpreter; raises if it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, *argv], env=env, cwd=ROOT, capture_output=True, text=True
+        [sys.executable, *argv], env=env, cwd=root, capture_output=True, text=True
     )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -131,45 +180,37 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
-        "--no-bytecode",
-        action="store_true",
-        help="compile distpriv's sources in every run (PYTHONDONTWRITEBYTECODE, as the "
-        "figures recorded before issue 28 item 4's audit round were measured)",
+        "--root",
+        type=Path,
+        default=ROOT,
+        help="the checkout to measure (default: this one), e.g. an export of main for a "
+        "before/after table",
     )
     parser.add_argument(
-        "--src",
-        type=Path,
-        default=ROOT / "src",
-        help="the distpriv sources to measure (default: this checkout's; e.g. main's)",
+        "--no-compile",
+        action="store_true",
+        help="do not byte-compile the checkout's sources first",
     )
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(args.src.resolve())}
-    with tempfile.TemporaryDirectory(prefix="distpriv-pyc-") as pyc:
-        if args.no_bytecode:
-            env["PYTHONDONTWRITEBYTECODE"] = "1"
-        else:
-            # As installed (pip compiles a wheel's modules; numpy, pandas and scikit-learn
-            # have theirs): distpriv's bytecode in a private cache, written by one untimed
-            # round, so no run pays the compiler.
-            env.pop("PYTHONDONTWRITEBYTECODE", None)
-            env["PYTHONPYCACHEPREFIX"] = pyc
-            for argv in CASES.values():
-                run_case(argv, env)
-        cpu: dict[str, list[float]] = {name: [] for name in CASES}
-        wall: dict[str, list[float]] = {name: [] for name in CASES}
-        for _ in range(args.runs):
-            for name, argv in CASES.items():
-                c, w = run_case(argv, env)
-                cpu[name].append(c)
-                wall[name].append(w)
+    root = args.root.resolve()
+    if not args.no_compile:
+        # As installed: pip byte-compiles a package, and numpy and pandas load their .pyc
+        # files. Without this, a checkout run with PYTHONDONTWRITEBYTECODE compiles every
+        # distpriv module it imports again in every run (0.1-0.2 s of CPU).
+        compileall.compile_dir(str(root / "src"), quiet=1)
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    todo = cases(root)
+    cpu: dict[str, list[float]] = {name: [] for name in todo}
+    wall: dict[str, list[float]] = {name: [] for name in todo}
+    for _ in range(args.runs):
+        for name, argv in todo.items():
+            c, w = run_case(argv, env, root)
+            cpu[name].append(c)
+            wall[name].append(w)
     med = {name: statistics.median(v) for name, v in cpu.items()}
-    mode = "compiled per run" if args.no_bytecode else "bytecode cached"
-    print(
-        f"{args.runs} interleaved runs per case; sources {args.src} ({mode}); "
-        f"load average {os.getloadavg()[0]:.1f}"
-    )
+    print(f"{root}: {args.runs} interleaved runs per case; load average {os.getloadavg()[0]:.1f}")
     print(f"{'case':<40} {'CPU (s)':>9} {'min':>7} {'max':>7} {'wall (s)':>9}")
-    for name in CASES:
+    for name in todo:
         print(
             f"{name:<40} {med[name]:>9.3f} {min(cpu[name]):>7.3f} {max(cpu[name]):>7.3f} "
             f"{statistics.median(wall[name]):>9.2f}"
