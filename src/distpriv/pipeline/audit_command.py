@@ -11,6 +11,7 @@ from typing import Any
 from .._validation import check_positive_int, check_rng
 from .._version import __version__
 from ..central import MECHANISMS, CalibratedMechanism, mechanism_info
+from ..central._calibration_cache import shared_calibration
 from ..errors import (
     ConfigError,
     MechanismNotApplicableError,
@@ -74,11 +75,29 @@ def _audit_mechanisms(
     secret: Secret,
     n: int,
 ) -> tuple[list[CalibratedMechanism], DataQueryModel, list[str]]:
-    """Calibrate each mechanism on the same model its release would use."""
+    """Calibrate each mechanism on the same model its release would use.
+
+    One model per modelling method and one set of table facts for all of them; the
+    calibrations (``auto``'s candidates and the named mechanisms) run in one
+    :func:`~distpriv.central.shared_calibration` block, so the accountant's pure work
+    (pair checks, the population set's members) is done once per model and noise.
+    """
+    with shared_calibration():
+        return _calibrate_all(cfg, names, model_frame, query, secret, n)
+
+
+def _calibrate_all(
+    cfg: ReleaseConfig,
+    names: Sequence[str],
+    model_frame: Table,
+    query: Query,
+    secret: Secret,
+    n: int,
+) -> tuple[list[CalibratedMechanism], DataQueryModel, list[str]]:
     base = cfg.model.get("method", "analytic")
     models: dict[str, DataQueryModel] = {}
     facts = None
-    if any(nm != AUTO and mechanism_info(nm).defaults for nm in names):
+    if any(nm == AUTO or mechanism_info(nm).defaults for nm in names):
         facts = engine_table_facts(model_frame, query, n, missing=cfg.missing)  # once per table
     mechs, notes = [], []
     for name in [*names, None]:
@@ -108,7 +127,7 @@ def _audit_mechanisms(
                 epsilon=cfg.epsilon,
                 delta=cfg.delta,
                 options=cfg.options if cfg.mechanism == AUTO else {},
-                facts=engine_table_facts(model_frame, query, n, missing=cfg.missing),
+                facts=facts,
             )
             mechs.append(choice.mechanism)
             notes.append(
