@@ -38,6 +38,29 @@ What is left of ``auto``'s time is optimal-g's own calibration (4.3–8.4x expm-
 plane rounds, each a structured solve on the set's members and a scale search per noise
 shape). Not run in time: m = 20, 200, 500 and k = 3 (at m = 20 a separate run measured
 optimal-g at 77 s CPU against expm-g's 5.9 s: the generic program on the members).
+
+After the calibscale branch (issue 25: the long-double / 50-digit re-whitening only where a
+cheap float64 test says it is needed; the robust calibration's member-choosing and
+"settled?" checks at the search's accuracy, the guarantee's check still strict). CPU
+seconds, load 15–22 on 2 cores (four other helpers' jobs), one run per row, one process
+per row group (``--names expm-g optimal-g optimal-g-full auto``)::
+
+     k    m   expm-g  optimal-g  optimal-g-full     auto   optimal-g/expm  full/expm  auto/expm
+     2   20    0.47s     17.5s               -        -            37                       -
+     3   20    0.72s      8.61s          10.10s   13.22s            11.87      13.93      18.24
+
+    k = 2, m = 20 from a separate run of expm-g and optimal-g alone (same model): before
+    the branch 5.1 s and 60 s (the 50-digit whitening on every strict pair check and on
+    optimal-g's searches), optimal-g-full and auto > 400 s wall; E||Z||^2 bit-identical.
+    k = 3, m = 20: auto chose optimal-g-full; per candidate expm-g 0.8, dirm-g 0.2, eigm
+    0.8, optimal-g 8.1, noiseless 1.2, dirm-g-floor 0.4, optimal-g-full 1.6.
+
+The 5x target is **not met** at m = 20 (optimal-g 12–37x expm-g: expm-g itself became
+10x cheaper; optimal-g still runs its convex program (generic, m + 1 LMIs per member pair)
+and several scale searches per cutting-plane round, 24 of whose pair checks still need
+the 50-digit whitening where a rank-deficient shape leaves δ near 1). m = 50, 100, 200,
+500 and k = 3 beyond m = 20 were started but did not finish before the deadline at this
+load.
 """
 
 from __future__ import annotations
