@@ -46,21 +46,25 @@ seconds, load 15–22 on 2 cores (four other helpers' jobs), one run per row, on
 per row group (``--names expm-g optimal-g optimal-g-full auto``)::
 
      k    m   expm-g  optimal-g  optimal-g-full     auto   optimal-g/expm  full/expm  auto/expm
-     2   20    0.47s     17.5s               -        -            37                       -
+     2   20    0.58s     18.32s          18.10s   18.33s            31.69      31.31      31.72
+     2   50    1.22s     12.27s          12.36s   16.51s            10.07      10.15      13.55
      3   20    0.72s      8.61s          10.10s   13.22s            11.87      13.93      18.24
+     3   50    2.01s      7.31s           9.91s   17.38s             3.64       4.94       8.66
 
-    k = 2, m = 20 from a separate run of expm-g and optimal-g alone (same model): before
-    the branch 5.1 s and 60 s (the 50-digit whitening on every strict pair check and on
-    optimal-g's searches), optimal-g-full and auto > 400 s wall; E||Z||^2 bit-identical.
-    k = 3, m = 20: auto chose optimal-g-full; per candidate expm-g 0.8, dirm-g 0.2, eigm
-    0.8, optimal-g 8.1, noiseless 1.2, dirm-g-floor 0.4, optimal-g-full 1.6.
+    Before the branch, k = 2, m = 20 (same load): expm-g 5.2 s, optimal-g 80.5 s,
+    optimal-g-full and auto > 400 s wall (the 50-digit whitening on every strict pair check
+    and on optimal-g's searches). E||Z||^2 of expm-g and optimal-g bit-identical before and
+    after (separate run). auto chose optimal-g-full in every row; per candidate at k = 2,
+    m = 50: expm-g 1.3, dirm-g 0.2, eigm 1.2, daum 0.2, optimal-g 11.6, noiseless 0.1,
+    daum-floor 0.5, optimal-g-full 1.3; at k = 3, m = 50: optimal-g 8.2, optimal-g-full 3.5.
 
-The 5x target is **not met** at m = 20 (optimal-g 12–37x expm-g: expm-g itself became
-10x cheaper; optimal-g still runs its convex program (generic, m + 1 LMIs per member pair)
-and several scale searches per cutting-plane round, 24 of whose pair checks still need
-the 50-digit whitening where a rank-deficient shape leaves δ near 1). m = 50, 100, 200,
-500 and k = 3 beyond m = 20 were started but did not finish before the deadline at this
-load.
+The 5x target is **not met** (met only by optimal-g and optimal-g-full at k = 3, m = 50):
+expm-g itself became ~10x cheaper at m = 20, and optimal-g still runs its convex program
+(generic, m + 1 LMIs per member pair) and several scale searches per cutting-plane round,
+24 of whose pair checks still need the 50-digit whitening where a rank-deficient shape
+leaves δ near 1; at m = 100 the set's program (8 constraints) spends 5.7 s in Clarabel
+on 28 x 28 restricted programs. m = 100, 200, 500
+were started but did not finish before the deadline at this load.
 """
 
 from __future__ import annotations
