@@ -48,6 +48,7 @@ per row group (``--names expm-g optimal-g optimal-g-full auto``)::
      k    m   expm-g  optimal-g  optimal-g-full     auto   optimal-g/expm  full/expm  auto/expm
      2   20    0.58s     18.32s          18.10s   18.33s            31.69      31.31      31.72
      2   50    1.22s     12.27s          12.36s   16.51s            10.07      10.15      13.55
+     2  200    8.00s      >500 wall       >500 wall  82.48s                -          -      10.31
      3   20    0.72s      8.61s          10.10s   13.22s            11.87      13.93      18.24
      3   50    2.01s      7.31s           9.91s   17.38s             3.64       4.94       8.66
 
@@ -56,7 +57,9 @@ per row group (``--names expm-g optimal-g optimal-g-full auto``)::
     and on optimal-g's searches). E||Z||^2 of expm-g and optimal-g bit-identical before and
     after (separate run). auto chose optimal-g-full in every row; per candidate at k = 2,
     m = 50: expm-g 1.3, dirm-g 0.2, eigm 1.2, daum 0.2, optimal-g 11.6, noiseless 0.1,
-    daum-floor 0.5, optimal-g-full 1.3; at k = 3, m = 50: optimal-g 8.2, optimal-g-full 3.5.
+    daum-floor 0.5, optimal-g-full 1.3; at k = 3, m = 50: optimal-g 8.2, optimal-g-full 3.5;
+    at k = 2, m = 200 (auto alone finished: 500 wall seconds are ~100 CPU s at this load):
+    expm-g 7.4, eigm 7.0, optimal-g 39.8, daum-floor 9.3, optimal-g-full 10.2.
 
 The 5x target is **not met** (met only by optimal-g and optimal-g-full at k = 3, m = 50):
 expm-g itself became ~10x cheaper at m = 20, and optimal-g still runs its convex program
