@@ -38,6 +38,38 @@ What is left of ``auto``'s time is optimal-g's own calibration (4.3–8.4x expm-
 plane rounds, each a structured solve on the set's members and a scale search per noise
 shape). Not run in time: m = 20, 200, 500 and k = 3 (at m = 20 a separate run measured
 optimal-g at 77 s CPU against expm-g's 5.9 s: the generic program on the members).
+
+After the calibscale branch (issue 25: the long-double / 50-digit re-whitening only where a
+cheap float64 test says it is needed; the robust calibration's member-choosing and
+"settled?" checks at the search's accuracy, the guarantee's check still strict). CPU
+seconds, load 15–22 on 2 cores (four other helpers' jobs), one run per row, one process
+per row group (``--names expm-g optimal-g optimal-g-full auto``)::
+
+     k    m   expm-g  optimal-g  optimal-g-full     auto   optimal-g/expm  full/expm  auto/expm
+     2   20    0.58s     18.32s          18.10s   18.33s            31.69      31.31      31.72
+     2   50    1.22s     12.27s          12.36s   16.51s            10.07      10.15      13.55
+     2  100    3.72s     21.83s          24.13s   30.02s             5.87       6.49       8.08
+     2  200    8.00s      >500 wall       >500 wall  82.48s                -          -      10.31
+     3   20    0.72s      8.61s          10.10s   13.22s            11.87      13.93      18.24
+     3   50    2.01s      7.31s           9.91s   17.38s             3.64       4.94       8.66
+
+    Before the branch, k = 2, m = 20 (same load): expm-g 5.2 s, optimal-g 80.5 s,
+    optimal-g-full and auto > 400 s wall (the 50-digit whitening on every strict pair check
+    and on optimal-g's searches). E||Z||^2 of expm-g and optimal-g bit-identical before and
+    after (separate run). auto chose optimal-g-full in every row; per candidate at k = 2,
+    m = 50: expm-g 1.3, dirm-g 0.2, eigm 1.2, daum 0.2, optimal-g 11.6, noiseless 0.1,
+    daum-floor 0.5, optimal-g-full 1.3; at k = 3, m = 50: optimal-g 8.2, optimal-g-full 3.5;
+    at k = 2, m = 200 (auto alone finished: 500 wall seconds are ~100 CPU s at this load):
+    expm-g 7.4, eigm 7.0, optimal-g 39.8, daum-floor 9.3, optimal-g-full 10.2.
+
+The 5x target is **not met** (met only by optimal-g and optimal-g-full at k = 3, m = 50):
+expm-g itself became ~10x cheaper at m = 20, and optimal-g still runs its convex program
+(generic, m + 1 LMIs per member pair) and several scale searches per cutting-plane round,
+24 of whose pair checks still need the 50-digit whitening where a rank-deficient shape
+leaves δ near 1; at m = 100 the set's program (8 constraints) spends 5.7 s in Clarabel
+on 28 x 28 restricted programs. At k = 2, m = 100
+nothing changed against the figures above (4.3x / 7.2x then, 5.9x / 8.1x now: within the
+load's noise). k = 3 beyond m = 50 and m = 500 were not run in time.
 """
 
 from __future__ import annotations

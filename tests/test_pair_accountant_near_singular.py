@@ -422,3 +422,97 @@ def test_many_statistics_beyond_the_extended_whitening():
             prof = gaussian_pair_profile(*args, epsilon=eps)
             assert prof.delta == 1.0 and prof.method == "different supports"
             assert "upper bound" in prof.detail or "degenerate" in prof.detail
+
+
+# --------------------------------------------------------------------------------------
+# Issue 25 (calibration time): the cheap float64 test that decides re-whitening
+# --------------------------------------------------------------------------------------
+
+
+def _wishart(rng: np.random.Generator, m: int) -> np.ndarray:
+    x = rng.normal(size=(m + 10, m)) * rng.uniform(0.5, 2.0, size=m)
+    c = x.T @ x / (m + 10)
+    return c / 2 + c.T / 2
+
+
+def _reference_profile(mean_p, cov_p, mean_q, cov_q, eps: float):
+    """The accountant's inversion on the 80-digit whitening (``_mp_whiten``): with Q
+    whitened to I and P = N(t, diag μ), the sum-normalised a = μ/(1+μ), b = 1/(1+μ),
+    shift = t/√(1+μ), carried with errors at the level of double rounding of exact values."""
+    from distpriv.accounting._whitening import _Decomposition
+
+    t, mu = _mp_whiten(mean_p, cov_p, mean_q, cov_q)
+    with mpmath.workdps(80):
+        a = np.array([float(x / (1 + x)) for x in mu])
+        b = np.array([float(1 / (1 + x)) for x in mu])
+        s = np.array([float(y / mpmath.sqrt(1 + x)) for x, y in zip(mu, t, strict=True)])
+    u = float(np.finfo(float).eps)
+    dec = _Decomposition("regular", a, b, s, err_a=u * a, err_b=u * b, err_shift=u * np.abs(s))
+    from distpriv.accounting.pair_profile import _profile_from
+
+    return _profile_from(dec, eps, 1e-12, reverse=False)
+
+
+def test_double_whitening_kept_when_its_weighted_error_is_small():
+    """20 statistics, independent Wishart covariances (as in
+    benchmarks/bench_shape_scale.py) plus noise: the double whitening's first-order bound
+    (its m² factor) is above 1e-10, which sends the pair to the 50-digit whitening (seconds
+    at m = 20); at a scale search's accuracy (1e-7) the double whitening is kept on the
+    1e-6 bar of the unweighted bound (its error still added to δ) — and the
+    result still brackets the 80-digit reference: ``delta`` ≥ the exact δ, ``estimate``
+    within ``error_bound``. The strict accountant (1e-10) still re-whitens this pair."""
+    from distpriv.accounting import _whitening as wh
+
+    rng = np.random.default_rng(0)
+    m = 20
+    cov_p = _wishart(rng, m) + 3.0 * np.eye(m)
+    cov_q = _wishart(rng, m) + 3.0 * np.eye(m)
+    mean_p = rng.normal(size=m) * 10
+    mean_q = mean_p + rng.normal(size=m) * 1.5
+    called: list[int] = []
+    orig = wh._decompose_extended
+    wh._decompose_extended = lambda *a: called.append(1) or orig(*a)
+    try:
+        prof = gaussian_pair_profile(mean_p, cov_p, mean_q, cov_q, epsilon=1.0)
+        assert called == [1]  # strict: re-whitened, as before
+        both = pair_profiles_unchecked(mean_p, cov_p, mean_q, cov_q, 1.0, 1e-7)
+        assert called == [1]  # at the search's accuracy: the double whitening is kept
+    finally:
+        wh._decompose_extended = orig
+    ref = _reference_profile(mean_p, cov_p, mean_q, cov_q, 1.0)
+    ref_back = _reference_profile(mean_q, cov_q, mean_p, cov_p, 1.0)
+    assert 1e-3 < ref.estimate < 0.99
+    for got, want in ((prof, ref), (both[0], ref), (both[1], ref_back)):
+        assert got.method == "characteristic function"
+        assert got.delta >= want.estimate - want.error_bound
+        assert abs(got.estimate - want.estimate) <= got.error_bound + want.error_bound
+    # The search's answer is within its accuracy of the reference.
+    assert abs(both[0].delta - ref.delta) < 1e-6
+    assert abs(both[1].delta - ref_back.delta) < 1e-6
+
+
+def test_rewhitening_still_triggers_when_ill_conditioned():
+    """The same construction with a shared ill-conditioned part (condition 1e9): the
+    weighted error of the double whitening is not small, the test refuses it, the pair is
+    re-whitened (extended precision, per-coordinate error bounds), and agrees with the
+    80-digit reference."""
+    from distpriv.accounting import _whitening as wh
+
+    rng = np.random.default_rng(7)
+    m = 6
+    base = _random_pd(rng, m, 1e9)
+    cov_p = base + 1e-9 * _wishart(rng, m)
+    cov_q = base * 1.3 + 1e-9 * _wishart(rng, m)
+    mean_p = rng.normal(size=m)
+    mean_q = mean_p + 1e-4 * rng.normal(size=m)
+    called = []
+    orig = wh._decompose_extended
+    wh._decompose_extended = lambda *a: called.append(1) or orig(*a)
+    try:
+        prof = gaussian_pair_profile(mean_p, cov_p, mean_q, cov_q, epsilon=1.0)
+    finally:
+        wh._decompose_extended = orig
+    assert called, "the ill-conditioned pair must be re-whitened"
+    ref = _reference_profile(mean_p, cov_p, mean_q, cov_q, 1.0)
+    assert prof.delta >= ref.estimate - ref.error_bound
+    assert abs(prof.estimate - ref.estimate) <= prof.error_bound + ref.error_bound + 1e-12

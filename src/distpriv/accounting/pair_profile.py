@@ -19,19 +19,18 @@ Rényi/Chernoff upper bound, labelled ``"Renyi bound"``. The ``gx2`` package (Da
 Geisler) was measured and not adopted: it computes CDFs rather than the hockey-stick
 divergence, its ray-trace method is unseeded Monte Carlo above 4 dimensions (two calls on
 one 5-D tail gave 0.7872 and 0.7696) and its Imhof/IFFT methods carry no certified bound
-(0.49996 on the first reproducer, exact 0.99996). See docs/guarantees.md, "The accountant
-on every pair".
+(0.49996 on the first reproducer, exact 0.99996). See docs/guarantees.md.
 
 Layout. This module is the accountant's public face: the result type
 :class:`GaussianPairProfile`, the closed form for equal covariances, the dispatch between
 methods and the public functions (re-exported by :mod:`distpriv.accounting`, where they
 lived before it was split by concern). The numerical methods it dispatches to are private
-modules with one purpose each: :mod:`distpriv.accounting._whitening` (the joint whitening of the
-two Gaussians and the privacy loss's coefficients in it), :mod:`distpriv.accounting._inversion`
-(the Laplace inversion of the loss's moment generating function, Imhof 1961 / Davies 1980,
-and the Rényi/Chernoff bound from the same function) and :mod:`distpriv.accounting._region` (one
-dimension: the quadratic loss region). The calibrations built on these profiles are in
-:mod:`distpriv.accounting`, which imports this module, never the reverse.
+modules with one purpose each: :mod:`._whitening` (the joint whitening of the two Gaussians
+and the privacy loss's coefficients in it), :mod:`._inversion` (the Laplace inversion of
+the loss's moment generating function, Imhof 1961 / Davies 1980, and the Rényi/Chernoff
+bound from the same function) and :mod:`._region` (one dimension: the quadratic region).
+The calibrations built on these profiles are in :mod:`distpriv.accounting`, which imports
+this module, never the reverse.
 
 References
 ----------
@@ -59,7 +58,7 @@ from scipy.special import log_ndtr
 from .._roots import brentq  # scipy.optimize's, without its import cost
 from .._validation import check_array, check_covariance, check_delta, check_epsilon, check_real
 from ..errors import ParameterError
-from ._inversion import _chernoff_bound, _inversion_checked, _whitening_error
+from ._inversion import _chernoff_bound, _inversion_checked, _whitening_error, _whitening_ok
 from ._region import _U, _profile_1d
 from ._whitening import _decompose, _Decomposition, _finite, _Loss, _loss
 
@@ -304,7 +303,8 @@ def _profile_raw(
         return _equal_covariance_profile(mp - mq, sp, epsilon)
     if mp.shape[0] == 1:
         return _profile_raw_1d(mp, sp, mq, sq, epsilon)
-    return _profile_from(_decompose(mp, sp, mq, sq), epsilon, tol, reverse=False)
+    dec = _decompose(mp, sp, mq, sq, _whitening_ok(epsilon, tol))
+    return _profile_from(dec, epsilon, tol, reverse=False)
 
 
 def _profile_from(
@@ -435,7 +435,7 @@ def covariance_gap(cov_p: np.ndarray, cov_q: np.ndarray) -> float:
     if np.array_equal(cov_p, cov_q):
         return 0.0
     zero = np.zeros(cov_p.shape[0])
-    dec = _decompose(zero, cov_p, zero, cov_q)
+    dec = _decompose(zero, cov_p, zero, cov_q, _whitening_ok(0.0, 1.0))  # max|a - b| only
     if dec.kind == "different supports":
         return 1.0
     if dec.kind == "identical":
@@ -479,7 +479,7 @@ def pair_profiles_unchecked(
             _profile_raw_1d(mean_p, cov_p, mean_q, cov_q, epsilon),
             _profile_raw_1d(mean_q, cov_q, mean_p, cov_p, epsilon),
         )
-    dec = _decompose(mean_p, cov_p, mean_q, cov_q)
+    dec = _decompose(mean_p, cov_p, mean_q, cov_q, _whitening_ok(epsilon, tol))
     return (
         _profile_from(dec, epsilon, tol, reverse=False),
         _profile_from(dec, epsilon, tol, reverse=True),
