@@ -284,7 +284,7 @@ def _calibrate_robust(
     returned only when every candidate for its own noise passes.
     """
     guess = np.zeros((gm.dim, gm.dim)) if paper is None else paper.noise_covariance
-    every = population_model(gm, beta=beta, noise_cov=guess)
+    every = population_model(gm, beta=beta, noise_cov=guess, epsilon=epsilon)
     first = _worst_pairs(every, pair_deltas(every, guess, epsilon=epsilon, screen=delta), delta, 1)
     # optimal-g first shapes its noise for the members (cutting planes); should the members
     # not settle while the shape moves with them, the fitted shapes alone (which do).
@@ -296,7 +296,7 @@ def _calibrate_robust(
             cov, scale, _, method = _calibrate_on(
                 name, target, paper, build, epsilon, delta, start_scale=scale, for_set=for_set
             )
-            every = population_model(gm, beta=beta, noise_cov=cov)
+            every = population_model(gm, beta=beta, noise_cov=cov, epsilon=epsilon)
             full = pair_deltas(every, cov, epsilon=epsilon, screen=delta)
             if full.worst <= delta:
                 best = _cheaper(shaped, (cov, scale, full, method), paper)
@@ -356,7 +356,7 @@ def _scale_for_set(
     fam = _scaled(shape)
     s = start
     for _ in range(_ROBUST_ROUNDS):
-        every = population_model(gm, beta=beta, noise_cov=fam(s))
+        every = population_model(gm, beta=beta, noise_cov=fam(s), epsilon=epsilon)
         try:
             s, _ = smallest_scale(
                 every, fam, epsilon=epsilon, delta=delta, start=s, name="optimal-g"
@@ -364,7 +364,7 @@ def _scale_for_set(
         except MechanismNotApplicableError:
             return None
         check = pair_deltas(
-            population_model(gm, beta=beta, noise_cov=fam(s)),
+            population_model(gm, beta=beta, noise_cov=fam(s), epsilon=epsilon),
             fam(s),
             epsilon=epsilon,
             screen=delta,
@@ -460,7 +460,7 @@ def calibrate_exact(
     # eigendecomposition): checked again as published.
     noise, check = published_noise(
         lambda f: _noise(cov * f),
-        checked_members(gm, robust_beta),
+        checked_members(gm, robust_beta, epsilon=epsilon),
         epsilon=epsilon,
         delta=delta,
         name=name,
