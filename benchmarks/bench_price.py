@@ -79,26 +79,32 @@ only, another seed) had expm-g's default/oracle at Adult 1.16/1.02/1.07, RAND
 0.81/0.87/1.02.
 
 **The joint set** (issue 25 item 1; the default since, ``--set box`` is the set before).
-One run on branch pricejoint, 2026-11-26 15:20-16:10 UTC, ``--set joint --no-oracle
---tables 6 --populations P --records benchmarks/results/bench_price_joint_P.jsonl`` (one
-process per population; load 16-18 on 2 cores, so only 4-5 tables per size finished).
-"box" is ``auto`` on the *same* seeded tables (same seed, table indices 0-4) from the
-records of the run above (main 98a211d, box set), and the oracle is that run's (all of its
-tables: the oracle does not depend on the set). Median E‖Z‖² of ``auto``:
+One run on branch pricejoint, 2026-11-26 15:20-16:05 UTC, ``--set joint --no-oracle
+--tables 6 --populations P --records FILE`` (one process per population; load 16-18 on 2
+cores, so 6 tables per size only; records in ``benchmarks/results/bench_price_joint_
+{adult,randhie}.jsonl``). "box" is ``auto`` on the *same* seeded tables (same seed, table
+indices 0-5) from the records of the run above (main 98a211d, box set), and the oracle is
+that run's (all of its tables: the oracle does not depend on the set). Median E‖Z‖² of
+``auto``:
 
 =======  =====  ======  ======  ======  ===================================  ===============
 pop      rows   tables  box     joint   auto/oracle box -> joint (oracle)    auto/own
 =======  =====  ======  ======  ======  ===================================  ===============
-Adult      300    5      648.6   606.0  1.02 -> 0.95 (637.9 groupdp-g)       5.15 -> 4.82
-Adult    1,000    5      467.0   349.2  2.72 -> 2.04 (171.4 daum-floor)      3.71 -> 2.77
-Adult    4,000    4      211.8   186.4  1.38 -> 1.22 (153.2 optimal-g-full)  1.68 -> 1.48
-RAND       300    5      627.4   385.0  2.03 -> 1.25 (308.8 groupdp-g)       10.07 -> 6.18
-RAND     1,000    5      415.7   191.1  3.81 -> 1.75 (109.0 daum-floor)      6.68 -> 3.07
-RAND     4,000    5      133.0    97.5  1.86 -> 1.36 (71.5 daum-floor)       2.14 -> 1.57
+Adult      300    6      611.1   541.9  0.96 -> 0.85 (637.9 groupdp-g)       4.86 -> 4.31
+Adult    1,000    6      460.2   355.2  2.68 -> 2.07 (171.4 daum-floor)      3.66 -> 2.82
+Adult    4,000    6      211.8   186.4  1.38 -> 1.22 (153.2 optimal-g-full)  1.68 -> 1.48
+RAND       300    6      639.2   400.6  2.07 -> 1.30 (308.8 groupdp-g)       10.26 -> 6.43
+RAND     1,000    6      441.5   193.9  4.05 -> 1.78 (109.0 daum-floor)      7.09 -> 3.11
+RAND     4,000    6      134.4    99.6  1.88 -> 1.39 (71.5 daum-floor)       2.16 -> 1.60
 =======  =====  ======  ======  ======  ===================================  ===============
 
-No table violated for ``auto`` with the joint set (0 of 29). The target (≤ 1.0× the oracle)
-is met only at Adult 300 rows, on 5 tables; 4-5 tables per cell is a rough median.
+No table violated for ``auto`` with the joint set (0 of 36). The target (≤ 1.0× the oracle)
+is met only at Adult 300 rows; 6 tables per cell is a rough median. Per mechanism (box ->
+joint, median E‖Z‖²): expm-g 3-18 % less everywhere (1178 -> 1050 Adult 300, 804 -> 657
+RAND 300); optimal-g-full 12-56 % less; daum-floor now verifies where the box refused it
+(RAND 4,000: 1 -> 6 of 6 tables, 99.6) and drops from 45,738 to 504 at Adult 1,000;
+optimal-g (fitted, rank < m) verifies on fewer tables (Adult 1,000: 4 of 6, RAND 1,000:
+2 of 6). expm-g and eigm violate on 1 of 6 Adult 4,000 tables with either set.
 """
 
 from __future__ import annotations
