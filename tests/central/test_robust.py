@@ -18,7 +18,7 @@ from scipy.stats import norm
 
 import distpriv as dp
 from distpriv.accounting import gaussian_pair_delta
-from distpriv.central.robust import confidence_set, gap_bound
+from distpriv.central.robust import confidence_set, gap_bound, population_set
 from distpriv.datasets.adult import load_adult
 from distpriv.errors import ConfigError, DistPrivError
 from distpriv.modeling import ProportionSecret, model_query
@@ -346,14 +346,19 @@ def test_gap_bounds_cover_every_pair_of_psi_at_once():
     means = rng.normal(size=(k, m))
     covs = np.stack([w[0] * row_cov[0] + w[1] * row_cov[1] for w in unc.weights])
     model = GaussianQueryModel(means, covs, uncertainty=unc)
-    cs = confidence_set(model, beta=BETA)
+    with population_set("box"):  # the box's gap statement (β/2; the joint set's: below)
+        cs = confidence_set(model, beta=BETA)
     assert cs.pairs == 3 and cs.gap_z == pytest.approx(norm.ppf(1 - BETA / 6))
+    # The joint set (the default) spends all of β on one one-sided statement per pair.
+    joint = confidence_set(model, beta=BETA)
+    assert joint.method == "joint" and joint.gap_z == pytest.approx(norm.ppf(1 - BETA / 3))
     # The per-row mean gap between the strata, and its estimate's error law.
     d = rng.normal(size=m) * 0.3
     err_cov = row_cov[0] / 60 + row_cov[1] / 240
     draws = 40_000
     est = d + rng.multivariate_normal(np.zeros(m), err_cov, size=draws)
     fail_all = np.zeros(draws, bool)
+    fail_joint = np.zeros(draws, bool)
     for i, j in model.pairs:
         dw = unc.weights[i, 0] - unc.weights[j, 0]
         metric = np.linalg.inv(np.linalg.cholesky((covs[i] + covs[j]) / 2 + 0.5 * np.eye(m)))
@@ -365,5 +370,7 @@ def test_gap_bounds_cover_every_pair_of_psi_at_once():
             seen[0] + cs.gap_z * top
         )
         fail_all |= seen + cs.gap_z * top < true
+        fail_joint |= seen + joint.gap_z * top < true
     margin = 3 * np.sqrt(BETA / 2 / draws)
     assert fail_all.mean() <= BETA / 2 + margin
+    assert fail_joint.mean() <= BETA + 3 * np.sqrt(BETA / draws)

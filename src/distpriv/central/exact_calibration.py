@@ -285,7 +285,7 @@ def _calibrate_robust(
     returned only when every candidate for its own noise passes.
     """
     guess = np.zeros((gm.dim, gm.dim)) if paper is None else paper.noise_covariance
-    every = population_model(gm, beta=beta, noise_cov=guess)
+    every = population_model(gm, beta=beta, noise_cov=guess, epsilon=epsilon)
     # The checks that only choose members or say whether the members settled run at the
     # search's accuracy (certified upper bounds all the same): the strict check, which the
     # guarantee reports, is published_noise's on the noise as published.
@@ -303,7 +303,7 @@ def _calibrate_robust(
             cov, scale, _, method = _calibrate_on(
                 name, target, paper, build, epsilon, delta, start_scale=scale, for_set=for_set
             )
-            every = population_model(gm, beta=beta, noise_cov=cov)
+            every = population_model(gm, beta=beta, noise_cov=cov, epsilon=epsilon)
             full = pair_deltas(every, cov, epsilon=epsilon, tol=loose, screen=delta)
             if full.worst <= delta:
                 best = _cheaper(shaped, (cov, scale, full, method), paper)
@@ -367,7 +367,7 @@ def _scale_for_set(
     try:
         found = smallest_scale_on_set(
             gm,
-            lambda cov: population_model(gm, beta=beta, noise_cov=cov),
+            lambda cov: population_model(gm, beta=beta, noise_cov=cov, epsilon=epsilon),
             fam,
             epsilon=epsilon,
             delta=delta,
@@ -380,7 +380,7 @@ def _scale_for_set(
         return fam(found[0]), found[0], found[1], label
     s = start
     for _ in range(_ROBUST_ROUNDS):
-        every = population_model(gm, beta=beta, noise_cov=fam(s))
+        every = population_model(gm, beta=beta, noise_cov=fam(s), epsilon=epsilon)
         try:
             s, _ = smallest_scale(
                 every, fam, epsilon=epsilon, delta=delta, start=s, name="optimal-g"
@@ -388,7 +388,7 @@ def _scale_for_set(
         except MechanismNotApplicableError:
             return None
         check = pair_deltas(
-            population_model(gm, beta=beta, noise_cov=fam(s)),
+            population_model(gm, beta=beta, noise_cov=fam(s), epsilon=epsilon),
             fam(s),
             epsilon=epsilon,
             tol=search_tolerance(delta),  # settled? (published_noise's check is strict)
@@ -485,7 +485,7 @@ def calibrate_exact(
     # eigendecomposition): checked again as published.
     noise, check = published_noise(
         lambda f: _noise(cov * f),
-        checked_members(gm, robust_beta),
+        checked_members(gm, robust_beta, epsilon=epsilon),
         epsilon=epsilon,
         delta=delta,
         name=name,

@@ -409,7 +409,7 @@ def _population_search(
     # should it not settle, the search on every member of each noise below.
     found = smallest_scale_on_set(
         gm,
-        lambda cov: population_model(gm, beta=beta, noise_cov=cov),
+        lambda cov: population_model(gm, beta=beta, noise_cov=cov, epsilon=epsilon),
         fam,
         epsilon=epsilon,
         delta=delta,
@@ -420,10 +420,10 @@ def _population_search(
         return found
     s = start
     for _ in range(_ROBUST_ROUNDS):
-        every = population_model(gm, beta=beta, noise_cov=fam(max(s, 0.0)))
+        every = population_model(gm, beta=beta, noise_cov=fam(max(s, 0.0)), epsilon=epsilon)
         s, _ = smallest_scale(every, fam, epsilon=epsilon, delta=delta, start=s, name=name)
         check = pair_deltas(
-            population_model(gm, beta=beta, noise_cov=fam(s)),
+            population_model(gm, beta=beta, noise_cov=fam(s), epsilon=epsilon),
             fam(s),
             epsilon=epsilon,
             screen=delta,
@@ -447,7 +447,7 @@ def _search_best(
 ) -> tuple[Noise, str, float, PairCheck]:
     # β of the population premise, or None for the fitted model alone.
     robust_beta = beta if getattr(gm, "uncertainty", None) is not None else None
-    target = checked_members(gm, beta)
+    target = checked_members(gm, beta, epsilon=epsilon)
     best = None
     errors = []
     # Covariances already verified first (one check each): a best to prune against.

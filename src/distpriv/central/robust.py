@@ -78,6 +78,8 @@ from .._validation import check_real
 from ..guarantees import Assumption
 from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
 from ._calibration_cache import active_cache, fingerprint
+from ._robust_joint import JOINT_MAX_PAIRS as JOINT_MAX_PAIRS
+from ._robust_joint import SET_METHODS, joint_members, joint_z, population_set, set_method
 
 # _inv_sqrt, _worst_shift, farthest_gap and gap_bound live in _robust_stack.py (shared with
 # the bootstrap set) and stay importable from here.
@@ -93,6 +95,7 @@ from ._robust_stack import gap_bound as gap_bound
 
 __all__ = [
     "DEFAULT_BETA",
+    "SET_METHODS",
     "ConfidenceSet",
     "check_beta",
     "checked_members",
@@ -100,6 +103,8 @@ __all__ = [
     "marginal",
     "population_model",
     "population_premise",
+    "population_set",
+    "set_method",
 ]
 
 DEFAULT_BETA = 0.05
@@ -138,6 +143,11 @@ class ConfidenceSet:
         The independent gap-error directions the Scheffé radius is split over (Bonferroni,
         :func:`gap_directions`): 1 for one proportion secret, one per attribute for
         several secrets at once.
+    method : str
+        ``"box"`` (this module's docstring) or ``"joint"``
+        (:mod:`distpriv.central._robust_joint`: then ``gap_z`` = ``z`` = Φ⁻¹(1 − β/P), the
+        radius of the gap's ellipsoid and the half-width of every log-variance interval
+        in its sd, and ``directions`` is unused).
     """
 
     beta: float
@@ -147,10 +157,12 @@ class ConfidenceSet:
     z: float
     kurtosis: np.ndarray
     directions: int = 1
+    method: str = "box"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
         return {
+            "method": self.method,
             "beta": self.beta,
             "gap_z": self.gap_z,
             "pairs": self.pairs,
@@ -185,8 +197,12 @@ def confidence_set(model: GaussianQueryModel, *, beta: float) -> Any:
     for group in strata_groups(unc, model.pairs):  # one proportion secret: one group
         kurt[group] = unc.kurtosis[group].max(axis=0)
     sd = np.sqrt(np.clip(kurt - 1.0, 0.0, None) / sizes)  # sd of log σ̂², (S, m)
-    factors = np.stack([np.exp(-z * sd), np.exp(z * sd)], axis=-1)
     n_pairs = max(len(model.pairs), 1)
+    if set_method(model) == "joint":
+        zj = joint_z(beta, n_pairs)
+        factors = np.stack([np.exp(-zj * sd), np.exp(zj * sd)], axis=-1)
+        return ConfidenceSet(beta, zj, n_pairs, factors, zj, kurt, 1, "joint")
+    factors = np.stack([np.exp(-z * sd), np.exp(z * sd)], axis=-1)
     # The Scheffé radius holds for every pair whose gap error is a multiple of one error
     # vector (one proportion secret: every gap is (kᵢ − kⱼ)(m_A − m_B)); pairs with other
     # weight differences (several attributes) have their own: Bonferroni over them.
@@ -256,18 +272,24 @@ def _support_corners(n_strata: int, support: tuple[int, ...]) -> list[tuple[int,
 
 
 def checked_members(
-    model: GaussianQueryModel, beta: float | None
+    model: GaussianQueryModel, beta: float | None, *, epsilon: float | None = None
 ) -> Callable[[np.ndarray], GaussianQueryModel]:
     """What a noise covariance must be checked on: ``model`` itself, or — when it carries
     the uncertainty of its moments and β is set — the worst members of the (1 − β)
-    confidence set for that noise (:func:`population_model`)."""
+    confidence set for that noise (:func:`population_model`, at ``epsilon``)."""
     if beta is None or getattr(model, "uncertainty", None) is None:
         return lambda noise_cov: model
-    return lambda noise_cov: population_model(model, beta=beta, noise_cov=noise_cov)
+    return lambda noise_cov: population_model(
+        model, beta=beta, noise_cov=noise_cov, epsilon=epsilon
+    )
 
 
 def population_model(
-    model: GaussianQueryModel, *, beta: float, noise_cov: np.ndarray
+    model: GaussianQueryModel,
+    *,
+    beta: float,
+    noise_cov: np.ndarray,
+    epsilon: float | None = None,
 ) -> GaussianQueryModel:
     """The augmented model whose pairs are the worst members of the confidence set.
 
@@ -280,13 +302,19 @@ def population_model(
     noise_cov : ndarray, shape (m, m)
         The noise the mean gaps are made worst for (the final noise is re-checked by the
         caller).
+    epsilon : float, optional
+        The joint set (:func:`set_method`) maximises δ at this ε (the calibration's); its
+        members are the worst for it. ``None``: ε = 1 (callers that know ε pass it). The
+        box set does not depend on it.
 
     Returns
     -------
     GaussianQueryModel
-        For every pair of Ψ and every corner of the strata covariances, the pair with that
-        corner's covariances and the mean gap at its upper confidence bound. Labels say
-        which member of the set each hypothesis is.
+        Box set: for every pair of Ψ and every corner of the strata covariances, the pair
+        with that corner's covariances and the mean gap at its upper confidence bound.
+        Joint set: one member per pair, the worst the search finds
+        (:mod:`distpriv.central._robust_joint`). Labels say which member of the set each
+        hypothesis is.
     """
     unc = model.uncertainty
     if isinstance(unc, BootstrapUncertainty):
@@ -295,6 +323,8 @@ def population_model(
         return bootstrap_population_model(model, beta=beta, noise_cov=noise_cov)
     if unc is None:  # pragma: no cover - callers check
         raise ValueError("model has no uncertainty")
+    if set_method(model) == "joint":
+        return _joint(model, beta, noise_cov, 1.0 if epsilon is None else float(epsilon))
     cache = active_cache()
     if cache is None:
         return _members(model, _corner_parts(model, beta), beta, noise_cov)
@@ -309,6 +339,25 @@ def population_model(
     members = cache.get_members(key)
     if members is None:
         members = _members(model, parts, beta, noise_cov)
+        cache.put_members(key, members)
+    return members
+
+
+def _joint(
+    model: GaussianQueryModel, beta: float, noise_cov: np.ndarray, epsilon: float
+) -> GaussianQueryModel:
+    """The joint set's worst members (remembered per model, β, ε and noise within one
+    call's calibrations)."""
+    kurt = confidence_set(model, beta=beta).kurtosis
+    cache = active_cache()
+    key = None
+    if cache is not None:
+        key = ("joint", _uncertainty_key(model), beta, epsilon, fingerprint(np.asarray(noise_cov)))
+        members = cache.get_members(key)
+        if members is not None:
+            return members
+    members = joint_members(model, kurt, beta=beta, noise_cov=noise_cov, epsilon=epsilon)
+    if cache is not None:
         cache.put_members(key, members)
     return members
 
@@ -495,6 +544,24 @@ def population_premise(
             "holds on the fitted model, with no stated confidence for the population",
         )
     cs = confidence_set(gm, beta=beta)
+    if cs.method == "joint":
+        return Assumption(
+            "population",
+            f"with probability at least {1 - beta:g} over the draw of the modelling table "
+            "(strata sampled at random from the population the protected datasets come "
+            "from), the guarantee holds for that population's Gaussian model: for every "
+            "pair of Psi, delta at the published noise is at most that of the worst member "
+            "of a joint confidence set in the mean gap and the strata's variances",
+            None,
+            f"{gm.uncertainty.method}; per pair, the mean gap within {cs.gap_z:.3g} error "
+            "sd of its estimate (an ellipsoid) and every stratum's variance of every "
+            f"statistic within {cs.z:.3g} sd of its log (a box, each statistic on its own), "
+            f"z one-sided at level 1 - {beta:g}/{cs.pairs} per pair (Bonferroni over the "
+            f"{cs.pairs} pair(s) of Psi); valid for delta linearised in these (delta "
+            "method: the sd of the scalar is at most the sum of its parts' sds, whatever "
+            "their correlations); asymptotic (central-limit) laws; worst member searched "
+            "by optimisation for the noise and epsilon, checked for the final noise",
+        )
     return Assumption(
         "population",
         f"with probability at least {1 - beta:g} over the draw of the modelling table "

@@ -51,7 +51,7 @@ def attribute_guarantees(
     if gaussian:
         # The calibration's own check: every pair of Ψ on the worst members of the joint
         # confidence set (each pair of the model has the same number of members, in order).
-        members = checked_members(model, beta)(noise)
+        members = checked_members(model, beta, epsilon=float(g.epsilon))(noise)
         deltas = pair_deltas(members, noise, epsilon=float(g.epsilon)).deltas
         per = len(members.pairs) // len(model.pairs)
         attr_of = [model.secret.attribute_of(i) for i, _ in model.pairs]

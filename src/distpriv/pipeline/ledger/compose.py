@@ -228,7 +228,7 @@ def _on_population(
             delta=delta,
             budget_epsilon=budget_epsilon,
         )
-    members = population_model(model, beta=beta, noise_cov=noise_cov)
+    members = population_model(model, beta=beta, noise_cov=noise_cov, epsilon=budget_epsilon)
     eps, dat, rows = gaussian_pair_composition(
         members.means,
         members.covariances,
