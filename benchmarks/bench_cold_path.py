@@ -85,7 +85,7 @@ numpy and pandas load their .pyc files. Both columns below were measured that wa
 the branch point's run, 16.3 during the branch's), the branch point exported with
 ``git archive 1d0d778`` and measured with ``--root``:
 
-=========================  ====================  ========
+=========================  ====================  ===============
 case                       branch point 1d0d778  ``coldverify``
 =========================  ====================  ===============
 import numpy, pandas       0.553 / 0.600         0.611
@@ -112,7 +112,7 @@ calibration 0.1, the check 0.2–0.3 (its sampler's own DuckDB connection 0.04, 
 fitted moments alone, and each statistic dropped), about 60 inversions of the generalised
 chi-square each, which tests/pipeline/test_price.py pins to calibrate() itself (abs 1e-9
 on the savings), so they cannot be approximated without changing that contract.
-=======
+
 Recorded for the audit half (issue 28 item 4, branch ``coldaudit``: the paper's logistic
 meta-classifier fitted in numpy, so the audit no longer imports scikit-learn; DuckDB
 connections that read no file are cursors of one locked instance; one calibration cache and

@@ -310,8 +310,8 @@ def main() -> None:
     ap.add_argument("--report", action="store_true", help="print the tables of --records")
     ap.add_argument(
         "--set",
-        default="joint",
-        help="the population set: joint (default since issue 25 item 1) or box (before)",
+        default="box",
+        help="the population set: box (the default) or joint (issue 25 item 1, opt-in)",
     )
     args = ap.parse_args()
     try:

@@ -144,12 +144,13 @@ def test_the_box_remains_selectable_and_bad_names_are_refused():
     model = _quiet(
         model_query, sample, HEAVY_STATS, HEAVY_SECRET, subset_size=100, method="analytic"
     )
-    assert confidence_set(model, beta=BETA).method == "joint"  # the default
+    assert confidence_set(model, beta=BETA).method == "box"  # the default
     with population_set("box"):
         cs = confidence_set(model, beta=BETA)
         members = population_model(model, beta=BETA, noise_cov=np.eye(model.dim), epsilon=EPS)
     assert cs.method == "box" and len(members.pairs) == 4  # 2 strata: 4 corners per pair
-    joint = population_model(model, beta=BETA, noise_cov=np.eye(model.dim), epsilon=EPS)
+    with population_set("joint"):
+        joint = population_model(model, beta=BETA, noise_cov=np.eye(model.dim), epsilon=EPS)
     assert len(joint.pairs) == 1 and "joint" in str(joint.labels[0])
     with pytest.raises(ParameterError, match="population set"), population_set("ellipse"):
         pass

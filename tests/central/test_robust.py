@@ -349,8 +349,9 @@ def test_gap_bounds_cover_every_pair_of_psi_at_once():
     with population_set("box"):  # the box's gap statement (β/2; the joint set's: below)
         cs = confidence_set(model, beta=BETA)
     assert cs.pairs == 3 and cs.gap_z == pytest.approx(norm.ppf(1 - BETA / 6))
-    # The joint set (the default) spends all of β on one one-sided statement per pair.
-    joint = confidence_set(model, beta=BETA)
+    # The joint set spends all of β on one one-sided statement per pair.
+    with population_set("joint"):
+        joint = confidence_set(model, beta=BETA)
     assert joint.method == "joint" and joint.gap_z == pytest.approx(norm.ppf(1 - BETA / 3))
     # The per-row mean gap between the strata, and its estimate's error law.
     d = rng.normal(size=m) * 0.3

@@ -75,11 +75,14 @@ from ._robust_stack import _inv_sqrt, _sqrt_psd, _worst_shift
 __all__: list[str] = []  # helpers of central.robust
 
 # The population sets (issue 25 item 1): "joint" (central/_robust_joint.py: one scalar
-# statement per pair, the worst member by optimisation; the default) and "box" (this
-# module's docstring: the Bonferroni box and its corners; the set before issue 25).
+# statement per pair, the worst member by optimisation) and "box" (this module's
+# docstring: the Bonferroni box and its corners). The box stays the default: the joint
+# set's search (tens of exact accountant calls per pair and noise) made calibrations 2-14x
+# slower, against the calibration-time target of the same issue; it is opt-in until its
+# search is cheaper.
 SET_METHODS = ("joint", "box")
 _SET: contextvars.ContextVar[str] = contextvars.ContextVar(
-    "distpriv_population_set", default="joint"
+    "distpriv_population_set", default="box"
 )
 # The joint set's search costs tens of accountant calls per pair and noise: above this many
 # pairs (range secrets: hundreds) the box set is used (its members are vectorised).
@@ -89,8 +92,9 @@ JOINT_MAX_PAIRS = 12
 @contextmanager
 def population_set(method: str) -> Iterator[None]:
     """Calibrate with the population set ``method`` (one of :data:`SET_METHODS`) inside
-    the ``with`` block: ``"joint"`` (default) or ``"box"`` (the set before issue 25, kept
-    for comparison, e.g. ``benchmarks/bench_price.py --set box``)."""
+    the ``with`` block: ``"box"`` (default) or ``"joint"`` (tighter, slower to calibrate:
+    ``with distpriv.central.robust.population_set("joint"): ...``,
+    ``benchmarks/bench_price.py --set joint``)."""
     if method not in SET_METHODS:
         raise ParameterError(f"population set must be one of {SET_METHODS}, got {method!r}")
     token = _SET.set(method)
