@@ -81,9 +81,7 @@ __all__: list[str] = []  # helpers of central.robust
 # slower, against the calibration-time target of the same issue; it is opt-in until its
 # search is cheaper.
 SET_METHODS = ("joint", "box")
-_SET: contextvars.ContextVar[str] = contextvars.ContextVar(
-    "distpriv_population_set", default="box"
-)
+_SET: contextvars.ContextVar[str] = contextvars.ContextVar("distpriv_population_set", default="box")
 # The joint set's search costs tens of accountant calls per pair and noise: above this many
 # pairs (range secrets: hundreds) the box set is used (its members are vectorised).
 JOINT_MAX_PAIRS = 12
