@@ -21,9 +21,8 @@ import numpy as np
 
 from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise
-from ..querymodel import GaussianQueryModel
 from ._common import FALLBACK_NOTE, QueryModel
-from ._member_search import smallest_scale_on_set, worst_member
+from ._member_search import moments_model, smallest_scale_on_set, worst_member
 from .base import CalibratedMechanism
 from .exact import (
     EXACT_THEOREM,
@@ -299,7 +298,7 @@ def _calibrate_robust(
     for for_set in (True, False) if name == "optimal-g" else (False,):
         active, scale = list(first), None
         for _ in range(_ROBUST_ROUNDS):
-            target = _pairs_model(gm, active)
+            target = moments_model(gm, active)
             cov, scale, _, method = _calibrate_on(
                 name, target, paper, build, epsilon, delta, start_scale=scale, for_set=for_set
             )
@@ -410,19 +409,6 @@ def _worst_pairs(model: Any, check: PairCheck, delta: float, count: int) -> list
         i, j = model.pairs[p]
         out.append((model.means[i], model.covariances[i], model.means[j], model.covariances[j]))
     return out
-
-
-def _pairs_model(gm: Any, pairs: list[tuple[Any, ...]]) -> GaussianQueryModel:
-    """A model made of the given pairs of hypotheses (means and covariances)."""
-    means = [x for mi, _, mj, _ in pairs for x in (mi, mj)]
-    covs = [x for _, ci, _, cj in pairs for x in (ci, cj)]
-    return GaussianQueryModel(
-        np.stack(means),
-        np.stack(covs),
-        [(2 * t, 2 * t + 1) for t in range(len(pairs))],
-        labels=[f"{c}{t}" for t in range(len(pairs)) for c in ("i", "j")],
-        statistics=gm.statistics,
-    )
 
 
 def calibrate_exact(
