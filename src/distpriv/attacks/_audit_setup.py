@@ -18,7 +18,7 @@ from ..central import CalibratedMechanism, calibrate, model_view_for
 from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
 from ..modeling import DataQueryModel, ProportionSecret
 from ..querymodel import GaussianQueryModel, SampledQueryModel
-from .audit_kinds import AuditTarget
+from .audit_kinds import AuditTarget, model_rows
 from .audit_report import UNDEFENDED
 from .classifiers import CLASSIFIERS
 from .likelihood import GaussianLikelihoodRatio
@@ -143,26 +143,13 @@ def _resolve_mechanisms(
     return mechs, notes
 
 
-def _pair_model(
-    model: GaussianQueryModel, pair: tuple[float, float]
-) -> tuple[np.ndarray, np.ndarray]:
-    labels = list(model.labels)
-    try:
-        idx = [labels.index(p) for p in pair]
-    except ValueError:
-        raise ParameterError(
-            f"the query model has no hypotheses {pair}; its labels are {model.labels}"
-        ) from None
-    return model.means[idx], model.covariances[idx]
-
-
 def _likelihood_ratios(
     model: GaussianQueryModel,
     pair: tuple[float, float],
     mechs: list[tuple[str, CalibratedMechanism | None]],
     dim: int,
 ) -> dict[str, GaussianLikelihoodRatio]:
-    means, covs = _pair_model(model, pair)
+    means, covs = model_rows(model, pair)
     return {
         m: GaussianLikelihoodRatio(
             means, covs, np.zeros((dim, dim)) if mech is None else mech.noise_covariance

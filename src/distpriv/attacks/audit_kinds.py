@@ -321,7 +321,8 @@ class MixtureLikelihoodRatio:
 # The target of one audit.
 
 
-def _model_rows(model: GaussianQueryModel, labels: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+def model_rows(model: GaussianQueryModel, labels: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The means and covariances of the hypotheses ``labels`` of ``model`` (in that order)."""
     have = list(model.labels)
     try:
         idx = [have.index(v) for v in labels]
@@ -406,19 +407,19 @@ class AuditTarget:
             comps = []
             for e in (int(pair[0]), int(pair[1])):
                 idx = shadow.members[e]
-                means, covs = _model_rows(model, [base.values[i] for i in idx])
+                means, covs = model_rows(model, [base.values[i] for i in idx])
                 comps.append((means, covs, shadow.weights[e]))
             return {m: MixtureLikelihoodRatio(comps, cov) for m, cov in noise.items()}
         if isinstance(self.secret, SeveralSecrets):
             parts = getattr(model, "parts", None)
             a = self.attribute or 0
             if parts is not None:
-                means, covs = _model_rows(parts[a], pair)
+                means, covs = model_rows(parts[a], pair)
             else:
                 pred = self.secret.predicates[a]
-                means, covs = _model_rows(model, [AttributeValue(pred, v) for v in pair])
+                means, covs = model_rows(model, [AttributeValue(pred, v) for v in pair])
         else:
-            means, covs = _model_rows(model, pair)
+            means, covs = model_rows(model, pair)
         return {m: GaussianLikelihoodRatio(means, covs, cov) for m, cov in noise.items()}
 
     def notes(self, n: int, shadow: Any, test: Any, pair: tuple[float, float]) -> list[str]:
