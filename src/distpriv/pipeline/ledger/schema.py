@@ -36,7 +36,6 @@ File safety
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import hmac
@@ -45,7 +44,6 @@ import os
 import secrets
 import sqlite3
 import struct
-import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +52,7 @@ from typing import Any
 from ..._version import __version__
 from ...errors import LedgerError
 from ...guarantees import to_jsonable
+from ._tempfile import held_temp_ledger
 
 __all__ = [
     "APPLICATION_ID",
@@ -521,41 +520,13 @@ def build_ledger_file(tmp: str | os.PathLike[str], key: bytes) -> None:
         con.close()
 
 
-def ledger_directory(path: Path) -> Path:
-    """The folder a new ledger at ``path`` goes into; refused at once if it cannot."""
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise LedgerError(f"cannot create ledger {str(path)!r}: no directory {str(parent)!r}")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise LedgerError(
-            f"cannot create ledger {str(path)!r}: directory {str(parent)!r} is not writable; "
-            "give --ledger FILE (or [ledger] path) in a writable directory, or --no-ledger"
-        )
-    return parent
-
-
-def temp_ledger(path: Path) -> str:
-    """A new empty temporary file next to ``path`` (its name hidden and unique)."""
-    parent = ledger_directory(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
-    except OSError as exc:
-        raise LedgerError(
-            f"cannot create ledger {str(path)!r}: {exc.strerror}; give --ledger FILE (or "
-            "[ledger] path) in a writable directory, or --no-ledger"
-        ) from exc
-    os.close(fd)
-    return tmp
-
-
 def create_ledger_file(path: Path) -> None:
     """Build the schema and a fresh identity key in a temporary file, link it into place.
 
     Never overwrites: if anything appears at ``path`` meanwhile (another process), that
     file is kept and validated by the caller instead.
     """
-    tmp = temp_ledger(path)
-    try:
+    with held_temp_ledger(path) as tmp:
         build_ledger_file(tmp, secrets.token_bytes(KEY_BYTES))
         try:
             os.link(tmp, path)  # atomic, and fails if anything exists at path
@@ -563,6 +534,3 @@ def create_ledger_file(path: Path) -> None:
             pass  # another process created it first: validate theirs
         except OSError as exc:
             raise LedgerError(f"cannot create ledger {str(path)!r}: {exc.strerror}") from exc
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)

@@ -28,6 +28,7 @@ from ..._version import __version__
 from ...errors import BudgetExceededError, LedgerError, ParameterError, ParameterTypeError
 from ...guarantees import to_jsonable
 from ..scope import note_record
+from ._tempfile import held_temp_ledger, ledger_directory
 from .identity import secret_key
 from .records import Budget, LedgerEntry, NewRelease, same_release
 from .schema import (
@@ -42,10 +43,8 @@ from .schema import (
     check_content,
     create_ledger_file,
     dumps,
-    ledger_directory,
     now_utc,
     row_mac,
-    temp_ledger,
     upgrade_to_chain,
     validate_ledger_file,
     write_chain,
@@ -258,8 +257,7 @@ class Ledger:
         this write is discarded unrecorded and unreleased, and
         :class:`LedgerCreatedElsewhere` tells the caller to retry on that file).
         """
-        tmp = temp_ledger(self.path)
-        try:
+        with held_temp_ledger(self.path) as tmp:
             build_ledger_file(tmp, self.identity_key)
             con = sqlite3.connect(tmp, timeout=self.timeout, isolation_level=None)
             con.row_factory = sqlite3.Row
@@ -289,9 +287,6 @@ class Ledger:
                     f"cannot create ledger {str(self.path)!r}: {exc.strerror}; nothing recorded"
                 ) from exc
             self._pending = False
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
     def _append(
         self, con: sqlite3.Connection, table: str, cols: Sequence[str], row: dict[str, Any]
