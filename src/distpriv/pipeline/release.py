@@ -59,6 +59,13 @@ class ReleaseReport:
         F(data), never published.
     n_rows : int
         Rows of the released dataset.
+    choice : AutoChoice or None
+        ``mechanism="auto"``: the comparison of the candidates.
+    warnings : tuple of (str, str)
+        (one-line text, category name) of each distinct warning raised while the release
+        was made (they are also emitted as Python warnings). :meth:`to_dict` states those
+        that the public report of ``distpriv release`` states, in the same public words
+        (:func:`distpriv.pipeline.report.public_warnings`); :meth:`diagnostics` all of them.
     """
 
     release: Release
@@ -67,6 +74,7 @@ class ReleaseReport:
     true_value: np.ndarray = field(repr=False)  # never in a display that may be shared
     n_rows: int
     choice: Any = field(default=None, repr=False)
+    warnings: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def _repr_html_(self) -> str:
         """The publishable part as compact HTML (for notebooks); never the true values.
@@ -115,7 +123,9 @@ class ReleaseReport:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """The publishable part: statistics, noisy values, noise, guarantee."""
+        """The publishable part: statistics, noisy values, noise, guarantee, warnings."""
+        from .report import public_warnings
+
         return to_jsonable(
             {
                 "statistics": list(self.release.statistics),
@@ -126,6 +136,7 @@ class ReleaseReport:
                 "noise_covariance": self.mechanism.noise_covariance,
                 "expected_l2_error": self.mechanism.expected_l2_error(),
                 "guarantee": self.release.guarantee.to_dict(),
+                "warnings": public_warnings(self.warnings),
             }
         )
 
@@ -135,6 +146,7 @@ class ReleaseReport:
             "n_rows": self.n_rows,
             "model": self.model.to_dict(),
             "calibration_diagnostics": to_jsonable(self.mechanism.diagnostics),
+            "warnings": [text for text, _ in self.warnings],
         }
         if include_true:
             out["true_values"] = to_jsonable(self.true_value)
@@ -411,23 +423,26 @@ def release(
     arguments and ``ledger=PATH``, or :func:`distpriv.pipeline.run_release` with a config
     (its default ledger is ``distpriv-ledger.sqlite`` next to the config).
     """
-    prep = prepare_release(
-        data,
-        query,
-        secret,
-        model_data=model_data,
-        mechanism=mechanism,
-        epsilon=epsilon,
-        delta=delta,
-        subset_size=subset_size,
-        method=method,
-        n_samples=n_samples,
-        options=options,
-        rng=rng,
-        missing=missing,
-        population=population,
-        beta=beta,
-    )
+    from .report import collect_warnings
+
+    with collect_warnings() as caught:
+        prep = prepare_release(
+            data,
+            query,
+            secret,
+            model_data=model_data,
+            mechanism=mechanism,
+            epsilon=epsilon,
+            delta=delta,
+            subset_size=subset_size,
+            method=method,
+            n_samples=n_samples,
+            options=options,
+            rng=rng,
+            missing=missing,
+            population=population,
+            beta=beta,
+        )
     rel = prep.mechanism.release(prep.value, rng=prep.rng)
     if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
         rel = dataclasses.replace(rel, value=prep.query.clamp(rel.value)[0])
@@ -438,6 +453,7 @@ def release(
         true_value=prep.value,
         n_rows=prep.table.n_rows,
         choice=prep.choice,
+        warnings=caught.items,
     )
 
 

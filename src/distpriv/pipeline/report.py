@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -313,3 +314,31 @@ def public_warnings(items: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+class Caught:
+    """The warnings :func:`collect_warnings` recorded (filled when its block exits)."""
+
+    lines: tuple[str, ...] = ()
+    # (one-line text, category name) of each distinct warning, for the public report.
+    items: tuple[tuple[str, str], ...] = ()
+
+
+@contextmanager
+def collect_warnings() -> Iterator[Caught]:
+    """Record warnings as one-line strings, then re-emit them for the caller.
+
+    The commands put them in their reports (:func:`public_warnings` for the public one);
+    the re-emitted ones still reach the CLI's stderr or a notebook's warning display.
+    """
+    box = Caught()
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        yield box
+    seen: dict[str, type[Warning]] = {}
+    for w in log:
+        seen.setdefault(" ".join(str(w.message).split()), w.category)
+    box.lines = tuple(seen)
+    box.items = tuple((text, cat.__name__) for text, cat in seen.items())
+    for text, cat in seen.items():
+        warnings.warn(text, cat, stacklevel=3)

@@ -7,9 +7,7 @@ DESIGN.md §2: config → data → model → calibrate.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ from ..modeling.tables import Table
 from .auto import AUTO, AutoChoice, choose_for_table
 from .config import BUILTIN_PREFIX, ReleaseConfig, load_release_config
 from .release import build_model, calibrate_for, method_for, model_bootstrap
+from .report import collect_warnings as _collect_warnings  # noqa: F401  (the commands import it here)
 from .sources import (
     MIN_ROWS_PER_DRAWN_ROW,
     check_memory,
@@ -38,28 +37,6 @@ from .sources import (
 )
 
 __all__: list[str] = []  # private steps of the commands
-
-
-class _Caught:
-    lines: tuple[str, ...] = ()
-    # (one-line text, category name) of each distinct warning, for the public report.
-    items: tuple[tuple[str, str], ...] = ()
-
-
-@contextmanager
-def _collect_warnings() -> Iterator[_Caught]:
-    """Record warnings as one-line strings, then re-emit them for the caller (the CLI)."""
-    box = _Caught()
-    with warnings.catch_warnings(record=True) as log:
-        warnings.simplefilter("always")
-        yield box
-    seen: dict[str, type[Warning]] = {}
-    for w in log:
-        seen.setdefault(" ".join(str(w.message).split()), w.category)
-    box.lines = tuple(seen)
-    box.items = tuple((text, cat.__name__) for text, cat in seen.items())
-    for text, cat in seen.items():
-        warnings.warn(text, cat, stacklevel=3)
 
 
 def _config(config: str | Path | ReleaseConfig) -> ReleaseConfig:

@@ -286,23 +286,26 @@ def release_with_ledger(
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger, lazy=True)
     if budget is not None and not isinstance(budget, Budget):
         raise ParameterTypeError(f"budget must be a Budget, got {budget!r}")
-    prep = prepare_release(
-        data,
-        query,
-        secret,
-        model_data=model_data,
-        mechanism=mechanism,
-        epsilon=epsilon,
-        delta=delta,
-        subset_size=subset_size,
-        method=method,
-        n_samples=n_samples,
-        options=options,
-        rng=rng,
-        missing=missing,
-        population=population,
-        beta=beta,
-    )
+    from ..report import collect_warnings
+
+    with collect_warnings() as caught:
+        prep = prepare_release(
+            data,
+            query,
+            secret,
+            model_data=model_data,
+            mechanism=mechanism,
+            epsilon=epsilon,
+            delta=delta,
+            subset_size=subset_size,
+            method=method,
+            n_samples=n_samples,
+            options=options,
+            rng=rng,
+            missing=missing,
+            population=population,
+            beta=beta,
+        )
     table, gen = prep.table, prep.rng
     model_frame = as_table(model_data).frame
     model_rng = None if gen is None else int(gen.integers(2**63))
@@ -338,7 +341,9 @@ def release_with_ledger(
         entry, rel, composed, effective = attempt()
     if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
         rel = replace(rel, value=prep.query.clamp(rel.value)[0])
-    report = ReleaseReport(rel, prep.mechanism, prep.model, prep.value, table.n_rows)
+    report = ReleaseReport(
+        rel, prep.mechanism, prep.model, prep.value, table.n_rows, warnings=caught.items
+    )
     return LedgeredRelease(report=report, entry=entry, composed=composed, budget=effective)
 
 
