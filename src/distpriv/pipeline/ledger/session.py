@@ -208,6 +208,23 @@ def ledgered_draw(
     )
 
 
+_Drawn = tuple[LedgerEntry, Any, Any, Budget | None]
+
+
+def _retry_if_created_elsewhere(attempt: Callable[[], _Drawn], rekey: Callable[[], None]) -> _Drawn:
+    """``attempt()``; once more after ``rekey()`` if another process created the ledger first.
+
+    A lazily opened ledger that another process created meanwhile has that process's
+    identity key (:class:`LedgerCreatedElsewhere`: nothing was drawn or recorded), so the
+    accounts computed under ours must be recomputed before the one retry.
+    """
+    try:
+        return attempt()
+    except LedgerCreatedElsewhere:
+        rekey()
+        return attempt()
+
+
 def _account(
     led: Ledger, source: Any, *, data_name: str | None = None, fingerprint: str | None = None
 ) -> str:
@@ -332,13 +349,13 @@ def release_with_ledger(
             beta=beta,
         )
 
-    try:
-        entry, rel, composed, effective = attempt()
-    except LedgerCreatedElsewhere:
+    def forget_given() -> None:
         # Another process created the ledger first: a fingerprint given under our key does
         # not name the data under theirs; compute it here instead.
+        nonlocal given_fp
         given_fp = None
-        entry, rel, composed, effective = attempt()
+
+    entry, rel, composed, effective = _retry_if_created_elsewhere(attempt, forget_given)
     if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
         rel = replace(rel, value=prep.query.clamp(rel.value)[0])
     report = ReleaseReport(
@@ -423,12 +440,9 @@ class LedgerSession:
                 beta=beta,
             )
 
-        if fingerprints is not None:
-            fps = fingerprints(led.identity_key)
-        try:
-            entry, rel, composed, effective = attempt()
-        except LedgerCreatedElsewhere:
+        def rekey() -> None:
             # The ledger another process created has another key: the accounts change.
+            nonlocal fps
             if fingerprints is not None:
                 fps = fingerprints(led.identity_key)
             elif released_frame is not None or self.data_name is not None:
@@ -438,7 +452,10 @@ class LedgerSession:
                     f"ledger {str(led.path)!r} was created by another process meanwhile; "
                     "nothing was released or recorded: run the release again"
                 ) from None
-            entry, rel, composed, effective = attempt()
+
+        if fingerprints is not None:
+            fps = fingerprints(led.identity_key)
+        entry, rel, composed, effective = _retry_if_created_elsewhere(attempt, rekey)
         return rel, LedgeredRelease(None, entry, composed, effective).ledger_summary()
 
 

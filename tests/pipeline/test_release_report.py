@@ -1,4 +1,4 @@
-"""The library's release report states its warnings as the CLI's public report does.
+"""The library release report: its warnings (as the CLI public report states them) and ledger retry.
 
 ``dp.release`` and ``dp.release_with_ledger`` record each warning raised while the release
 is made; the publishable ``to_dict()`` holds the public ones in public words (facts about the
@@ -83,3 +83,34 @@ def test_ledgered_release_report_states_its_warnings(tmp_path):
         mechanism="expm-g", epsilon=1.0, delta=1e-3, rng=1, ledger=tmp_path / "l.sqlite",
     )  # fmt: skip
     _check(out.report, raised)
+
+
+def test_ledger_created_elsewhere_meanwhile_is_retried_under_its_key(tmp_path):
+    """A lazily opened ledger another process created first: one retry, accounts re-keyed.
+
+    The fingerprint the caller computed under the lazy ledger's key names nothing under the
+    other process's key: the release is recorded once, under the account of the released
+    rows computed with the key of the ledger that exists.
+    """
+    from distpriv.pipeline.ledger import Ledger
+    from distpriv.pipeline.ledger.identity import data_account, table_fingerprint
+
+    path = tmp_path / "l.sqlite"
+    model = synthetic(4000)
+    data = synthetic(20, seed=1)
+    mine = Ledger(path, lazy=True)
+    given = table_fingerprint(data, key=mine.identity_key)
+    theirs = Ledger(path)  # another process creates the file first
+    assert theirs.identity_key != mine.identity_key
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = dp.release_with_ledger(
+            data, QUERY, WIDE, model_data=model, mechanism="expm-g", epsilon=1.0,
+            delta=1e-3, rng=1, ledger=mine, data_fingerprint=given,
+        )  # fmt: skip
+    (entry,) = Ledger(path).releases()
+    expected = data_account(
+        key=theirs.identity_key, fingerprint=table_fingerprint(data, key=theirs.identity_key)
+    )
+    assert entry.data_account == expected == out.entry.data_account
+    assert entry.data_account != data_account(key=theirs.identity_key, fingerprint=given)
