@@ -232,9 +232,10 @@ def main() -> int:
     parser.add_argument(
         "--root",
         type=Path,
-        default=ROOT,
-        help="the checkout to measure (default: this one), e.g. an export of main for a "
-        "before/after table",
+        action="append",
+        help="a checkout to measure (default: this one), e.g. an export of main for a "
+        "before/after table; given twice or more, the checkouts' runs are interleaved too "
+        "(run k of every checkout before run k + 1 of any)",
     )
     parser.add_argument(
         "--no-compile",
@@ -242,28 +243,48 @@ def main() -> int:
         help="do not byte-compile the checkout's sources first",
     )
     args = parser.parse_args()
-    root = args.root.resolve()
+    roots = [r.resolve() for r in (args.root or [ROOT])]
     if not args.no_compile:
-        # As installed: pip byte-compiles a package, and numpy and pandas load their .pyc
-        # files. Without this, a checkout run with PYTHONDONTWRITEBYTECODE compiles every
-        # distpriv module it imports again in every run (0.1-0.2 s of CPU).
-        compileall.compile_dir(str(root / "src"), quiet=1)
-    env = {**os.environ, "PYTHONPATH": str(root / "src")}
-    todo = cases(root)
-    cpu: dict[str, list[float]] = {name: [] for name in todo}
-    wall: dict[str, list[float]] = {name: [] for name in todo}
-    looks: list[tuple[int | None, float]] = []
+        for root in roots:
+            # As installed: pip byte-compiles a package, and numpy and pandas load their
+            # .pyc files. Without this, a checkout run with PYTHONDONTWRITEBYTECODE
+            # compiles every distpriv module it imports again in every run (0.1-0.2 s).
+            compileall.compile_dir(str(root / "src"), quiet=1)
+    todo = {root: cases(root) for root in roots}
+    cpu = {root: {name: [] for name in todo[root]} for root in roots}
+    wall = {root: {name: [] for name in todo[root]} for root in roots}
+    looks: dict[Path, list[tuple[int | None, float]]] = {root: [] for root in roots}
+    loads = []
     for _ in range(args.runs):
-        for name, argv in todo.items():
-            c, w, out = run_case(argv, env, root)
-            cpu[name].append(c)
-            wall[name].append(w)
-            if name == "distpriv verify CONFIG":
-                looks.append((looks_of(out), c))
+        for root in roots:
+            env = {**os.environ, "PYTHONPATH": str(root / "src")}
+            for name, argv in todo[root].items():
+                c, w, out = run_case(argv, env, root)
+                cpu[root][name].append(c)
+                wall[root][name].append(w)
+                if name == "distpriv verify CONFIG":
+                    looks[root].append((looks_of(out), c))
+        loads.append(os.getloadavg()[0])
+    print(
+        f"{args.runs} interleaved runs per case and checkout; load average (1 min) after "
+        f"each run: {', '.join(f'{x:.1f}' for x in loads)}"
+    )
+    for root in roots:
+        _report(root, cpu[root], wall[root], looks[root])
+    return 0
+
+
+def _report(
+    root: Path,
+    cpu: dict[str, list[float]],
+    wall: dict[str, list[float]],
+    looks: list[tuple[int | None, float]],
+) -> None:
+    """Medians, ranges and the target ratios of one checkout."""
     med = {name: statistics.median(v) for name, v in cpu.items()}
-    print(f"{root}: {args.runs} interleaved runs per case; load average {os.getloadavg()[0]:.1f}")
+    print(f"\n{root}:")
     print(f"{'case':<40} {'CPU (s)':>9} {'min':>7} {'max':>7} {'wall (s)':>9}")
-    for name in todo:
+    for name in cpu:
         print(
             f"{name:<40} {med[name]:>9.3f} {min(cpu[name]):>7.3f} {max(cpu[name]):>7.3f} "
             f"{statistics.median(wall[name]):>9.2f}"
@@ -276,12 +297,10 @@ def main() -> int:
         + (f"{statistics.median(one):.3f}" if one else "-")
         + (f" ({statistics.median(one) / med['import numpy, pandas']:.2f}x)" if one else "")
     )
-    print()
     for label, ours, base, target in RATIOS:
         ratio = med[ours] / med[base]
         status = "met" if ratio <= target else "NOT met"
         print(f"{label:<40} {ratio:>6.2f}x  (target <= {target:g}x: {status})")
-    return 0
 
 
 if __name__ == "__main__":
