@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg import eigh
 from scipy.special import betainc, betaincinv
 
 __all__ = ["GaussianDensity", "beta_ppf", "binom_sf"]
@@ -62,6 +61,36 @@ def binom_sf(k: float | np.ndarray, n: int | np.ndarray, p: float | np.ndarray) 
     return np.asarray(np.where(k_ < 0, 1.0, np.where(inside, out, 0.0)))
 
 
+# Condition number up to which numpy's eigh stands in for scipy.linalg's (see _eigh).
+_NUMPY_EIGH_CONDITION = 1e4
+
+
+def _eigh(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The eigen-decomposition scipy.stats' ``_PSD`` uses (scipy.linalg.eigh, LAPACK
+    syevr), by numpy's eigh (syevd) where the two agree to far better than rounding of
+    the density matters.
+
+    Why: ``import scipy.linalg`` costs about 0.1 s of CPU (its batching decorator parses
+    every function's docstring), which ``distpriv verify`` paid for the data-level check's
+    two 5 × 5 decompositions (issue 28 item 4; tests/test_cli_startup.py). Both drivers are
+    backward stable: their eigenvalues differ by a few ε·λ_max, i.e. relatively by about
+    ε·κ on the smallest, and the density is a function of u diag(1/s) uᵀ, the
+    pseudo-determinant and the null space's projector, not of the basis chosen within an
+    eigenspace. So for κ = λ_max / λ_min ≤ :data:`_NUMPY_EIGH_CONDITION` (all eigenvalues
+    positive) numpy's answer is scipy's to about 1e-12 relative; otherwise (nearly
+    singular or singular Σ, where the drivers can differ by 1e-9 and the cut-off decides
+    the rank) scipy.linalg's is computed, as before.
+    """
+    s, u = np.linalg.eigh(cov, UPLO="L")
+    top = float(np.max(np.abs(s))) if s.size else 0.0
+    if s.size and float(s[0]) > 0.0 and top <= _NUMPY_EIGH_CONDITION * float(s[0]):
+        return s, u
+    from scipy.linalg import eigh  # only here: see above
+
+    s, u = eigh(cov, lower=True, check_finite=True)
+    return s, u
+
+
 class GaussianDensity:
     """log N(x; μ, Σ) for Σ positive semi-definite, possibly singular.
 
@@ -85,7 +114,9 @@ class GaussianDensity:
     def __init__(self, mean: np.ndarray, cov: np.ndarray) -> None:
         self.mean = np.asarray(mean, dtype=np.float64).reshape(-1)
         cov = np.asarray(cov, dtype=np.float64).reshape(self.mean.size, self.mean.size)
-        s, u = eigh(cov, lower=True, check_finite=True)
+        if not np.all(np.isfinite(cov)):  # scipy's check_finite, same message
+            raise ValueError("array must not contain infs or NaNs")
+        s, u = _eigh(cov)
         eps = 1e6 * np.finfo(np.float64).eps * float(np.max(np.abs(s)))
         if np.min(s) < -eps:
             raise ValueError("The input matrix must be symmetric positive semidefinite.")

@@ -167,11 +167,13 @@ def _slow_paths(monkeypatch):
 
     def full_worst(every, noise, *, epsilon, delta):
         check = pair_deltas(every, noise, epsilon=epsilon)
-        return _member_search.member_moments(every, [int(np.argmax(check.deltas.max(axis=1)))])
+        worst = check.deltas.max(axis=1)
+        k = int(np.argmax(worst))
+        return _member_search.member_moments(every, [k]), float(worst[k])
 
     monkeypatch.setattr(floored, "smallest_scale_on_set", lambda *a, **k: None)
     monkeypatch.setattr(exact_calibration, "smallest_scale_on_set", lambda *a, **k: None)
-    monkeypatch.setattr(exact_calibration, "worst_member", full_worst)
+    monkeypatch.setattr(exact_calibration, "worst_member_delta", full_worst)
     monkeypatch.setattr(exact_mod, "_ACTIVE_MIN", 10**9)
     monkeypatch.setattr(pair_pruning, "screened_profiles", lambda *a, **k: {})
     monkeypatch.setattr(pair_pruning, "dominating_pairs", lambda m: np.arange(len(m.pairs)))

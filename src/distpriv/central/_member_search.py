@@ -29,7 +29,13 @@ from ..errors import MechanismNotApplicableError
 from ..querymodel import GaussianQueryModel
 from .exact import PairCheck, pair_deltas, search_tolerance, smallest_scale
 
-__all__ = ["member_moments", "moments_model", "smallest_scale_on_set", "worst_member"]
+__all__ = [
+    "member_moments",
+    "moments_model",
+    "smallest_scale_on_set",
+    "worst_member",
+    "worst_member_delta",
+]
 
 # Members that start the active set (largest certified bound at the starting noise), and
 # the violators added per round.
@@ -147,7 +153,18 @@ def worst_member(
     """The member of largest δ(ε) at ``noise`` among the :data:`_PROBE` of largest
     certified bound (exact profiles at the search accuracy): where an active-set search
     starts. Only a starting point: what it finds is checked on every member."""
+    return worst_member_delta(every, noise, epsilon=epsilon, delta=delta)[0]
+
+
+def worst_member_delta(
+    every: GaussianQueryModel, noise: np.ndarray, *, epsilon: float, delta: float
+) -> tuple[list[Moments], float]:
+    """:func:`worst_member`, and its δ(ε) at ``noise`` (the larger direction, at the search
+    accuracy): the value a scale search on that member alone computes first when it
+    starts at this very noise (issue 28 item 4: handed to it instead of recomputed)."""
     probe = largest_bounds(every, noise, epsilon=epsilon)[:_PROBE]
     sub = moments_model(every, member_moments(every, probe))
     check = pair_deltas(sub, noise, epsilon=epsilon, tol=search_tolerance(delta))
-    return member_moments(every, [int(probe[int(np.argmax(check.deltas.max(axis=1)))])])
+    per_member = check.deltas.max(axis=1)
+    k = int(np.argmax(per_member))
+    return member_moments(every, [int(probe[k])]), float(per_member[k])

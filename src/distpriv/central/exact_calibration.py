@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise
 from ._common import FALLBACK_NOTE, QueryModel
-from ._member_search import moments_model, smallest_scale_on_set, worst_member
+from ._member_search import moments_model, smallest_scale_on_set, worst_member_delta
 from .base import CalibratedMechanism
 from .exact import (
     EXACT_THEOREM,
@@ -240,8 +240,15 @@ def _calibrate_on(
     delta: float,
     start_scale: float | None = None,
     for_set: bool = False,
+    at_paper: float | None = None,
 ) -> tuple[np.ndarray, float, PairCheck, str]:
-    """The least noise of the mechanism's shape meeting the target on every pair of ``gm``."""
+    """The least noise of the mechanism's shape meeting the target on every pair of ``gm``.
+
+    ``at_paper``: the worst δ of ``gm``'s pairs at the papers' noise, already computed at
+    the search's accuracy (the robust calibration's first member, issue 28 item 4); the
+    search, which starts there, takes it instead of computing it again when the family at
+    its starting scale is the papers' noise covariance bit for bit.
+    """
     if paper is None:  # noiseless
         check = pair_deltas(gm, np.zeros((gm.dim, gm.dim)), epsilon=epsilon, screen=delta)
         if check.worst > delta:
@@ -255,9 +262,12 @@ def _calibrate_on(
         weights = np.asarray(paper.diagnostics["weights"])
         return _optimal(gm, paper, build, epsilon, delta, weights, for_set)
     family, start = _family(name, paper)
+    known = None
     if start_scale is not None and start_scale > 0:
         start = start_scale  # a previous round's answer: the bracket is found at once
-    cov, scale, check = _search(name, gm, family, start, epsilon, delta)
+    elif at_paper is not None and np.array_equal(family(start), paper.noise_covariance):
+        known = {start: at_paper}
+    cov, scale, check = _search(name, gm, family, start, epsilon, delta, known)
     return cov, scale, check, "noise shape of the mechanism, least scale"
 
 
@@ -291,7 +301,7 @@ def _calibrate_robust(
     loose = search_tolerance(delta)
     # The worst member at the papers' noise starts the active set: found among those of
     # largest certified bound (central/_member_search.py), not by a full check.
-    first = worst_member(every, guess, epsilon=epsilon, delta=delta)
+    first, first_delta = worst_member_delta(every, guess, epsilon=epsilon, delta=delta)
     # optimal-g first shapes its noise for the members (cutting planes); should the members
     # not settle while the shape moves with them, the fitted shapes alone (which do).
     shaped: tuple[np.ndarray, float, PairCheck, str] | None = None
@@ -300,8 +310,23 @@ def _calibrate_robust(
         for _ in range(_ROBUST_ROUNDS):
             target = moments_model(gm, active)
             cov, scale, _, method = _calibrate_on(
-                name, target, paper, build, epsilon, delta, start_scale=scale, for_set=for_set
+                name,
+                target,
+                paper,
+                build,
+                epsilon,
+                delta,
+                start_scale=scale,
+                for_set=for_set,
+                at_paper=first_delta if len(active) == 1 else None,
             )
+            if name != "optimal-g":
+                # Settled if the noise as published passes its members (strict): the
+                # check published_noise makes next, remembered by the calibration cache,
+                # so a calibration that settles pays one check of every member, not two.
+                published = _published_check(gm, cov, beta, epsilon, delta)
+                if published.worst <= delta:
+                    return cov, scale, published, method
             every = population_model(gm, beta=beta, noise_cov=cov, epsilon=epsilon)
             full = pair_deltas(every, cov, epsilon=epsilon, tol=loose, screen=delta)
             if full.worst <= delta:
@@ -334,6 +359,23 @@ def _calibrate_robust(
         f"{name}: the calibration for the population confidence set did not settle; "
         "use beta=None (fitted moments only) or a larger modelling table"
     )
+
+
+def _published_check(
+    gm: Any, cov: np.ndarray, beta: float, epsilon: float, delta: float
+) -> PairCheck:
+    """:func:`~distpriv.central.exact.published_noise`'s first check, on the same arguments
+    (the noise as sampled, the worst members of the set for that noise, the strict
+    accuracy), so that within one :func:`~distpriv.central.calibrate` (one calibration
+    cache) published_noise finds it remembered. Issue 28 item 4: the robust calibration
+    used to check every member at the search's accuracy on ``cov`` and then, strictly, on
+    the published noise; where the strict check passes, the members for the published
+    noise all meet the target, so the search has settled (when it does not pass, the loose
+    check below decides as before).
+    """
+    published = _noise(cov).covariance
+    members = population_model(gm, beta=beta, noise_cov=published, epsilon=epsilon)
+    return pair_deltas(members, published, epsilon=epsilon, screen=delta)
 
 
 def _cheaper(
