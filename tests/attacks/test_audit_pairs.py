@@ -209,3 +209,43 @@ def test_cli_pairs_errors(tmp_path, capsys):
     status, _, err = run(["audit", path, "--out", tmp_path / "a.json"], capsys)
     one_line_error(status, err, "[audit]", "pairs", "most")
     assert not (tmp_path / "a.json").exists()
+
+
+def test_event_and_mean_secrets_every_pair(parts):
+    """Every pair of an event secret (indices of events) and of a mean secret, each with its
+    own labels; the undefended release is told apart more easily for the farther pair."""
+    from distpriv.modeling import EventSecret, MeanSecret
+
+    events = EventSecret(RICH, events=[(0.15, 0.2), (0.25, 0.3), (0.4, 0.45)])
+    rep = _quiet(
+        audit_pairs,
+        aux=parts["auxiliary"],
+        test=parts["test"],
+        secret=events,
+        mechanisms=["none"],
+        repetitions=2,
+        rng=5,
+        pairs="all",
+    )
+    assert [r.pair for r in rep.reports] == [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0)]
+    assert rep.reports[1].labels == (
+        "the share of rows with income = '>50K' in [0.15, 0.2]",
+        "the share of rows with income = '>50K' in [0.4, 0.45]",
+    )
+    acc = [max(a.accuracy for a in r.get("none").attacks) for r in rep.reports]
+    assert acc[1] > max(acc[0], acc[2])
+    means = MeanSecret("age", [36, 38, 40])
+    rep = _quiet(
+        audit_pairs,
+        aux=parts["auxiliary"],
+        test=parts["test"],
+        secret=means,
+        mechanisms=["none"],
+        repetitions=1,
+        n_shadow=60,
+        n_test=60,
+        rng=5,
+        pairs="first",
+    )
+    assert [r.labels for r in rep.reports] == [("mean age = 36", "mean age = 38")]
+    assert rep.kind == "mean" and rep.totals == (len(means.pairs),)

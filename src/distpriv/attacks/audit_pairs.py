@@ -38,7 +38,7 @@ from ..errors import ParameterError
 from ..modeling import ProportionSecret, Query
 from ..modeling.secret_several import AttributeValue, SeveralSecrets
 from ..modeling.strata import StratifiedSampler
-from ._audit_setup import _likelihood_ratios, _resolve_mechanisms, _validate
+from ._audit_setup import _likelihood_ratios, _resolve_mechanisms, _validate, check_audit_size
 from .audit import LIKELIHOOD_RATIO, _repetition, _summarise, _Tally
 from .audit_kinds import audit_target, model_rows
 from .audit_pairs_report import PairsAuditReport
@@ -82,6 +82,8 @@ class _SharedDraws:
 
     def __getattr__(self, name: str) -> Any:
         # The kinds' likelihood ratios and notes read the sampler's own attributes.
+        if name in ("inner", "cache"):  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
 
@@ -290,6 +292,8 @@ def audit_pairs(
     conf = check_real(
         confidence, "confidence", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
     )
+    check_audit_size(repetitions, n_shadow, n_test)  # bounded work, before any calibration
+    parse_pairs(pairs)
     seed = rng if isinstance(rng, int) and not isinstance(rng, bool) else None
     gen = check_rng(rng)
     mechs, notes = _resolve_mechanisms(mechanisms, model, epsilon, delta, options)
