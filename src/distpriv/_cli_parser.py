@@ -213,6 +213,13 @@ def _audit(sub: Any, types: dict[str, Any]) -> Any:
     )
     aud.add_argument("--confidence", type=types["float"], default=None)
     aud.add_argument("--seed", type=types["seed"], help="seed of the simulation")
+    aud.add_argument(
+        "--pairs",
+        default=None,
+        metavar="WHICH",
+        help="pairs of the secret to attack: all, binding (where the guarantee binds), first, "
+        "N per attribute (binding, then spread), or auto (default: all up to 24 pairs, else 8)",
+    )
     _json_out(aud)
     _html(aud, "the audit report")
     aud.add_argument("--quiet", action="store_true", help="print nothing on success")

@@ -184,6 +184,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             classifiers=args.classifier,
             confidence=args.confidence,
             seed=args.seed,
+            pairs=args.pairs,
             progress=bars.step("attack repetitions"),
         )
     public = outcome.public

@@ -342,7 +342,7 @@ def test_audit_attributes(parts):
     assert len(combined.attacks) == sum(len(r.get("expm-g").attacks) for r in rep.reports)
     d = rep.to_dict()
     assert d["confidence"] == 0.95 and [a["predicate"] for a in d["attributes"]] == [FEMALE, RICH]
-    assert d["attributes"][1]["labels"] == [
+    assert d["attributes"][1]["pairs"][0]["labels"] == [
         "share[income = '>50K']=0.2",
         "share[income = '>50K']=0.3",
     ]

@@ -22,6 +22,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "audit_kinds": ("AuditTarget", "EventSampler", "MeanSampler", "MixtureLikelihoodRatio"),
     "audit_several": ("SeveralAuditReport", "audit_attributes"),
+    "audit_pairs": ("audit_pairs", "choose_pairs"),
+    "audit_pairs_report": ("PairsAuditReport",),
     "bounds": (
         "EpsilonBound",
         "accuracy_allowed",
@@ -59,11 +61,14 @@ __all__ = [
     "MechanismAudit",
     "MixtureLikelihoodRatio",
     "NullControl",
+    "PairsAuditReport",
     "SeveralAuditReport",
     "accuracy_allowed",
     "accuracy_interval",
     "audit",
     "audit_attributes",
+    "audit_pairs",
+    "choose_pairs",
     "clopper_pearson",
     "detect_lattice",
     "detectable_delta",
@@ -87,6 +92,8 @@ if TYPE_CHECKING:
         audit,
     )
     from .audit_kinds import AuditTarget, EventSampler, MeanSampler, MixtureLikelihoodRatio
+    from .audit_pairs import audit_pairs, choose_pairs
+    from .audit_pairs_report import PairsAuditReport
     from .audit_several import SeveralAuditReport, audit_attributes
     from .bounds import EpsilonBound, accuracy_allowed, clopper_pearson, epsilon_lower_bound
     from .classifiers import CLASSIFIERS, make_classifier

@@ -15,6 +15,7 @@ from ..central._calibration_cache import shared_calibration
 from ..errors import (
     ConfigError,
     MechanismNotApplicableError,
+    ParameterError,
 )
 from ..guarantees import to_jsonable
 from ..modeling import DataQueryModel, Query, Secret
@@ -152,6 +153,11 @@ def _calibrate_all(
     return mechs, models[base], notes
 
 
+def _pairs_of(secret: Secret) -> tuple[Any, ...]:
+    """The pairs an audit can attack: an event secret's pairs of events, else Ψ."""
+    return tuple(getattr(secret, "event_pairs", None) or secret.pairs)
+
+
 def run_audit(
     config: str | Path | ReleaseConfig,
     *,
@@ -160,6 +166,7 @@ def run_audit(
     classifiers: Sequence[str] | None = None,
     confidence: float | None = None,
     seed: int | None = None,
+    pairs: str | int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> AuditOutcome:
     """Attack the configured mechanism(s) and test the claimed ε (Chen & Ohrimenko §5.3).
@@ -167,7 +174,13 @@ def run_audit(
     Each mechanism is calibrated on the same model as its release
     (:func:`run_release`); arguments left ``None`` come from the config's ``[audit]``
     table, then from the defaults (the config's mechanism, 10 repetitions, the logistic
-    classifier, confidence 0.95, a fresh seed).
+    classifier, confidence 0.95, a fresh seed, ``pairs="auto"``).
+
+    ``pairs`` chooses the pairs of Ψ attacked (:func:`~distpriv.attacks.audit_pairs.choose_pairs`:
+    ``"all"``, ``"binding"``, ``"first"``, a number per attribute, or ``"auto"``). A secret of
+    one pair gets :func:`~distpriv.attacks.audit`'s report; a secret of several pairs (a range,
+    several values or several attributes) one audit per chosen pair
+    (:func:`~distpriv.attacks.audit_pairs`), sharing the datasets at each value.
 
     Returns
     -------
@@ -177,7 +190,7 @@ def run_audit(
     """
     from ..attacks import audit  # scikit-learn: imported only when auditing
     from ..attacks.audit import check_audit_size
-    from ..attacks.audit_several import audit_attributes
+    from ..attacks.audit_pairs import audit_pairs, parse_pairs
 
     cfg = _config(config)
     aud = cfg.audit
@@ -188,6 +201,13 @@ def run_audit(
         if name != AUTO:  # "auto": the mechanism the release would choose, audited below
             mechanism_info(name)
     seed = aud.get("seed") if seed is None else seed
+    if pairs is None and "pairs" in aud:
+        try:
+            which = parse_pairs(aud["pairs"])
+        except ParameterError as exc:
+            raise ConfigError(f"{cfg.path}: [audit] {exc}") from None
+    else:
+        which = parse_pairs("auto" if pairs is None else pairs, flag="--pairs")
     gen = check_rng(seed, "seed")
     aux_src, test_src = _audit_sources(cfg)
     with _collect_warnings() as caught:
@@ -201,8 +221,11 @@ def run_audit(
         check_memory((n_shadow + n_test) * n * 8.0 * 3, f"n_shadow + n_test with subset_size={n}")
         model_frame = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
         mechs, model, notes = _audit_mechanisms(cfg, names, model_frame, query, secret, n)
-        # Several attributes: one audit per attribute (attacks/audit_several.py).
-        run_one: Any = audit if secret.kind != "several" else audit_attributes
+        # Several pairs (a range, several values or attributes): one audit per chosen pair
+        # (attacks/audit_pairs.py); one pair: the single audit's report, as before.
+        many = secret.kind == "several" or len(_pairs_of(secret)) > 1
+        run_one: Any = audit_pairs if many else audit
+        extra: dict[str, Any] = {"pairs": which} if many else {}
         report = run_one(
             auxiliary=load_frame(aux_src, split_seed=cfg.split_seed, what="[data] auxiliary"),
             test=load_frame(test_src, split_seed=cfg.split_seed, what="[data] test"),
@@ -218,6 +241,7 @@ def run_audit(
             confidence=aud.get("confidence", 0.95) if confidence is None else confidence,
             rng=gen,
             progress=progress,
+            **extra,
         )
     key = new_identity_key()
     public = {

@@ -176,7 +176,10 @@ _RELEASE_SECRET = frozenset().union(*(allowed for allowed, _ in SECRET_KEYS.valu
 _RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed", "population", "bootstrap"}
 _RELEASE_OUTPUT = {"include_true"}
 _LEDGER = {"path", "budget", "data_name", "enabled"}
-_AUDIT = {"mechanisms", "repetitions", "classifiers", "confidence", "n_shadow", "n_test", "seed"}
+_AUDIT = {
+    "mechanisms", "repetitions", "classifiers", "confidence", "n_shadow", "n_test", "seed",
+    "pairs",  # which pairs of the secret the audit attacks (attacks/audit_pairs.py)
+}  # fmt: skip
 MISSING_POLICIES = ("error", "drop")
 
 
@@ -362,6 +365,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         [audit]                           # defaults of distpriv audit
         repetitions = 10
         seed = 0
+        pairs = "auto"                    # all | binding | first | N per attribute | auto
         [ledger]                          # optional: judge releases together (docs/composition.md)
         path = "curator.ledger"           # default: distpriv-ledger.sqlite next to this file
         enabled = true                    # false: record nothing (the report says so)
