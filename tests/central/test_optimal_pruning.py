@@ -62,8 +62,7 @@ def test_shortcuts_choose_the_noise_of_the_full_search(
 
     monkeypatch.setattr(_exact_families, "_set_program", counting)
     fast, cov = _calibrate(model)
-    # Independent covariances: the floor rules the set's low-rank program out every round.
-    assert solved == []
+    fast_solves = len(solved)
     # The published noise passes the exact accountant on the set's members for it.
     members = population_model(model, beta=DEFAULT_BETA, noise_cov=cov, epsilon=EPS)
     assert pair_deltas(members, cov, epsilon=EPS, screen=DELTA).worst <= DELTA
@@ -71,8 +70,10 @@ def test_shortcuts_choose_the_noise_of_the_full_search(
     # Every shortcut off: the floor never rules out, the isotropic shape always searched.
     monkeypatch.setattr(_exact_families, "rank_limited_floor", lambda *a, **k: 0.0)
     monkeypatch.setattr(exact_calibration, "_fails_at_cost", lambda *a, **k: False)
+    solved.clear()
     slow, _ = _calibrate(model)
-    assert solved  # the program was solved this time
+    # Independent covariances: the floor ruled the set's low-rank program out in some round.
+    assert fast_solves < len(solved)
     # Same choice, to the scale search's accuracy (the warm start brackets the same root).
     assert fast <= slow * (1 + 1e-6)
     assert fast == pytest.approx(slow, rel=1e-6)
