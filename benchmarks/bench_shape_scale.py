@@ -108,9 +108,10 @@ these rows ran at once), ``--names expm-g optimal-g optimal-g-full auto``::
     E||Z||^2 / expm-g's (every row: auto chose optimal-g-full): k = 2: 0.9868, 0.9931,
     0.9999, 0.9998; k = 3: 0.9702 (full 0.9589), 0.9905 (0.9879), 0.9938 (0.9938).
     k = 3, m = 200: 0.9969 (both). optimal-g's E||Z||^2 against the code before
-    (``calibrate("optimal-g", synthetic(m, 2))`` on both commits): k = 2, m = 20: 69695.22638868638 -> 69695.22640356091 (+2e-10 relative,
-    the warm-started search's root); m = 50: 248222.1134 -> 248222.0231 (-4e-7); the
-    first two changes alone were bit-identical at m = 20 and 50.
+    (``calibrate("optimal-g", synthetic(m, 2))`` on both commits): k = 2, m = 20:
+    69695.22638868638 -> 69695.22640356091 (+2e-10 relative, the warm-started search's
+    root); m = 50: 248222.1134 -> 248222.0231 (-4e-7); the first two changes alone were
+    bit-identical at m = 20 and 50.
 
     Per candidate in auto, k = 2, m = 200: expm-g 6.6, dirm-g 2.6, eigm 6.2, daum 2.5,
     optimal-g 11.5, noiseless 1.2, apgm 0.5, daum-floor 9.8, dirm-g-floor 0.4,
@@ -119,8 +120,9 @@ these rows ran at once), ``--names expm-g optimal-g optimal-g-full auto``::
 
 The 5x target: **met by optimal-g (1.4-1.8x) and optimal-g-full (2.3-3.8x)** in every row
 run up to m = 200 (m = 500: refused by the accountant, above); ``auto`` is at 4.2-7.7x:
-it runs ten calibrations, two of which (expm-g itself and eigm) cost about expm-g's time, and the floored searches (daum-floor,
-optimal-g-full's own candidates: central/floored.py, not changed here) add 1-3x more.
+it runs ten calibrations, two of which (expm-g itself and eigm) cost about expm-g's time,
+and the floored searches (daum-floor, optimal-g-full's own candidates: central/floored.py,
+not changed here) add 1-3x more.
 """
 
 from __future__ import annotations
