@@ -22,7 +22,16 @@ import numpy as np
 from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise
 from ._common import FALLBACK_NOTE, QueryModel
+from ._exact_families import (
+    _FLOOR_MARGIN,
+    _family,
+    _optimal,
+    _scaled,
+    _search,
+    scale_at_cost,
+)
 from ._member_search import moments_model, smallest_scale_on_set, worst_member_delta
+from ._rank_bound import rank_limited_floor
 from .base import CalibratedMechanism
 from .exact import (
     EXACT_THEOREM,
@@ -36,7 +45,7 @@ from .exact import (
 )
 from .robust import checked_members, confidence_set, population_model, population_premise
 
-__all__ = ["EXACT_MECHANISMS", "calibrate_exact"]
+__all__ = ["EXACT_MECHANISMS", "calibrate_exact", "scale_at_cost"]
 
 EXACT_MECHANISMS = ("expm-g", "dirm-g", "eigm", "daum", "optimal-g", "apgm", "noiseless")
 # Diagnostics of the papers' calibration that describe its noise, not the exact one.
@@ -54,37 +63,6 @@ _STALE = (
 )
 
 
-def _family(name: str, mech: CalibratedMechanism) -> tuple[Callable[[float], np.ndarray], float]:
-    """The noise family Σ_Z(s) of a mechanism (non-decreasing in s) and the papers' s."""
-    d = mech.diagnostics
-    m = mech.dim
-    if name == "expm-g":
-        return (lambda s: s * s * np.eye(m)), math.sqrt(mech.noise_covariance[0, 0])
-    if name == "dirm-g":
-        basis = np.asarray(d["directions"])
-        proj = basis @ basis.T
-        s0 = float(mech.noise.components[0].scales[0]) if basis.shape[1] else 0.0
-        return (lambda s: s * s * proj), s0
-    if name in ("eigm", "apgm"):
-        vecs = np.asarray(d["eigenvectors"])
-        lam = np.asarray(d["model_eigenvalues"])  # (k, m): v_kᵀ Σ_θ v_k
-
-        def eig(s: float) -> np.ndarray:
-            sig2 = np.max(np.maximum(0.0, s * s - lam), axis=0)
-            return (vecs * sig2) @ vecs.T
-
-        return eig, math.sqrt(float(d["target_variance"]))
-    if name == "daum":
-        v = np.asarray(d["direction"]).reshape(-1, 1)
-        vv = v @ v.T
-        s0 = math.sqrt(max(float(d["noise_variance"]), float(d["directional_expm_variance"])))
-        return (lambda s: s * s * vv), s0
-    if name == "optimal-g":
-        cov = mech.noise_covariance
-        return (lambda s: s * s * cov), 1.0
-    raise ValueError(name)  # pragma: no cover - registry passes only EXACT_MECHANISMS
-
-
 def _noise(cov: np.ndarray) -> Noise:
     """Gaussian noise with covariance ``cov`` (eigen-decomposed, tiny negatives clipped)."""
     w, v = np.linalg.eigh((cov + cov.T) / 2)
@@ -93,142 +71,6 @@ def _noise(cov: np.ndarray) -> Noise:
     if not np.any(keep):
         return Noise.none(cov.shape[0])
     return Noise.along("gaussian", v[:, keep], np.sqrt(w[keep]))
-
-
-def _search(
-    name: str,
-    gm: Any,
-    family: Callable[[float], np.ndarray],
-    start: float,
-    epsilon: float,
-    delta: float,
-    known: dict[float, float] | None = None,
-) -> tuple[np.ndarray, float, PairCheck]:
-    scale, check = smallest_scale(
-        gm, family, epsilon=epsilon, delta=delta, start=start, name=name, known=known
-    )
-    return family(scale), scale, check
-
-
-def _optimal(
-    gm: Any,
-    paper: CalibratedMechanism,
-    build: Callable[..., CalibratedMechanism],
-    epsilon: float,
-    delta: float,
-    weights: np.ndarray,
-    for_set: bool = False,
-) -> tuple[np.ndarray, float, PairCheck, str]:
-    """optimal-g: the convex program's Σ_Z scaled, or repaired; never noisier than daum.
-
-    Candidates, each calibrated exactly: the program's noise scaled; the program's noise
-    plus isotropic noise (a repair that covers every direction); DauM's and EigM's noise
-    shapes. The one of least tr(W Σ_Z) is kept. With ``for_set`` (``gm`` is made of the
-    population set's worst members, issue 25 item 2) the program is also solved on those
-    members themselves — a shape chosen for the set, not the fitted shape scaled up — and
-    :func:`_calibrate_robust` adds members until none binds (cutting planes).
-    """
-    base = paper.noise_covariance
-    check0 = pair_deltas(gm, base, epsilon=epsilon, screen=delta)
-    if np.trace(base) == 0 and check0.worst <= delta:
-        return base, 0.0, check0, "no noise needed"
-    families: list[tuple[str, Callable[[float], np.ndarray], float]] = []
-    if for_set:
-        shaped = _set_program(gm, epsilon, delta, weights)
-        if shaped is not None and np.trace(shaped) > 0:
-            label = "convex program on the population set's worst members, scaled"
-            families.append((label, _scaled(shaped), 1.0))
-    if np.trace(base) > 0:
-        families.append(("convex program's noise, scaled", lambda s: s * s * base, 1.0))
-    iso = math.sqrt(max(float(np.trace(base)) / gm.dim, 1e-12 * float(np.trace(gm.covariances[0]))))
-    families.append(
-        (
-            "convex program's noise plus isotropic repair",
-            lambda s: base + s * s * np.eye(gm.dim),
-            iso,
-        )
-    )
-    # expm-g's shape too: optimal-g is then never noisier than expm-g (independent
-    # covariances can leave no cheaper shape: every direction needs noise).
-    families.append(("isotropic noise (expm-g's shape)", _scaled(np.eye(gm.dim)), iso))
-    for other in ("daum", "eigm"):
-        try:
-            fam, s0 = _family(other, build(other, calibration="analytic"))
-        except MechanismNotApplicableError:
-            continue
-        families.append((f"{other}'s noise shape (cheaper than the program's)", fam, s0))
-    best: tuple[np.ndarray, float, PairCheck, str] | None = None
-    errors = []
-    for label, fam, start in families:
-        known = None
-        if best is not None:
-            # Prune: at the scale where this shape costs as much as the best so far, it
-            # must already meet the target, or its least scale would cost more.
-            cap = scale_at_cost(fam, weights, float(np.trace(weights @ best[0])), start)
-            at_cap = pair_deltas(
-                gm, fam(cap), epsilon=epsilon, tol=search_tolerance(delta), screen=delta
-            )
-            if at_cap.worst > delta:
-                continue
-            start, known = cap, {cap: at_cap.worst}  # the search starts where this left off
-        try:
-            cov, s, chk = _search("optimal-g", gm, fam, start, epsilon, delta, known)
-        except MechanismNotApplicableError as exc:
-            errors.append(str(exc))
-            continue
-        if best is None or np.trace(weights @ cov) < np.trace(weights @ best[0]):
-            best = (cov, s, chk, label)
-    if best is None:
-        raise MechanismNotApplicableError("; ".join(errors))
-    return best
-
-
-def _scaled(cov: np.ndarray) -> Callable[[float], np.ndarray]:
-    return lambda s: s * s * cov
-
-
-def _set_program(
-    members: Any, epsilon: float, delta: float, weights: np.ndarray
-) -> np.ndarray | None:
-    """optimal-g's program (Cor. A.1, analytic D*) with every pair of ``members`` a
-    constraint, for each of its two covariances; ``None`` if it cannot be solved."""
-    from .optimal import calibrate_optimal
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", AssumptionWarning)
-            mech = calibrate_optimal(
-                members, epsilon=epsilon, delta=delta, calibration="analytic", weights=weights
-            )
-    except MechanismNotApplicableError:
-        return None
-    return mech.noise_covariance
-
-
-def scale_at_cost(
-    fam: Callable[[float], np.ndarray], weights: np.ndarray, cost: float, start: float
-) -> float:
-    """The s with tr(W Σ_Z(s)) = cost (bisection; the cost is non-decreasing in s).
-
-    tr(W Σ) is summed elementwise (W symmetric): O(m²) per step instead of the O(m³)
-    product, which dominated at m = 500. The bisection stops at relative width 1e-12.
-    """
-
-    def at(s: float) -> float:
-        return float(np.sum(weights * fam(s)))
-
-    lo, hi = 0.0, max(start, 1e-300)
-    while at(hi) < cost and hi < 1e300:
-        lo, hi = hi, hi * 2.0
-    for _ in range(60):
-        if hi - lo <= 1e-12 * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if at(mid) < cost:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def _calibrate_on(
@@ -241,6 +83,7 @@ def _calibrate_on(
     start_scale: float | None = None,
     for_set: bool = False,
     at_paper: float | None = None,
+    start_label: str | None = None,
 ) -> tuple[np.ndarray, float, PairCheck, str]:
     """The least noise of the mechanism's shape meeting the target on every pair of ``gm``.
 
@@ -250,6 +93,17 @@ def _calibrate_on(
     its starting scale is the papers' noise covariance bit for bit.
     """
     if paper is None:  # noiseless
+        # The covariances alone can rule it out (a proven floor on δ at rank 0, central/
+        # _rank_bound.py): no exact profile needed, which at δ near 1 and m ≤ 24 can need
+        # the 50-digit whitening (seconds per pair).
+        floor = rank_limited_floor(gm, 0, epsilon=epsilon, level=_FLOOR_MARGIN * delta)
+        if floor > _FLOOR_MARGIN * delta:
+            raise MechanismNotApplicableError(
+                f"noiseless release is not ({epsilon:g}, {delta:g})-private under the "
+                f"exact profile of the model: the covariances of a pair alone give "
+                f"delta({epsilon:g}) >= {floor:.6g} (their most different variance ratio); "
+                "use 'expm-g' or 'eigm' (full-rank noise), or mechanism='auto'"
+            )
         check = pair_deltas(gm, np.zeros((gm.dim, gm.dim)), epsilon=epsilon, screen=delta)
         if check.worst > delta:
             raise MechanismNotApplicableError(
@@ -260,7 +114,8 @@ def _calibrate_on(
         return np.zeros((gm.dim, gm.dim)), 0.0, check, "no noise"
     if name == "optimal-g":
         weights = np.asarray(paper.diagnostics["weights"])
-        return _optimal(gm, paper, build, epsilon, delta, weights, for_set)
+        hint = None if start_scale is None or start_label is None else (start_label, start_scale)
+        return _optimal(gm, paper, build, epsilon, delta, weights, for_set, hint)
     family, start = _family(name, paper)
     known = None
     if start_scale is not None and start_scale > 0:
@@ -306,9 +161,11 @@ def _calibrate_robust(
     # not settle while the shape moves with them, the fitted shapes alone (which do).
     shaped: tuple[np.ndarray, float, PairCheck, str] | None = None
     for for_set in (True, False) if name == "optimal-g" else (False,):
-        active, scale = list(first), None
+        active, scale, method = list(first), None, ""
         for _ in range(_ROBUST_ROUNDS):
             target = moments_model(gm, active)
+            # More members each round: the last round's scale of its shape is just below
+            # this round's (the search starts there: a short bracket, fewer pair checks).
             cov, scale, _, method = _calibrate_on(
                 name,
                 target,
@@ -319,6 +176,7 @@ def _calibrate_robust(
                 start_scale=scale,
                 for_set=for_set,
                 at_paper=first_delta if len(active) == 1 else None,
+                start_label=method or None,
             )
             if name != "optimal-g":
                 # Settled if the noise as published passes its members (strict): the
@@ -335,6 +193,8 @@ def _calibrate_robust(
                     return best
                 # The members that bind depend on the noise: the isotropic shape is judged
                 # on the members for its own noise (optimal-g never noisier than expm-g).
+                if _fails_at_cost(gm, best[0], paper, epsilon, delta, beta):
+                    return best
                 iso = _scale_for_set(
                     gm,
                     np.eye(gm.dim),
@@ -376,6 +236,30 @@ def _published_check(
     published = _noise(cov).covariance
     members = population_model(gm, beta=beta, noise_cov=published, epsilon=epsilon)
     return pair_deltas(members, published, epsilon=epsilon, screen=delta)
+
+
+def _fails_at_cost(
+    gm: Any,
+    best: np.ndarray,
+    paper: CalibratedMechanism | None,
+    epsilon: float,
+    delta: float,
+    beta: float,
+) -> bool:
+    """Whether isotropic noise of the same cost tr(W Σ_Z) as ``best`` fails on the set's
+    worst members for that noise: then no cheaper isotropic noise passes (a member that
+    fails at a noise fails at every smaller one: its δ(ε) only grows as noise is removed),
+    and expm-g's shape need not be searched (one check instead of a search on the set).
+    """
+    w = np.asarray((paper.diagnostics if paper is not None else {}).get("weights", 1.0))
+    cost = float(np.sum(w * best)) if w.ndim == 2 else float(np.trace(best))
+    per_unit = float(np.trace(w)) if w.ndim == 2 else float(gm.dim)
+    if not (cost > 0 and per_unit > 0):
+        return False
+    iso = (cost / per_unit) * np.eye(gm.dim)
+    members = population_model(gm, beta=beta, noise_cov=iso, epsilon=epsilon)
+    check = pair_deltas(members, iso, epsilon=epsilon, tol=search_tolerance(delta), screen=delta)
+    return bool(check.worst > delta)
 
 
 def _cheaper(

@@ -1,0 +1,79 @@
+"""optimal-g's shortcuts in the exact calibration on the population set (issue 25 item 2).
+
+Three shortcuts keep optimal-g within a few times expm-g's calibration time: the set's
+program is not solved where a proven floor shows no noise of its rank meets the target
+(central/_rank_bound.py); the isotropic shape is not searched where, at the cost of the
+best noise, it fails on the set's members for that noise; each cutting-plane round starts
+its search at the last round's scale. The reference for each is the calibration without
+it (the shortcut disabled): the same noise to the search's accuracy, never a noisier one,
+and the published noise passes the exact accountant on the set's members.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from distpriv import GaussianQueryModel, calibrate, max_mahalanobis_distance
+from distpriv.central import _exact_families, exact_calibration
+from distpriv.central.exact import pair_deltas
+from distpriv.central.robust import DEFAULT_BETA, population_model
+from distpriv.querymodel import MomentUncertainty
+
+EPS, DELTA = 1.0, 1e-3
+
+
+def _wishart_model(m: int, k: int, seed: int) -> GaussianQueryModel:
+    """k hypotheses with independent Wishart covariances and moment uncertainty."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(k):
+        x = rng.normal(size=(m + 10, m)) * rng.uniform(0.5, 2.0, size=m)
+        rows.append(x.T @ x / (m + 10))
+    covs = 100 * np.array(rows)
+    dist = max_mahalanobis_distance(epsilon=EPS, delta=DELTA)
+    means = [rng.normal(size=m) * 10]
+    for _ in range(1, k):
+        d = rng.normal(size=m)
+        d *= 4.0 * dist / math.sqrt(d @ np.linalg.solve(covs[0], d))
+        means.append(means[0] + d)
+    unc = MomentUncertainty([4000] * k, 100 * np.eye(k), np.array(rows), np.full((k, m), 3.0))
+    return GaussianQueryModel(np.stack(means), covs, uncertainty=unc)
+
+
+def _calibrate(model: GaussianQueryModel) -> tuple[float, np.ndarray]:
+    mech = calibrate("optimal-g", model, epsilon=EPS, delta=DELTA)
+    return mech.mse(), mech.noise_covariance
+
+
+@pytest.mark.parametrize(("m", "k", "seed"), [(6, 2, 0), (8, 3, 1)])
+def test_shortcuts_choose_the_noise_of_the_full_search(
+    m: int, k: int, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _wishart_model(m, k, seed)
+    solved: list[int] = []
+    original = _exact_families._set_program
+
+    def counting(*args: object, **kwargs: object) -> object:
+        solved.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_exact_families, "_set_program", counting)
+    fast, cov = _calibrate(model)
+    fast_solves = len(solved)
+    # The published noise passes the exact accountant on the set's members for it.
+    members = population_model(model, beta=DEFAULT_BETA, noise_cov=cov, epsilon=EPS)
+    assert pair_deltas(members, cov, epsilon=EPS, screen=DELTA).worst <= DELTA
+
+    # Every shortcut off: the floor never rules out, the isotropic shape always searched.
+    monkeypatch.setattr(_exact_families, "rank_limited_floor", lambda *a, **k: 0.0)
+    monkeypatch.setattr(exact_calibration, "_fails_at_cost", lambda *a, **k: False)
+    solved.clear()
+    slow, _ = _calibrate(model)
+    # Independent covariances: the floor ruled the set's low-rank program out in some round.
+    assert fast_solves < len(solved)
+    # Same choice, to the scale search's accuracy (the warm start brackets the same root).
+    assert fast <= slow * (1 + 1e-6)
+    assert fast == pytest.approx(slow, rel=1e-6)
