@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise
+from . import _calibration_cache
 from ._common import FALLBACK_NOTE, QueryModel
 from ._member_search import moments_model, smallest_scale_on_set, worst_member
 from .base import CalibratedMechanism
@@ -34,7 +35,13 @@ from .exact import (
     search_tolerance,
     smallest_scale,
 )
-from .robust import checked_members, confidence_set, population_model, population_premise
+from .robust import (
+    checked_members,
+    confidence_set,
+    population_model,
+    population_premise,
+    set_corners,
+)
 
 __all__ = ["EXACT_MECHANISMS", "calibrate_exact"]
 
@@ -296,14 +303,20 @@ def _calibrate_robust(
     # not settle while the shape moves with them, the fitted shapes alone (which do).
     shaped: tuple[np.ndarray, float, PairCheck, str] | None = None
     for for_set in (True, False) if name == "optimal-g" else (False,):
-        active, scale = list(first), None
+        # The program also sees the joint set's stratum corners (cutting planes that span
+        # how its members move, not only the one member of the last noise: issue 25 item 2).
+        corners = set_corners(gm, beta=beta, noise_cov=guess) if for_set else []
+        active, scale = [*first, *corners], None
         for _ in range(_ROBUST_ROUNDS):
             target = moments_model(gm, active)
             cov, scale, _, method = _calibrate_on(
                 name, target, paper, build, epsilon, delta, start_scale=scale, for_set=for_set
             )
-            every = population_model(gm, beta=beta, noise_cov=cov, epsilon=epsilon)
-            full = pair_deltas(every, cov, epsilon=epsilon, tol=loose, screen=delta)
+            # Checked as it will be published (calibrate_exact's _noise(cov)): within one
+            # call the strict check then finds these members remembered, not searched again.
+            pub = _noise(cov).covariance
+            every = population_model(gm, beta=beta, noise_cov=pub, epsilon=epsilon)
+            full = pair_deltas(every, pub, epsilon=epsilon, tol=loose, screen=delta)
             if full.worst <= delta:
                 best = _cheaper(shaped, (cov, scale, full, method), paper)
                 if name != "optimal-g":
@@ -455,6 +468,24 @@ def calibrate_exact(
         The noise shape cannot meet the target at any scale, or (``noiseless``) the model
         alone does not meet it.
     """
+    if beta is not None and getattr(gm, "uncertainty", None) is not None:
+        # The population set's members of each noise are remembered within this call (the
+        # published noise's strict check finds those of the last round, not searched again).
+        with _calibration_cache.shared_calibration():
+            return _exact(name, model, gm, build, epsilon, delta, beta)
+    return _exact(name, model, gm, build, epsilon, delta, beta)
+
+
+def _exact(
+    name: str,
+    model: QueryModel,
+    gm: Any,
+    build: Callable[..., CalibratedMechanism],
+    epsilon: float,
+    delta: float,
+    beta: float | None,
+) -> CalibratedMechanism:
+    """:func:`calibrate_exact`'s work (its parameters, positional)."""
     # β of the population premise, or None for the fitted model alone.
     robust_beta = beta if getattr(gm, "uncertainty", None) is not None else None
     with warnings.catch_warnings():

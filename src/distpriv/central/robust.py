@@ -79,7 +79,14 @@ from ..guarantees import Assumption
 from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
 from ._calibration_cache import active_cache, fingerprint
 from ._robust_joint import JOINT_MAX_PAIRS as JOINT_MAX_PAIRS
-from ._robust_joint import SET_METHODS, joint_members, joint_z, population_set, set_method
+from ._robust_joint import (
+    SET_METHODS,
+    joint_corners,
+    joint_members,
+    joint_z,
+    population_set,
+    set_method,
+)
 
 # _inv_sqrt, _worst_shift, farthest_gap and gap_bound live in _robust_stack.py (shared with
 # the bootstrap set) and stay importable from here.
@@ -104,6 +111,7 @@ __all__ = [
     "population_model",
     "population_premise",
     "population_set",
+    "set_corners",
     "set_method",
 ]
 
@@ -360,6 +368,17 @@ def _joint(
     if cache is not None:
         cache.put_members(key, members)
     return members
+
+
+def set_corners(
+    model: GaussianQueryModel, *, beta: float, noise_cov: np.ndarray
+) -> list[tuple[np.ndarray, ...]]:
+    """The joint set's stratum-corner members for ``noise_cov`` (``_robust_joint.
+    joint_corners``, optimal-g's cutting planes); none for the box or a bootstrap."""
+    if not isinstance(model.uncertainty, MomentUncertainty) or set_method(model) != "joint":
+        return []
+    kurt = confidence_set(model, beta=beta).kurtosis
+    return joint_corners(model, kurt, beta=beta, noise_cov=noise_cov)
 
 
 def _uncertainty_key(model: GaussianQueryModel) -> str:
