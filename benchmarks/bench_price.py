@@ -310,8 +310,8 @@ def main() -> None:
     ap.add_argument("--report", action="store_true", help="print the tables of --records")
     ap.add_argument(
         "--set",
-        default="box",
-        help="the population set: box (the default) or joint (issue 25 item 1, opt-in)",
+        default="joint",
+        help="the population set: joint (the default, issue 25 item 1) or box",
     )
     args = ap.parse_args()
     try:

@@ -54,8 +54,22 @@ starting from the best of that corner and the box set's stratum corners — with
 its boundary at every point. The objective is the exact accountant
 (:func:`~distpriv.accounting.pair_profile.pair_profiles_unchecked`, both directions).
 
-Above :data:`JOINT_MAX_PAIRS` pairs (range secrets: hundreds of pairs, tens of accountant
-calls each per noise) and for bootstrap uncertainties, the box is used.
+The joint set is the default (``population_set("box")`` selects the box). Above
+:data:`JOINT_MAX_PAIRS` pairs (range secrets: hundreds of pairs, tens of accountant calls
+each per noise), above :data:`JOINT_MAX_COORDS` variances per pair (the search asks about
+three exact profiles per variance, each O(m) per quadrature node) and for bootstrap
+uncertainties, the box is used.
+
+Cost (issue 25): the members of every point a step of the search needs are built at once
+(batch axis first, :meth:`_Pair.members`); the exact profiles are then asked one member at a
+time, only where the search compares them, and remembered per point. The certified Rényi
+bounds of :mod:`distpriv.accounting.pair_screen` were measured as pruning certificates and
+not used: on these members they are about 10× the exact δ (0.0016 against 0.00016, 0.019
+against 0.00055 at m = 34), while the comparisons of the search are between members whose
+δ differ by a few per cent, so no member would be pruned. Within one calibration
+(:func:`~distpriv.central.exact_calibration.calibrate_exact`) the members of each noise are
+remembered, and the last round checks the noise as published, so the strict check does not
+search again.
 """
 
 from __future__ import annotations
@@ -79,25 +93,29 @@ from ._robust_stack import (
 
 __all__: list[str] = []  # helpers of central.robust
 
-# The population sets (issue 25 item 1): "joint" (central/_robust_joint.py: one scalar
-# statement per pair, the worst member by optimisation) and "box" (this module's
-# docstring: the Bonferroni box and its corners). The box stays the default: the joint
-# set's search (tens of exact accountant calls per pair and noise) made calibrations 2-14x
-# slower, against the calibration-time target of the same issue; it is opt-in until its
-# search is cheaper.
+# The population sets (issue 25 item 1): "joint" (this module: one scalar statement per
+# pair, the worst member by optimisation; the default) and "box" (central/robust.py's
+# docstring: the Bonferroni box and its corners; selectable, and used where the joint
+# set's search would be too costly: set_method).
 SET_METHODS = ("joint", "box")
-_SET: contextvars.ContextVar[str] = contextvars.ContextVar("distpriv_population_set", default="box")
+_SET: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "distpriv_population_set", default="joint"
+)
 # The joint set's search costs tens of accountant calls per pair and noise: above this many
 # pairs (range secrets: hundreds) the box set is used (its members are vectorised).
 JOINT_MAX_PAIRS = 12
+# The search asks the exact accountant of about 3 members per variance of a pair (strata it
+# weighs × statistics), each O(m) per quadrature node: above this many variances per pair
+# (e.g. more than 12 statistics over two strata) the box set is used.
+JOINT_MAX_COORDS = 24
 
 
 @contextmanager
 def population_set(method: str) -> Iterator[None]:
     """Calibrate with the population set ``method`` (one of :data:`SET_METHODS`) inside
-    the ``with`` block: ``"box"`` (default) or ``"joint"`` (tighter, slower to calibrate:
-    ``with distpriv.central.robust.population_set("joint"): ...``,
-    ``benchmarks/bench_price.py --set joint``)."""
+    the ``with`` block: ``"joint"`` (the default) or ``"box"`` (the Bonferroni box of
+    :mod:`distpriv.central.robust`: ``with distpriv.central.robust.population_set("box"):
+    ...``, ``benchmarks/bench_price.py --set box``)."""
     if method not in SET_METHODS:
         raise ParameterError(f"population set must be one of {SET_METHODS}, got {method!r}")
     token = _SET.set(method)
@@ -109,10 +127,17 @@ def population_set(method: str) -> Iterator[None]:
 
 def set_method(model: GaussianQueryModel) -> str:
     """The set used for ``model``: the selected one, except that a model with more than
-    :data:`JOINT_MAX_PAIRS` pairs, or a bootstrap uncertainty, uses the box."""
-    if _SET.get() == "joint" and len(model.pairs) <= JOINT_MAX_PAIRS:
-        return "joint"
-    return "box"
+    :data:`JOINT_MAX_PAIRS` pairs, or more than :data:`JOINT_MAX_COORDS` variances per pair,
+    or a bootstrap uncertainty, uses the box."""
+    if _SET.get() != "joint" or len(model.pairs) > JOINT_MAX_PAIRS:
+        return "box"
+    unc = model.uncertainty
+    if isinstance(unc, MomentUncertainty):
+        w = np.asarray(unc.weights) > 0
+        strata = max((int(np.sum(w[i] | w[j])) for i, j in model.pairs), default=0)
+        if strata * unc.dim > JOINT_MAX_COORDS:
+            return "box"
+    return "joint"
 
 
 # Accuracy of the accountant inside the search (the members are then checked strictly by
