@@ -21,7 +21,6 @@ import numpy as np
 
 from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise
-from . import _calibration_cache
 from ._common import FALLBACK_NOTE, QueryModel
 from ._member_search import moments_model, smallest_scale_on_set, worst_member
 from .base import CalibratedMechanism
@@ -468,24 +467,6 @@ def calibrate_exact(
         The noise shape cannot meet the target at any scale, or (``noiseless``) the model
         alone does not meet it.
     """
-    if beta is not None and getattr(gm, "uncertainty", None) is not None:
-        # The population set's members of each noise are remembered within this call (the
-        # published noise's strict check finds those of the last round, not searched again).
-        with _calibration_cache.shared_calibration():
-            return _exact(name, model, gm, build, epsilon, delta, beta)
-    return _exact(name, model, gm, build, epsilon, delta, beta)
-
-
-def _exact(
-    name: str,
-    model: QueryModel,
-    gm: Any,
-    build: Callable[..., CalibratedMechanism],
-    epsilon: float,
-    delta: float,
-    beta: float | None,
-) -> CalibratedMechanism:
-    """:func:`calibrate_exact`'s work (its parameters, positional)."""
     # β of the population premise, or None for the fitted model alone.
     robust_beta = beta if getattr(gm, "uncertainty", None) is not None else None
     with warnings.catch_warnings():
