@@ -148,3 +148,20 @@ def test_optimal_g_against_the_joint_set_is_cheaper_than_against_the_box():
     # (box); before the corners joined the program: 384.7 (daum's fitted shape).
     assert "population set" in joint.diagnostics["calibration_method"]
     assert joint.mse() < box.mse()
+
+
+def test_renyi_bounds_of_far_pairs_are_one_without_overflow_warnings():
+    """Members far from private (met by optimal-g's program on the joint set's corners) have
+    certified log-bounds beyond exp's range: the bound is 1, and no overflow is warned
+    (calibrations run with warnings as errors in tests/central/test_robust.py). Reference:
+    the exact accountant says δ ≈ 1 for the same pair."""
+    from distpriv.accounting.pair_screen import renyi_delta_bounds
+
+    m = 3
+    mean_i, mean_j = np.zeros((1, m)), np.full((1, m), 400.0)
+    cov = np.eye(m)[None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bounds = renyi_delta_bounds(mean_i, cov, mean_j, 2 * cov, epsilon=EPS)
+    assert np.all(bounds == 1.0)
+    assert gaussian_pair_delta(mean_i[0], cov[0], mean_j[0], 2 * cov[0], epsilon=EPS) > 0.99
