@@ -378,7 +378,7 @@ def joint_corners(
     *,
     beta: float,
     noise_cov: np.ndarray,
-) -> list[tuple[np.ndarray, ...]]:
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """Members of the joint set at the corners of its variance box where every statistic
     of a stratum is at the same end (2^S' per pair, S' the strata the pair weighs), with
     the gap on its boundary for ``noise_cov``: no accountant call.
@@ -401,7 +401,7 @@ def joint_corners(
     sizes = np.asarray(unc.stratum_sizes, dtype=float)[:, None]
     tau = np.sqrt(np.clip(kurtosis - 1.0, 0.0, None) / sizes)
     z = joint_z(beta, len(model.pairs))
-    out: list[tuple[np.ndarray, ...]] = []
+    out: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     for i, j in model.pairs:
         pair = _Pair(model, unc, i, j, tau, z, noise, 1.0)
         n_sup, m = pair.support.size, unc.dim

@@ -370,7 +370,7 @@ def _joint(
 
 def set_corners(
     model: GaussianQueryModel, *, beta: float, noise_cov: np.ndarray
-) -> list[tuple[np.ndarray, ...]]:
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """The joint set's stratum-corner members for ``noise_cov`` (``_robust_joint.
     joint_corners``, optimal-g's cutting planes); none for the box or a bootstrap."""
     if not isinstance(model.uncertainty, MomentUncertainty) or set_method(model) != "joint":
