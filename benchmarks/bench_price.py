@@ -78,33 +78,40 @@ at E‖Z‖² ≈ 4e5 and was dropped), so the table above is both; the previous
 only, another seed) had expm-g's default/oracle at Adult 1.16/1.02/1.07, RAND
 0.81/0.87/1.02.
 
-**The joint set** (issue 25 item 1; the default since, ``--set box`` is the set before).
-One run on branch pricejoint, 2026-11-26 15:20-16:05 UTC, ``--set joint --no-oracle
---tables 6 --populations P --records FILE`` (one process per population; load 16-18 on 2
-cores, so 6 tables per size only; records in ``benchmarks/results/bench_price_joint_
-{adult,randhie}.jsonl``). "box" is ``auto`` on the *same* seeded tables (same seed, table
-indices 0-5) from the records of the run above (main 98a211d, box set), and the oracle is
-that run's (all of its tables: the oracle does not depend on the set). Median E‖Z‖² of
-``auto``:
+**The joint set, the default** (issue 25 items 1-2: the joint set with optimal-g's program
+on its members and stratum corners). One run on branch jointset, 2026-11-26 18:16-19:00 UTC,
+``--set joint --no-oracle --tables 100 --populations P --records FILE`` (one process per
+population, stopped at 19:00 after 12-13 tables per size; the machine was shared with
+other jobs, load 9-16 on 2 cores; records in ``benchmarks/results/bench_price_jointdefault_
+{adult,randhie}.jsonl``). "box" is ``auto`` on the *same* seeded tables (same seed, same
+table indices) from the records of the box run above (main 98a211d), and the oracle is that
+run's (all of its tables: the oracle does not depend on the set). Median E‖Z‖² of ``auto``
+(box on the tables both runs have):
 
 =======  =====  ======  ======  ======  ===================================  ===============
 pop      rows   tables  box     joint   auto/oracle box -> joint (oracle)    auto/own
 =======  =====  ======  ======  ======  ===================================  ===============
-Adult      300    6      611.1   541.9  0.96 -> 0.85 (637.9 groupdp-g)       4.86 -> 4.31
-Adult    1,000    6      460.2   355.2  2.68 -> 2.07 (171.4 daum-floor)      3.66 -> 2.82
-Adult    4,000    6      211.8   186.4  1.38 -> 1.22 (153.2 optimal-g-full)  1.68 -> 1.48
-RAND       300    6      639.2   400.6  2.07 -> 1.30 (308.8 groupdp-g)       10.26 -> 6.43
-RAND     1,000    6      441.5   193.9  4.05 -> 1.78 (109.0 daum-floor)      7.09 -> 3.11
-RAND     4,000    6      134.4    99.6  1.88 -> 1.39 (71.5 daum-floor)       2.16 -> 1.60
+Adult      300    13     655.1   534.3  1.03 -> 0.84 (637.9 groupdp-g)       5.21 -> 4.25
+Adult    1,000    13     460.2   343.4  2.68 -> 2.00 (171.4 daum-floor)      3.66 -> 2.73
+Adult    4,000    12     206.4   175.8  1.35 -> 1.15 (153.2 optimal-g-full)  1.64 -> 1.40
+RAND       300    12     633.2   319.6  2.05 -> 1.03 (308.8 groupdp-g)       10.2 -> 5.13
+RAND     1,000    12     454.3   231.3  4.17 -> 2.12 (109.0 daum-floor)      7.29 -> 3.71
+RAND     4,000    11     132.8    97.5  1.86 -> 1.36 (71.5 daum-floor)       2.13 -> 1.57
 =======  =====  ======  ======  ======  ===================================  ===============
 
-No table violated for ``auto`` with the joint set (0 of 36). The target (≤ 1.0× the oracle)
-is met only at Adult 300 rows; 6 tables per cell is a rough median. Per mechanism (box ->
-joint, median E‖Z‖²): expm-g 3-18 % less everywhere (1178 -> 1050 Adult 300, 804 -> 657
-RAND 300); optimal-g-full 12-56 % less; daum-floor now verifies where the box refused it
-(RAND 4,000: 1 -> 6 of 6 tables, 99.6) and drops from 45,738 to 504 at Adult 1,000;
-optimal-g (fitted, rank < m) verifies on fewer tables (Adult 1,000: 4 of 6, RAND 1,000:
-2 of 6). expm-g and eigm violate on 1 of 6 Adult 4,000 tables with either set.
+Violations: ``auto`` 0 of 73 tables with the joint set; among every mechanism's default,
+expm-g and eigm 1 of 12 Adult 4,000-row tables each (the same table; within the binomial
+margin, as with the box), none elsewhere. The target (≤ 1.0× the oracle) is met at Adult
+300 rows and nearly at RAND 300 (1.03); 12-13 tables per cell is a rough median, below the
+issue's 100. Per mechanism, median E‖Z‖² box -> joint on the same tables: expm-g 1160 ->
+1040, 779 -> 753, 668 -> 637 (Adult 300/1,000/4,000), 766 -> 644, 532 -> 506, 375 -> 362
+(RAND); optimal-g-full 655 -> 534, 460 -> 343, 209 -> 177 and 633 -> 340, 454 -> 231,
+133 -> 98; optimal-g (fitted, rank < m on most tables) 693 -> 322 at RAND 300 (the program on
+the set's corners), but verifies on fewer tables at 1,000 rows (Adult 8 of 13, RAND 5 of 12);
+daum-floor verifies where the box refused it (RAND 4,000: 11 of 11, 98; Adult 1,000:
+45,738 -> 482). The earlier 6-table run of the joint set (branch pricejoint, before the
+corners joined optimal-g's program) had auto/oracle 0.85 / 2.07 / 1.22 and 1.30 / 1.78 /
+1.39 (records ``bench_price_joint_{adult,randhie}.jsonl``).
 """
 
 from __future__ import annotations
@@ -310,8 +317,8 @@ def main() -> None:
     ap.add_argument("--report", action="store_true", help="print the tables of --records")
     ap.add_argument(
         "--set",
-        default="box",
-        help="the population set: box (the default) or joint (issue 25 item 1, opt-in)",
+        default="joint",
+        help="the population set: joint (the default, issue 25 item 1) or box",
     )
     args = ap.parse_args()
     try:

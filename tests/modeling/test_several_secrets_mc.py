@@ -32,7 +32,7 @@ import distpriv as dp
 from distpriv import ProportionSecret, SeveralSecrets, model_query
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.attacks import verify_on_data
-from distpriv.central.robust import confidence_set
+from distpriv.central.robust import confidence_set, population_set
 from distpriv.datasets.adult import load_adult
 from distpriv.querymodel import SampledQueryModel
 
@@ -198,13 +198,15 @@ def test_confidence_set_splits_the_scheffe_radius_over_attributes():
     both = _quiet(model_query, sample, stats, secret, subset_size=N)
     one = _quiet(model_query, sample, stats, secret.attributes[1], subset_size=N)
     beta, m = 0.05, len(stats)
+    # The box set's gap statement (the joint set has one statement per pair instead).
+    with population_set("box"):
+        cs1 = confidence_set(one, beta=beta)
+        cs2 = confidence_set(both, beta=beta)
     # One proportion secret: unchanged (one direction).
-    cs1 = confidence_set(one, beta=beta)
     assert cs1.directions == 1
     want1 = min(norm.ppf(1 - beta / 2), np.sqrt(chi2.ppf(1 - beta / 2, m)))
     assert cs1.gap_z == pytest.approx(want1)
     # Two attributes: one gap direction each, the radius at level beta / 4.
-    cs2 = confidence_set(both, beta=beta)
     assert cs2.directions == 2
     want2 = min(norm.ppf(1 - beta / 4), np.sqrt(chi2.ppf(1 - beta / 4, m)))
     assert cs2.gap_z == pytest.approx(want2)

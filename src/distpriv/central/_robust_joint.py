@@ -54,8 +54,22 @@ starting from the best of that corner and the box set's stratum corners — with
 its boundary at every point. The objective is the exact accountant
 (:func:`~distpriv.accounting.pair_profile.pair_profiles_unchecked`, both directions).
 
-Above :data:`JOINT_MAX_PAIRS` pairs (range secrets: hundreds of pairs, tens of accountant
-calls each per noise) and for bootstrap uncertainties, the box is used.
+The joint set is the default (``population_set("box")`` selects the box). Above
+:data:`JOINT_MAX_PAIRS` pairs (range secrets: hundreds of pairs, tens of accountant calls
+each per noise), above :data:`JOINT_MAX_COORDS` variances per pair (the search asks about
+three exact profiles per variance, each O(m) per quadrature node) and for bootstrap
+uncertainties, the box is used.
+
+Cost (issue 25): the members of every point a step of the search needs are built at once
+(batch axis first, :meth:`_Pair.members`); the exact profiles are then asked one member at a
+time, only where the search compares them, and remembered per point. The certified Rényi
+bounds of :mod:`distpriv.accounting.pair_screen` were measured as pruning certificates and
+not used: on these members they are about 10× the exact δ (0.0016 against 0.00016, 0.019
+against 0.00055 at m = 34), while the comparisons of the search are between members whose
+δ differ by a few per cent, so no member would be pruned. Within one calibration
+(:func:`~distpriv.central.exact_calibration.calibrate_exact`) the members of each noise are
+remembered, and the last round checks the noise as published, so the strict check does not
+search again.
 """
 
 from __future__ import annotations
@@ -70,29 +84,38 @@ from scipy.special import ndtri
 from ..accounting.pair_profile import pair_profiles_unchecked
 from ..errors import ParameterError
 from ..querymodel import GaussianQueryModel, MomentUncertainty
-from ._robust_stack import _inv_sqrt, _sqrt_psd, _worst_shift
+from ._robust_stack import (
+    _clip_psd_stack,
+    _inv_sqrt_stack,
+    _sqrt_psd_stack,
+    _worst_shift_stack,
+)
 
 __all__: list[str] = []  # helpers of central.robust
 
-# The population sets (issue 25 item 1): "joint" (central/_robust_joint.py: one scalar
-# statement per pair, the worst member by optimisation) and "box" (this module's
-# docstring: the Bonferroni box and its corners). The box stays the default: the joint
-# set's search (tens of exact accountant calls per pair and noise) made calibrations 2-14x
-# slower, against the calibration-time target of the same issue; it is opt-in until its
-# search is cheaper.
+# The population sets (issue 25 item 1): "joint" (this module: one scalar statement per
+# pair, the worst member by optimisation; the default) and "box" (central/robust.py's
+# docstring: the Bonferroni box and its corners; selectable, and used where the joint
+# set's search would be too costly: set_method).
 SET_METHODS = ("joint", "box")
-_SET: contextvars.ContextVar[str] = contextvars.ContextVar("distpriv_population_set", default="box")
+_SET: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "distpriv_population_set", default="joint"
+)
 # The joint set's search costs tens of accountant calls per pair and noise: above this many
 # pairs (range secrets: hundreds) the box set is used (its members are vectorised).
 JOINT_MAX_PAIRS = 12
+# The search asks the exact accountant of about 3 members per variance of a pair (strata it
+# weighs × statistics), each O(m) per quadrature node: above this many variances per pair
+# (e.g. more than 12 statistics over two strata) the box set is used.
+JOINT_MAX_COORDS = 24
 
 
 @contextmanager
 def population_set(method: str) -> Iterator[None]:
     """Calibrate with the population set ``method`` (one of :data:`SET_METHODS`) inside
-    the ``with`` block: ``"box"`` (default) or ``"joint"`` (tighter, slower to calibrate:
-    ``with distpriv.central.robust.population_set("joint"): ...``,
-    ``benchmarks/bench_price.py --set joint``)."""
+    the ``with`` block: ``"joint"`` (the default) or ``"box"`` (the Bonferroni box of
+    :mod:`distpriv.central.robust`: ``with distpriv.central.robust.population_set("box"):
+    ...``, ``benchmarks/bench_price.py --set box``)."""
     if method not in SET_METHODS:
         raise ParameterError(f"population set must be one of {SET_METHODS}, got {method!r}")
     token = _SET.set(method)
@@ -104,10 +127,17 @@ def population_set(method: str) -> Iterator[None]:
 
 def set_method(model: GaussianQueryModel) -> str:
     """The set used for ``model``: the selected one, except that a model with more than
-    :data:`JOINT_MAX_PAIRS` pairs, or a bootstrap uncertainty, uses the box."""
-    if _SET.get() == "joint" and len(model.pairs) <= JOINT_MAX_PAIRS:
-        return "joint"
-    return "box"
+    :data:`JOINT_MAX_PAIRS` pairs, or more than :data:`JOINT_MAX_COORDS` variances per pair,
+    or a bootstrap uncertainty, uses the box."""
+    if _SET.get() != "joint" or len(model.pairs) > JOINT_MAX_PAIRS:
+        return "box"
+    unc = model.uncertainty
+    if isinstance(unc, MomentUncertainty):
+        w = np.asarray(unc.weights) > 0
+        strata = max((int(np.sum(w[i] | w[j])) for i, j in model.pairs), default=0)
+        if strata * unc.dim > JOINT_MAX_COORDS:
+            return "box"
+    return "joint"
 
 
 # Accuracy of the accountant inside the search (the members are then checked strictly by
@@ -115,6 +145,8 @@ def set_method(model: GaussianQueryModel) -> str:
 _SEARCH_TOL = 1e-8
 # Passes of single flips after the sign corner (each pass is one δ per coordinate).
 _FLIP_PASSES = 2
+# Members built per batch: at most this many bytes of covariances.
+_BATCH_BYTES = 64 * 2**20
 
 
 def joint_z(beta: float, n_pairs: int) -> float:
@@ -129,7 +161,12 @@ def _clip_psd(cov: np.ndarray) -> np.ndarray:
 
 class _Pair:
     """One pair of Ψ: its members as a function of the variance point η (the gap at its
-    farthest point for that η), and the δ the search maximises."""
+    farthest point for that η), and the δ the search maximises.
+
+    Members are built a batch at a time (every trial point of a step of the search at
+    once, batch axis first: :meth:`members`), with the arithmetic of one member on stacks;
+    δ is then asked of the accountant one member at a time, only where the search needs
+    it, and remembered per point."""
 
     def __init__(
         self,
@@ -145,72 +182,142 @@ class _Pair:
         self.model, self.unc, self.i, self.j = model, unc, i, j
         self.support = np.flatnonzero((unc.weights[i] > 0) | (unc.weights[j] > 0))
         self.tau, self.z, self.noise, self.epsilon = tau, z, noise, epsilon
-        self.sizes = np.asarray(unc.stratum_sizes, dtype=float)
-        self.seen: dict[bytes, tuple[float, tuple[np.ndarray, ...]]] = {}
+        sizes = np.asarray(unc.stratum_sizes, dtype=float)
+        sup = self.support
+        # What does not depend on the point: the support's row covariances, weights, the
+        # half log-steps z·τ/2 and the gap's error weights (w_i − w_j)²/N.
+        self.c_hat = unc.row_covariances[sup]
+        self.w_i, self.w_j = unc.weights[i, sup], unc.weights[j, sup]
+        self.half = 0.5 * z * tau[sup]
+        self.err_w = (unc.weights[i, sup] - unc.weights[j, sup]) ** 2 / sizes[sup]
+        self.gap = model.means[i] - model.means[j]
+        # The coordinates that move (τ > 0), in the search's order (stratum, statistic).
+        self.coords = [
+            (r, c) for r in range(sup.size) for c in range(unc.dim) if self.half[r, c] != 0.0
+        ]
+        self.seen: dict[bytes, float] = {}
+        self.moments: dict[bytes, tuple[np.ndarray, ...]] = {}
 
-    def member(self, signs: np.ndarray) -> tuple[np.ndarray, ...]:
-        """(mean_i, cov_i, mean_j, cov_j) at η = signs · z τ on the support's strata."""
-        unc, model, i, j = self.unc, self.model, self.i, self.j
-        c_hat = unc.row_covariances
-        cov_i, cov_j = model.covariances[i].copy(), model.covariances[j].copy()
-        scaled = c_hat.copy()
-        for r, s in enumerate(self.support):
-            lam = np.exp(0.5 * self.z * self.tau[s] * signs[r])
-            scaled[s] = lam[:, None] * c_hat[s] * lam[None, :]
-            cov_i += unc.weights[i, s] * (scaled[s] - c_hat[s])
-            cov_j += unc.weights[j, s] * (scaled[s] - c_hat[s])
-        # The gap's error law at this member (its own covariances), radius z.
-        dw = unc.weights[i] - unc.weights[j]
-        spread = _sqrt_psd(np.einsum("s,sab->ab", dw**2 / self.sizes, scaled))
-        metric = _inv_sqrt((cov_i + cov_j) / 2 + self.noise)
-        gap = model.means[i] - model.means[j]
-        shift = _worst_shift(gap, metric, spread, self.z)
-        return model.means[i] + shift, _clip_psd(cov_i), model.means[j], _clip_psd(cov_j)
+    @staticmethod
+    def key(signs: np.ndarray) -> bytes:
+        return signs.astype(np.int8).tobytes()
+
+    def members(self, signs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(mean_i, cov_i, mean_j, cov_j) at η = signs · z τ for a batch of points.
+
+        Parameters
+        ----------
+        signs : ndarray, shape (B, n_support, m)
+            Each point's end of every interval (−1, 0 or +1).
+
+        Returns
+        -------
+        tuple of ndarray
+            Shapes (B, m), (B, m, m), (B, m), (B, m, m): exactly :meth:`member`'s arithmetic
+            (the same operations in the same order), one member per point.
+        """
+        model, noise = self.model, self.noise
+        lam = np.exp(self.half[None] * signs)  # (B, S', m)
+        scaled = lam[..., :, None] * self.c_hat[None] * lam[..., None, :]  # (B, S', m, m)
+        b = signs.shape[0]
+        cov_i = np.broadcast_to(model.covariances[self.i], (b, *noise.shape)).copy()
+        cov_j = np.broadcast_to(model.covariances[self.j], (b, *noise.shape)).copy()
+        for r in range(self.support.size):
+            moved = scaled[:, r] - self.c_hat[r]
+            cov_i += self.w_i[r] * moved
+            cov_j += self.w_j[r] * moved
+        # The gap's error law at each member (its own covariances), radius z.
+        spread = _sqrt_psd_stack(np.einsum("s,bsxy->bxy", self.err_w, scaled))
+        metric = _inv_sqrt_stack((cov_i + cov_j) / 2 + noise)
+        shift = _worst_shift_stack(
+            np.broadcast_to(self.gap, (b, self.gap.size)), metric, spread, self.z
+        )
+        mean_i = model.means[self.i] + shift
+        mean_j = np.broadcast_to(model.means[self.j], mean_i.shape)
+        return mean_i, _clip_psd_stack(cov_i), mean_j, _clip_psd_stack(cov_j)
+
+    def prepare(self, points: list[np.ndarray]) -> None:
+        """Build the members of the points not met yet, in one batch."""
+        todo, keys = [], set()
+        for p in points:
+            k = self.key(p)
+            if k not in self.moments and k not in keys:
+                todo.append(p)
+                keys.add(k)
+        # Batches of at most _BATCH_BYTES of covariances (a stack of m × m matrices per
+        # stratum and point): large m builds in several batches.
+        per_point = 8 * (self.support.size + 6) * self.unc.dim**2
+        size = max(1, _BATCH_BYTES // per_point)
+        for lo in range(0, len(todo), size):
+            chunk = todo[lo : lo + size]
+            mi, ci, mj, cj = self.members(np.stack(chunk))
+            for t, p in enumerate(chunk):
+                self.moments[self.key(p)] = (mi[t], ci[t], mj[t], cj[t])
 
     def delta(self, signs: np.ndarray) -> float:
-        key = signs.astype(np.int8).tobytes()
-        if key not in self.seen:
-            mi, ci, mj, cj = self.member(signs)
+        k = self.key(signs)
+        if k not in self.seen:
+            if k not in self.moments:
+                self.prepare([signs])
+            # Its δ is remembered, its moments are not (memory at large m): the worst
+            # member's are rebuilt at the end.
+            mi, ci, mj, cj = self.moments.pop(k)
             fwd, bwd = pair_profiles_unchecked(
                 mi, ci + self.noise, mj, cj + self.noise, self.epsilon, _SEARCH_TOL
             )
-            self.seen[key] = (max(fwd.delta, bwd.delta), (mi, ci, mj, cj))
-        return self.seen[key][0]
+            self.seen[k] = max(fwd.delta, bwd.delta)
+        return self.seen[k]
 
     def worst(self) -> tuple[np.ndarray, ...]:
         """The member of largest δ the coordinate search finds."""
         n_sup, m = self.support.size, self.unc.dim
         zero = np.zeros((n_sup, m))
+        # Every point the sign step and the starts need, built at once.
+        ups, downs = [], []
+        for r, col in self.coords:
+            up, down = zero.copy(), zero.copy()
+            up[r, col], down[r, col] = 1.0, -1.0
+            ups.append(up)
+            downs.append(down)
+        corners = [
+            np.array([[1.0 if (c >> r) & 1 else -1.0] * m for r in range(n_sup)])
+            for c in range(2**n_sup)
+        ]  # the box set's stratum corners
+        self.prepare([zero, *[x for pair in zip(ups, downs, strict=True) for x in pair], *corners])
         base = self.delta(zero)
         signs = np.zeros((n_sup, m))
-        for r in range(n_sup):
-            for col in range(m):
-                if self.tau[self.support[r], col] == 0.0:
-                    continue
-                up, down = zero.copy(), zero.copy()
-                up[r, col], down[r, col] = 1.0, -1.0
-                du, dd = self.delta(up), self.delta(down)
-                # Ties (δ flat here): the high end, which widens the gap's ellipsoid.
-                signs[r, col] = 1.0 if du >= dd else -1.0
-        starts = [signs]
-        for c in range(2**n_sup):  # the box set's stratum corners
-            starts.append(np.array([[1.0 if (c >> r) & 1 else -1.0] * m for r in range(n_sup)]))
+        for (r, col), up, down in zip(self.coords, ups, downs, strict=True):
+            du, dd = self.delta(up), self.delta(down)
+            # Ties (δ flat here): the high end, which widens the gap's ellipsoid.
+            signs[r, col] = 1.0 if du >= dd else -1.0
+        starts = [signs, *corners]
+        self.prepare(starts)
         best = max(starts, key=self.delta).copy()
         for _ in range(_FLIP_PASSES):
             moved = False
-            for r in range(n_sup):
-                for col in range(m):
-                    if self.tau[self.support[r], col] == 0.0:
-                        continue
-                    trial = best.copy()
-                    trial[r, col] = -trial[r, col]
-                    if self.delta(trial) > self.delta(best):
-                        best, moved = trial, True
+            # The pass's trials from the current best, built at once (rebuilt from the
+            # next coordinate on whenever a flip is kept: the same trials, in the same
+            # order, as one at a time).
+            pending = True
+            for t, (r, col) in enumerate(self.coords):
+                if pending:
+                    trials = []
+                    for r2, c2 in self.coords[t:]:
+                        trial = best.copy()
+                        trial[r2, c2] = -trial[r2, c2]
+                        trials.append(trial)
+                    self.prepare(trials)
+                    pending = False
+                trial = best.copy()
+                trial[r, col] = -trial[r, col]
+                if self.delta(trial) > self.delta(best):
+                    best, moved, pending = trial, True, True
             if not moved:
                 break
         if self.delta(best) < base:  # pragma: no cover - the corners include a larger one
             best = zero
-        return self.seen[best.astype(np.int8).tobytes()][1]
+        mi, ci, mj, cj = self.members(best[None])
+        return mi[0], ci[0], mj[0], cj[0]
 
 
 def joint_members(
@@ -263,3 +370,44 @@ def joint_members(
         statistics=model.statistics,
         fitted=model.fitted,
     )
+
+
+def joint_corners(
+    model: GaussianQueryModel,
+    kurtosis: np.ndarray,
+    *,
+    beta: float,
+    noise_cov: np.ndarray,
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Members of the joint set at the corners of its variance box where every statistic
+    of a stratum is at the same end (2^S' per pair, S' the strata the pair weighs), with
+    the gap on its boundary for ``noise_cov``: no accountant call.
+
+    They are members of the set like the worst one; optimal-g's program is solved against
+    them as well as against the worst members (cutting planes, issue 25 item 2), so that
+    its noise covers the directions in which the set's members move, not only the one
+    member of the noise last checked (:func:`~distpriv.central.exact_calibration.
+    _calibrate_robust`).
+
+    Returns
+    -------
+    list of tuple (mean_i, cov_i, mean_j, cov_j)
+        In pair order, the corners of each pair in the order of the box set's corners.
+    """
+    unc = model.uncertainty
+    if not isinstance(unc, MomentUncertainty):  # pragma: no cover - callers check
+        raise ValueError("model has no moment uncertainty")
+    noise = (noise_cov + noise_cov.T) / 2
+    sizes = np.asarray(unc.stratum_sizes, dtype=float)[:, None]
+    tau = np.sqrt(np.clip(kurtosis - 1.0, 0.0, None) / sizes)
+    z = joint_z(beta, len(model.pairs))
+    out: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    for i, j in model.pairs:
+        pair = _Pair(model, unc, i, j, tau, z, noise, 1.0)
+        n_sup, m = pair.support.size, unc.dim
+        corners = np.array(
+            [[[1.0 if (c >> r) & 1 else -1.0] * m for r in range(n_sup)] for c in range(2**n_sup)]
+        )
+        mi, ci, mj, cj = pair.members(corners)
+        out += [(mi[t], ci[t], mj[t], cj[t]) for t in range(corners.shape[0])]
+    return out

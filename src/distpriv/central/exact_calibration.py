@@ -43,7 +43,13 @@ from .exact import (
     search_tolerance,
     smallest_scale,
 )
-from .robust import checked_members, confidence_set, population_model, population_premise
+from .robust import (
+    checked_members,
+    confidence_set,
+    population_model,
+    population_premise,
+    set_corners,
+)
 
 __all__ = ["EXACT_MECHANISMS", "calibrate_exact", "scale_at_cost"]
 
@@ -161,7 +167,10 @@ def _calibrate_robust(
     # not settle while the shape moves with them, the fitted shapes alone (which do).
     shaped: tuple[np.ndarray, float, PairCheck, str] | None = None
     for for_set in (True, False) if name == "optimal-g" else (False,):
-        active, scale, method = list(first), None, ""
+        # The program also sees the joint set's stratum corners (cutting planes that span
+        # how its members move, not only the one member of the last noise: issue 25 item 2).
+        corners = set_corners(gm, beta=beta, noise_cov=guess) if for_set else []
+        active, scale, method = [*first, *corners], None, ""
         for _ in range(_ROBUST_ROUNDS):
             target = moments_model(gm, active)
             # More members each round: the last round's scale of its shape is just below
@@ -185,8 +194,11 @@ def _calibrate_robust(
                 published = _published_check(gm, cov, beta, epsilon, delta)
                 if published.worst <= delta:
                     return cov, scale, published, method
-            every = population_model(gm, beta=beta, noise_cov=cov, epsilon=epsilon)
-            full = pair_deltas(every, cov, epsilon=epsilon, tol=loose, screen=delta)
+            # Checked as it will be published (calibrate_exact's _noise(cov)): within one
+            # call the strict check then finds these members remembered, not searched again.
+            pub = _noise(cov).covariance
+            every = population_model(gm, beta=beta, noise_cov=pub, epsilon=epsilon)
+            full = pair_deltas(every, pub, epsilon=epsilon, tol=loose, screen=delta)
             if full.worst <= delta:
                 best = _cheaper(shaped, (cov, scale, full, method), paper)
                 if name != "optimal-g":

@@ -8,9 +8,13 @@ population's moments, so that the calibrated noise meets (ε, δ) on the populat
 Gaussian model whenever the population lies in the set — with probability ≥ 1 − β over the
 draw of the modelling table (asymptotically).
 
-The confidence set, from :class:`~distpriv.querymodel.MomentUncertainty` (a dataset under θ
-takes w_θs rows from stratum s; m_s, C_s are the per-row mean and covariance of stratum s,
-estimated from N_s rows):
+Two sets (:func:`population_set`): the *joint* set of :mod:`distpriv.central._robust_joint`
+(the default; one statement per pair in the gap's distance and the strata's variances, the
+worst member by optimisation) and the *box* set below, which is selectable and used where
+the joint search would be too costly (:func:`set_method`). The box set, from
+:class:`~distpriv.querymodel.MomentUncertainty` (a dataset under θ takes w_θs rows from
+stratum s; m_s, C_s are the per-row mean and covariance of stratum s, estimated from N_s
+rows):
 
 * **mean gaps** (β/2, every pair of Ψ at once). The gap of a pair, μᵢ − μⱼ =
   Σ_s (w_is − w_js) m_s, is estimated with error e ≈ N(0, V_ij), V_ij = Σ_s
@@ -79,7 +83,8 @@ from ..guarantees import Assumption
 from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
 from ._calibration_cache import active_cache, fingerprint
 from ._robust_joint import JOINT_MAX_PAIRS as JOINT_MAX_PAIRS
-from ._robust_joint import SET_METHODS, joint_members, joint_z, population_set, set_method
+from ._robust_joint import SET_METHODS, joint_corners, joint_members, joint_z, population_set
+from ._robust_joint import set_method as set_method
 
 # _inv_sqrt, _worst_shift, farthest_gap and gap_bound live in _robust_stack.py (shared with
 # the bootstrap set) and stay importable from here.
@@ -104,6 +109,7 @@ __all__ = [
     "population_model",
     "population_premise",
     "population_set",
+    "set_corners",
     "set_method",
 ]
 
@@ -360,6 +366,17 @@ def _joint(
     if cache is not None:
         cache.put_members(key, members)
     return members
+
+
+def set_corners(
+    model: GaussianQueryModel, *, beta: float, noise_cov: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """The joint set's stratum-corner members for ``noise_cov`` (``_robust_joint.
+    joint_corners``, optimal-g's cutting planes); none for the box or a bootstrap."""
+    if not isinstance(model.uncertainty, MomentUncertainty) or set_method(model) != "joint":
+        return []
+    kurt = confidence_set(model, beta=beta).kurtosis
+    return joint_corners(model, kurt, beta=beta, noise_cov=noise_cov)
 
 
 def _uncertainty_key(model: GaussianQueryModel) -> str:
