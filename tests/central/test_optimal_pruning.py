@@ -54,13 +54,13 @@ def test_shortcuts_choose_the_noise_of_the_full_search(
 ) -> None:
     model = _wishart_model(m, k, seed)
     solved: list[int] = []
-    original = _exact_families._set_program
+    original = exact_calibration._set_program
 
     def counting(*args: object, **kwargs: object) -> object:
         solved.append(1)
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_exact_families, "_set_program", counting)
+    monkeypatch.setattr(exact_calibration, "_set_program", counting)
     fast, cov = _calibrate(model)
     fast_solves = len(solved)
     # The published noise passes the exact accountant on the set's members for it.

@@ -82,6 +82,7 @@ def _optimal(
     weights: np.ndarray,
     for_set: bool = False,
     hint: tuple[str, float] | None = None,
+    program: Callable[..., np.ndarray | None] | None = None,
 ) -> tuple[np.ndarray, float, PairCheck, str]:
     """optimal-g: the convex program's Σ_Z scaled, or repaired; never noisier than daum.
 
@@ -126,7 +127,7 @@ def _optimal(
     if for_set and rank_limited_floor(
         gm, 2 * len(gm.pairs), epsilon=epsilon, level=_FLOOR_MARGIN * delta
     ) <= (_FLOOR_MARGIN * delta):
-        shaped = _set_program(gm, epsilon, delta, weights)
+        shaped = (program or _set_program)(gm, epsilon, delta, weights)
         if shaped is not None and np.trace(shaped) > 0:
             label = "convex program on the population set's worst members, scaled"
             families.append((label, _scaled(shaped), 1.0))

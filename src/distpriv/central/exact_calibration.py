@@ -28,6 +28,7 @@ from ._exact_families import (
     _optimal,
     _scaled,
     _search,
+    _set_program,
     scale_at_cost,
 )
 from ._member_search import moments_model, smallest_scale_on_set, worst_member_delta
@@ -121,7 +122,10 @@ def _calibrate_on(
     if name == "optimal-g":
         weights = np.asarray(paper.diagnostics["weights"])
         hint = None if start_scale is None or start_label is None else (start_label, start_scale)
-        return _optimal(gm, paper, build, epsilon, delta, weights, for_set, hint)
+        # _set_program looked up here at call time (tests switch it off on this module).
+        return _optimal(
+            gm, paper, build, epsilon, delta, weights, for_set, hint, program=_set_program
+        )
     family, start = _family(name, paper)
     known = None
     if start_scale is not None and start_scale > 0:
