@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from distpriv import GaussianQueryModel, calibrate
+from distpriv.central import robust
 from distpriv.central.exact import pair_deltas
 from distpriv.central.floored import FLOORED_MECHANISMS, floor_variances
 from distpriv.errors import MechanismNotApplicableError, ParameterError
@@ -169,10 +170,17 @@ def test_optimal_full_between_rank_one_optimum_and_expm_equal_cov(seed):
     assert full >= rank1 * (1 - 1e-4)
 
 
-def test_optimal_full_between_on_adult(adult):
+@pytest.mark.parametrize("population_set", ["box", "joint"])
+def test_optimal_full_between_on_adult(adult, population_set):
     model, facts = adult
-    full, rank1 = _check_between(model, np.array(facts.lattice_steps))
-    assert full >= rank1 * (1 - 1e-4)
+    with robust.population_set(population_set):
+        full, rank1 = _check_between(model, np.array(facts.lattice_steps))
+    if population_set == "box":
+        # Members fixed by the box's corners: the program's optimum bounds the floored noise.
+        assert full >= rank1 * (1 - 1e-4)
+    # On the joint set the worst members depend on each noise, so optimal-g and
+    # optimal-g-full are each calibrated against the members for their own noise and the
+    # lower ordering is not a theorem (measured: 142.34 against 142.43); the floor's cost is.
     assert full <= rank1 + 2.0  # the floor costs about its own trace (1 step: 2.0003)
 
 
