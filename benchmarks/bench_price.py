@@ -318,7 +318,7 @@ def main() -> None:
     ap.add_argument(
         "--set",
         default="joint",
-        help="the population set: joint (the default, issue 25 item 1) or box",
+        help="the population set: joint (issue 25 item 1; opt-in in the library) or box",
     )
     args = ap.parse_args()
     try:

@@ -91,9 +91,12 @@ def _timed(fn, *args, **kwargs):
 
 
 def _full_worst(every, noise, *, epsilon, delta):
-    """The robust search's start as before the member shortcuts: a full check."""
+    """The robust search's start as before the member shortcuts: a full check (the
+    member and its δ, as ``worst_member_delta`` returns them)."""
     check = pair_deltas(every, noise, epsilon=epsilon)
-    return _member_search.member_moments(every, [int(np.argmax(check.deltas.max(axis=1)))])
+    per_member = check.deltas.max(axis=1)
+    k = int(np.argmax(per_member))
+    return _member_search.member_moments(every, [k]), float(per_member[k])
 
 
 def _unpruned(monkey: dict) -> None:
@@ -101,12 +104,12 @@ def _unpruned(monkey: dict) -> None:
     monkey["screen"] = pair_pruning.screened_profiles
     monkey["dom"] = pair_pruning.dominating_pairs
     monkey["set"] = exact_calibration.smallest_scale_on_set
-    monkey["worst"] = exact_calibration.worst_member
+    monkey["worst"] = exact_calibration.worst_member_delta
     exact_mod._ACTIVE_MIN = 10**9
     pair_pruning.screened_profiles = lambda *a, **k: {}
     pair_pruning.dominating_pairs = lambda m: np.arange(len(m.pairs))
     exact_calibration.smallest_scale_on_set = lambda *a, **k: None
-    exact_calibration.worst_member = _full_worst
+    exact_calibration.worst_member_delta = _full_worst
 
 
 def _restore(monkey: dict) -> None:
@@ -114,7 +117,7 @@ def _restore(monkey: dict) -> None:
     pair_pruning.screened_profiles = monkey["screen"]
     pair_pruning.dominating_pairs = monkey["dom"]
     exact_calibration.smallest_scale_on_set = monkey["set"]
-    exact_calibration.worst_member = monkey["worst"]
+    exact_calibration.worst_member_delta = monkey["worst"]
 
 
 def _bayes_accuracy(model, pair, noise) -> float:

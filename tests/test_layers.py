@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "pipeline": 10,
     "experiments": 11,
     "rendering": 12,
+    "_render_buffer": 12,  # the rich console both text renderers write into
     "_render_audit": 12,  # the audit text of several attributes (beside rendering)
     "_cli_parser": 12,
     "cli": 12,

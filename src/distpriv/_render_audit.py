@@ -42,8 +42,8 @@ def render_several_audit(
     import numpy as np
     from rich.table import Table
 
+    from ._render_buffer import _Buffer
     from .attacks.audit_pairs_report import pair_words
-    from .rendering import _Buffer
 
     if len(report.reports) == 1 and len(report.attributes) == 1:
         return render_one(title, report.reports[0], notes)

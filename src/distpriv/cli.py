@@ -131,9 +131,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from .rendering import render_verification
 
     _claim_outputs(args, "--out", "--html")
-    # The price is the curator's: never in --out's report.
     outcome = run_verify(args.config, max_samples=args.max_samples, early_stop=args.early_stop)
-    public, price = outcome.public, outcome.private.get("price")
+    public, price = outcome.public, outcome.private.get("price")  # price: never in --out
     page = None if args.html is None else verify_page(outcome)  # PRIVATE page
     status = _finish(args, public, lambda: render_verification(public, price), page)
     # Exit status 1 on a certified violation, so a script can gate a release on it.
@@ -190,7 +189,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     public = outcome.public
     page = None
     if args.html is not None:
-        from .pipeline.html import render_html
+        from .pipeline.html import render_html  # only for --html: not on the cold path
 
         page = render_html(public)
     return _finish(

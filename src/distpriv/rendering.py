@@ -7,10 +7,7 @@ data (titles, statistic names, expressions, notes) is escaped before rich interp
 
 from __future__ import annotations
 
-import io
 import math
-import shutil
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ._render_buffer import _Buffer
 from ._text import printable
 
 __all__ = [
@@ -32,21 +30,6 @@ __all__ = [
     "render_local",
     "render_release",
 ]
-
-
-class _Buffer:
-    """A rich console that writes into a string, styled only if stdout is a terminal."""
-
-    def __init__(self) -> None:
-        self.file = io.StringIO()
-        tty = sys.stdout.isatty()
-        width = shutil.get_terminal_size((150, 40)).columns if tty else 150
-        self.console = Console(
-            file=self.file, force_terminal=tty, width=width, soft_wrap=True, highlight=False
-        )
-
-    def text(self) -> str:
-        return self.file.getvalue()
 
 
 def _e(value: Any) -> str:
