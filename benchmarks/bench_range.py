@@ -32,6 +32,10 @@ seconds are the figure; BLAS on one thread, so on an idle machine wall ≈ CPU):
   65.6 s wall (load 1.4 rising to 4.5 during the run) and 27.5 s CPU, 71.1 s wall (load
   9.4-11.8); ``calibrate_candidates`` alone 20.6-24.7 s CPU in three runs at load 8-9.
   CPU seconds themselves grow with the load (two jobs per core share caches).
+* On merged main (d35d5ee, this round's five branches), **idle machine** (load 0.9), the
+  ``choose_mechanism`` call alone as ``main`` times it, two runs: **19.2 s CPU / 19.3 s
+  wall and 17.4 s CPU / 17.4 s wall** (target 30 s on 2 cores: met); optimal-g-full chosen,
+  E‖Z‖² 31.29 as before.
 * ``auto``: 25.8 and 27.6 s CPU in two runs (98–106 s wall at that load; before the
   member active set, the implied constraints and the other shortcuts of
   ``central/_member_search.py``: 58 s CPU); chose optimal-g-full, E‖Z‖² 31.29.
