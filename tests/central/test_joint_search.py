@@ -109,7 +109,7 @@ def test_search_returns_at_least_every_stratum_corner():
 def test_box_is_the_default_and_large_pairs_keep_the_box_under_joint():
     small = wishart_model(5, 3)
     # The box stays the default: with the joint set as the default, the merged suite had
-    # 8 failures and ran over its 10-minute budget (closing note of this round).
+    # 9 failures and ran over its 10-minute budget (closing note of this round).
     assert set_method(small) == "box"
     assert confidence_set(small, beta=BETA).method == "box"
     with population_set("joint"):
