@@ -11,36 +11,17 @@ and the published noise passes the exact accountant on the set's members.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
-from distpriv import GaussianQueryModel, calibrate, max_mahalanobis_distance
+from distpriv import GaussianQueryModel, calibrate
 from distpriv.central import _exact_families, exact_calibration
 from distpriv.central.exact import pair_deltas
 from distpriv.central.robust import DEFAULT_BETA, population_model
-from distpriv.querymodel import MomentUncertainty
+
+from .test_calibration_sharing import wishart_model
 
 EPS, DELTA = 1.0, 1e-3
-
-
-def _wishart_model(m: int, k: int, seed: int) -> GaussianQueryModel:
-    """k hypotheses with independent Wishart covariances and moment uncertainty."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for _ in range(k):
-        x = rng.normal(size=(m + 10, m)) * rng.uniform(0.5, 2.0, size=m)
-        rows.append(x.T @ x / (m + 10))
-    covs = 100 * np.array(rows)
-    dist = max_mahalanobis_distance(epsilon=EPS, delta=DELTA)
-    means = [rng.normal(size=m) * 10]
-    for _ in range(1, k):
-        d = rng.normal(size=m)
-        d *= 4.0 * dist / math.sqrt(d @ np.linalg.solve(covs[0], d))
-        means.append(means[0] + d)
-    unc = MomentUncertainty([4000] * k, 100 * np.eye(k), np.array(rows), np.full((k, m), 3.0))
-    return GaussianQueryModel(np.stack(means), covs, uncertainty=unc)
 
 
 def _calibrate(model: GaussianQueryModel) -> tuple[float, np.ndarray]:
@@ -52,7 +33,7 @@ def _calibrate(model: GaussianQueryModel) -> tuple[float, np.ndarray]:
 def test_shortcuts_choose_the_noise_of_the_full_search(
     m: int, k: int, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = _wishart_model(m, k, seed)
+    model = wishart_model(m, k, seed)
     solved: list[int] = []
     original = exact_calibration._set_program
 
