@@ -434,3 +434,53 @@ def test_the_entry_point_collects_garbage_less_often_only_while_a_command_runs(m
     assert entry.main() == entry.EXIT_INTERRUPTED
     assert seen[-1][0] == max(entry.GC_GENERATION0, before[0])
     assert gc.get_threshold() == before
+
+
+_BLAS_PROBE = textwrap.dedent(
+    """
+    import json, os, sys
+    import distpriv.cli as cli
+    from distpriv import __main__ as entry
+
+    seen = {}
+
+    def command() -> int:
+        from threadpoolctl import threadpool_info
+
+        import scipy.linalg  # noqa: F401  (scipy's own OpenBLAS, loaded during the command)
+
+        seen["threads"] = sorted(
+            {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+        )
+        seen["during"] = os.environ.get("OPENBLAS_NUM_THREADS")
+        return 0
+
+    cli.main = command
+    status = entry.main()
+    seen["after"] = os.environ.get("OPENBLAS_NUM_THREADS")
+    seen["status"] = status
+    print(json.dumps(seen))
+    """
+)
+
+
+@pytest.mark.parametrize("preset", [None, "2"])
+def test_the_entry_point_runs_blas_on_one_thread_unless_the_user_chose(preset):
+    """``python -m distpriv`` loads OpenBLAS (numpy's and scipy's) on one thread, so that its
+    idle threads do not spin between the command's thousands of small calls (issue 28
+    item 4), and restores the environment afterwards; a user's own
+    ``OPENBLAS_NUM_THREADS`` is kept as it is."""
+    env = {k: v for k, v in _env().items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    proc = subprocess.run(
+        [sys.executable, "-c", _BLAS_PROBE], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["status"] == 0
+    if preset is None:
+        assert seen["threads"] == [1] and seen["during"] == "1" and seen["after"] is None
+    else:
+        assert seen["during"] == seen["after"] == preset
+        assert seen["threads"] == [min(int(preset), os.cpu_count() or 1)]

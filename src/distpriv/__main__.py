@@ -8,6 +8,7 @@ whatever it imports are loaded, so an interrupt in the first second still exits 
 from __future__ import annotations
 
 import gc
+import os
 import sys
 
 EXIT_INTERRUPTED = 130
@@ -22,11 +23,31 @@ EXIT_INTERRUPTED = 130
 # e.g. a test calling this function, keeps its own).
 GC_GENERATION0 = 20_000
 
+# BLAS threads of a command, unless the user set them (issue 28 item 4, third round). A
+# command's linear algebra is thousands of small calls (the exact accountant's m × m
+# decompositions already run on one thread, distpriv._threads); between them OpenBLAS's
+# other threads spin while they wait for work, and that CPU is spent for nothing: measured
+# about 0.1 s of the 1.5 s of ``distpriv verify examples/adult-income.toml`` on two cores.
+# OpenBLAS reads the variable once, when it is loaded (numpy's, and scipy's own copy when
+# scipy.linalg loads), so it is set before any of them and for the command's duration;
+# the environment is restored afterwards (an embedding process keeps its own).
+BLAS_THREADS_VARIABLE = "OPENBLAS_NUM_THREADS"
+
+
+def _one_blas_thread() -> bool:
+    """Set ``OPENBLAS_NUM_THREADS=1`` unless the user set it or numpy is already loaded
+    (then its threads are what they are); True when it was set here."""
+    if "numpy" in sys.modules or BLAS_THREADS_VARIABLE in os.environ:
+        return False
+    os.environ[BLAS_THREADS_VARIABLE] = "1"
+    return True
+
 
 def main() -> int:
     """Run ``distpriv`` with ``sys.argv``; return the exit status."""
     previous = gc.get_threshold()
     gc.set_threshold(max(GC_GENERATION0, previous[0]), *previous[1:])
+    blas = _one_blas_thread()
     try:
         from .cli import main as cli_main
 
@@ -36,6 +57,8 @@ def main() -> int:
         return EXIT_INTERRUPTED
     finally:
         gc.set_threshold(*previous)
+        if blas:
+            os.environ.pop(BLAS_THREADS_VARIABLE, None)
 
 
 if __name__ == "__main__":  # pragma: no cover
