@@ -201,3 +201,39 @@ def test_noise_between_the_gap_and_the_spread_stays_informative():
     assert line.startswith("s0 stays informative")
     assert f"{s0.noise_sd / 2.0:.3g} times its spread across the secret's values" in line
     assert any(x.startswith("s1: the noise") for x in rep.lines)
+
+
+def test_what_if_calibrations_are_certified_and_do_not_leak_into_strict_checks():
+    """The price table's recalibrations check at the search's accuracy (issue 28 item 4,
+    central.exact.what_if_accuracy): still certified (the strict accountant confirms the
+    noise), equal to the strict calibration to its resolution, and a check remembered in
+    the block never answers a strict one outside it."""
+    from distpriv.central._calibration_cache import shared_calibration
+    from distpriv.central.exact import _WHAT_IF, pair_deltas, what_if_accuracy
+    from distpriv.central.robust import population_model
+
+    model = _model(np.random.default_rng(5))
+    strict = quiet("expm-g", model)
+    with what_if_accuracy():
+        loose = quiet("expm-g", model)
+    assert _WHAT_IF.get() is False
+    assert loose.mse() == pytest.approx(strict.mse(), rel=1e-5)
+    assert loose.mse() >= strict.mse() * (1 - 1e-9)  # never less noise than the least
+    # The strict accountant on the set's worst members for the what-if noise: it passes.
+    members = population_model(model, beta=0.05, noise_cov=loose.noise_covariance, epsilon=EPS)
+    assert pair_deltas(members, loose.noise_covariance, epsilon=EPS, screen=DELTA).worst <= DELTA
+
+    noise = 0.5 * strict.noise_covariance
+    fresh = pair_deltas(model, noise, epsilon=EPS, screen=DELTA)
+    with shared_calibration() as cache:
+        with what_if_accuracy():
+            rough = pair_deltas(model, noise, epsilon=EPS, screen=DELTA)
+        again = pair_deltas(model, noise, epsilon=EPS, screen=DELTA)
+        # two checks remembered, at two accuracies: the strict one was computed, not
+        # answered by the what-if one
+        accuracies = sorted(key[3] for key in cache.pair_checks)
+    assert accuracies == [1e-12, DELTA * 1e-4]
+    assert np.array_equal(again.deltas, fresh.deltas)
+    assert again.error_bound == fresh.error_bound
+    # a certified bound either way
+    assert np.all(rough.deltas + rough.error_bound >= fresh.deltas - fresh.error_bound)

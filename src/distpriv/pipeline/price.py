@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from ..central import CalibratedMechanism, calibrate, mechanism_info
+from ..central.exact import what_if_accuracy
 from ..central.robust import DEFAULT_BETA
 from ..errors import DistPrivError
 from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
@@ -216,7 +217,8 @@ def _recalibrate(
     name: str, model: GaussianQueryModel, eps: float, dlt: float, beta: Any, opts: dict[str, Any]
 ) -> CalibratedMechanism | None:
     try:
-        with warnings.catch_warnings():
+        # Never published: checked at the search's accuracy (central.exact.what_if_accuracy).
+        with warnings.catch_warnings(), what_if_accuracy():
             warnings.simplefilter("ignore")
             return calibrate(name, model, epsilon=eps, delta=dlt, beta=beta, **opts)
     except DistPrivError:
