@@ -100,7 +100,9 @@ __all__: list[str] = []  # helpers of central.robust
 # docstring: the Bonferroni box and its corners; the default, and used where the joint
 # set's search would be too costly: set_method).
 SET_METHODS = ("joint", "box")
-_SET: contextvars.ContextVar[str] = contextvars.ContextVar("distpriv_population_set", default="box")
+_SET: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "distpriv_population_set", default="joint"
+)
 # The joint set's search costs tens of accountant calls per pair and noise: above this many
 # pairs (range secrets: hundreds) the box set is used (its members are vectorised).
 JOINT_MAX_PAIRS = 12
