@@ -318,7 +318,7 @@ def main() -> None:
     ap.add_argument(
         "--set",
         default="joint",
-        help="the population set: joint (issue 25 item 1; opt-in in the library) or box",
+        help="the population set: joint (issue 25 item 1; the library's default) or box",
     )
     args = ap.parse_args()
     try:

@@ -52,7 +52,14 @@ def _key(value):
 
 
 def quiet(name, model, **kw):
-    key = (name, id(model), tuple(sorted((k, _key(v)) for k, v in kw.items())))
+    # The population set in force is part of the key: the same call on the box and on the
+    # joint set calibrates against different members.
+    key = (
+        name,
+        id(model),
+        robust.set_method(model),
+        tuple(sorted((k, _key(v)) for k, v in kw.items())),
+    )
     if key in _CALIBRATED:
         return _CALIBRATED[key][1]
     with warnings.catch_warnings():

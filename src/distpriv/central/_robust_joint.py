@@ -54,9 +54,7 @@ starting from the best of that corner and the box set's stratum corners — with
 its boundary at every point. The objective is the exact accountant
 (:func:`~distpriv.accounting.pair_profile.pair_profiles_unchecked`, both directions).
 
-The box is the default, the joint set is opt-in (``population_set("joint")``): made the
-default, 9 tests of the merged suite failed (written on the box's figures) and it ran past
-its 10-minute budget (closing note of issue 25, this round). Under ``"joint"``, above
+The joint set is the default (``population_set("box")`` selects the box). Above
 :data:`JOINT_MAX_PAIRS` pairs (range secrets: hundreds of pairs, tens of accountant calls
 each per noise), above :data:`JOINT_MAX_COORDS` variances per pair (the search asks about
 three exact profiles per variance, each O(m) per quadrature node) and for bootstrap
@@ -96,11 +94,13 @@ from ._robust_stack import (
 __all__: list[str] = []  # helpers of central.robust
 
 # The population sets (issue 25 item 1): "joint" (this module: one scalar statement per
-# pair, the worst member by optimisation; opt-in) and "box" (central/robust.py's
-# docstring: the Bonferroni box and its corners; the default, and used where the joint
+# pair, the worst member by optimisation; the default) and "box" (central/robust.py's
+# docstring: the Bonferroni box and its corners; selectable, and used where the joint
 # set's search would be too costly: set_method).
 SET_METHODS = ("joint", "box")
-_SET: contextvars.ContextVar[str] = contextvars.ContextVar("distpriv_population_set", default="box")
+_SET: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "distpriv_population_set", default="joint"
+)
 # The joint set's search costs tens of accountant calls per pair and noise: above this many
 # pairs (range secrets: hundreds) the box set is used (its members are vectorised).
 JOINT_MAX_PAIRS = 12
@@ -113,10 +113,9 @@ JOINT_MAX_COORDS = 24
 @contextmanager
 def population_set(method: str) -> Iterator[None]:
     """Calibrate with the population set ``method`` (one of :data:`SET_METHODS`) inside
-    the ``with`` block: ``"joint"`` (opt-in: ``with
-    distpriv.central.robust.population_set("joint"): ...``, ``benchmarks/bench_price.py
-    --set joint``) or ``"box"`` (the default: the Bonferroni box of
-    :mod:`distpriv.central.robust`)."""
+    the ``with`` block: ``"joint"`` (the default) or ``"box"`` (the Bonferroni box of
+    :mod:`distpriv.central.robust`: ``with distpriv.central.robust.population_set("box"):
+    ...``, ``benchmarks/bench_price.py --set box``)."""
     if method not in SET_METHODS:
         raise ParameterError(f"population set must be one of {SET_METHODS}, got {method!r}")
     token = _SET.set(method)

@@ -74,8 +74,7 @@ from typing import Any
 
 import numpy as np
 
-# scipy.special, not scipy.stats (issue 28 item 4): norm.ppf is ndtri, chi2.ppf(q, m) is
-# 2 gammaincinv(m/2, q), the functions scipy.stats calls.
+# scipy.special, not scipy.stats (issue 28): ndtri is norm.ppf, 2 gammaincinv(m/2, q) chi2's.
 from scipy.special import gammaincinv, ndtri
 
 from .._validation import check_real
@@ -577,7 +576,9 @@ def population_premise(
             f"{cs.pairs} pair(s) of Psi); valid for delta linearised in these (delta "
             "method: the sd of the scalar is at most the sum of its parts' sds, whatever "
             "their correlations); asymptotic (central-limit) laws; worst member searched "
-            "by optimisation for the noise and epsilon, checked for the final noise",
+            "by optimisation for the noise and epsilon, checked for the final noise; the "
+            "ledger's composition uses the same set (its members worst at the composed "
+            "epsilon)",
         )
     return Assumption(
         "population",

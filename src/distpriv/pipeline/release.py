@@ -269,6 +269,23 @@ def warn_partial_noise(mech: CalibratedMechanism, verified: bool) -> None:
         else "run with --verify (distpriv.verify_on_data in Python), or choose a mechanism "
         "with full-rank noise"
     )
+    if rank == 0:
+        # The calibration found that the model alone meets the target on the population's
+        # confidence set (the data's own variation hides the secret): the least noise is
+        # none. That is a valid result, but the curator must see that nothing is added and
+        # what an exact value can reveal; auto and the floored mechanisms keep noise at
+        # the lattice floor in every direction instead.
+        warnings.warn(
+            f"{mech.name}: no noise is added: the model alone meets (epsilon, delta) on the "
+            "population's confidence set (the data's own variation hides the secret), so "
+            "every statistic is published exactly; on grid-valued statistics (counts, means "
+            "of integer columns) an exact value can reveal what the Gaussian model does not "
+            f"see; {tail} (auto, daum-floor and optimal-g-full keep noise at the lattice "
+            "floor in every direction)",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        return
     warnings.warn(
         f"{mech.name}: the noise covers {rank} of {m} directions; the statistics' other "
         "components are published exactly, and on grid-valued statistics (counts, means of "

@@ -270,6 +270,7 @@ _PUBLIC_WARNINGS: tuple[tuple[str, re.Pattern[str], str | None], ...] = (
         "assumptions table).",
     ),
     ("partial-noise", re.compile(r"the noise covers \d+ of \d+ directions"), None),
+    ("no-noise", re.compile(r"^[\w-]+: no noise is added: "), None),
     ("verification", re.compile(r"^--verify on "), None),
     ("classical-constant", re.compile(r"^the classical Gaussian constant"), None),
     ("noise-exceeds-range", re.compile(r"^statistic .* exceeds its declared range"), None),

@@ -40,10 +40,11 @@ from scipy.linalg import block_diag
 
 from ..._threads import on_one_blas_thread
 from ..._validation import check_delta
-from ...central.robust import DEFAULT_BETA, marginal, population_model
+from ...central.robust import DEFAULT_BETA, marginal, population_model, set_method
 from ...distances import winf_distance
 from ...errors import CompositionError, ParameterError
 from ...noise import Noise
+from ...querymodel import MomentUncertainty
 from .spec import ReleaseSpec, noise_from_dict, noise_to_dict
 
 __all__ = [
@@ -228,15 +229,20 @@ def _on_population(
             delta=delta,
             budget_epsilon=budget_epsilon,
         )
-    members = population_model(model, beta=beta, noise_cov=noise_cov, epsilon=budget_epsilon)
-    eps, dat, rows = gaussian_pair_composition(
-        members.means,
-        members.covariances,
-        noise_cov,
-        members.pairs,
-        delta=delta,
-        budget_epsilon=budget_epsilon,
-    )
+    # The joint set's worst members depend on the ε at which δ is maximised: ε(δ) is
+    # reported on the members worst at that ε itself (a fixed point, :func:`_worst_epsilon`,
+    # never on the budget's ε, which would make the reported ε depend on the budget), and
+    # δ at the budget's ε on the members worst at the budget's ε.
+    members, eps, rows = _worst_epsilon(model, noise_cov, beta, delta)
+    dat = None
+    if budget_epsilon is not None:
+        at = population_model(model, beta=beta, noise_cov=noise_cov, epsilon=budget_epsilon)
+        _, dat, at_rows = gaussian_pair_composition(
+            at.means, at.covariances, noise_cov, at.pairs, delta=delta,
+            budget_epsilon=budget_epsilon,
+        )  # fmt: skip
+        for row, at_row in zip(rows, at_rows, strict=True):
+            row["delta_at_budget"] = at_row["delta_at_budget"]
     per = len(members.pairs) // len(model.pairs)  # members of each pair, in pair order
     folded: dict[tuple[int, int], dict[str, Any]] = {}
     for r, row in enumerate(rows):
@@ -253,6 +259,45 @@ def _on_population(
         elif "delta_at_budget" in out:
             have["delta_at_budget"] = max(have["delta_at_budget"], out["delta_at_budget"])
     return eps, dat, [folded[k] for k in sorted(folded)]
+
+
+# Rounds of the fixed point of _worst_epsilon (it settles in two or three: the members
+# move only when the search's worst sign point changes).
+_EPSILON_ROUNDS = 8
+
+
+def _worst_epsilon(
+    model: Any, noise_cov: np.ndarray, beta: float, delta: float
+) -> tuple[Any, float, list[dict[str, Any]]]:
+    """ε(δ) on the worst members of the confidence set, the members taken at that ε.
+
+    The joint set's members are the worst for δ at a given ε
+    (:func:`distpriv.central.robust.population_model`); the ε reported for δ is the least
+    ε at which the set's worst member has δ(ε) ≤ δ. Starting at ε = 1, the members worst at
+    the current ε give a new ε, until ε repeats (a fixed point: the worst member the search
+    finds at ε has δ(ε) = δ). Were the search exact, the sequence would not decrease (at
+    ε_k+1 the worst member is at least as bad as the one that gave ε_k+1); it is a
+    heuristic, so the largest ε met is reported (each is attained by a member of the set).
+    The box's members do not depend on ε: one round.
+
+    Returns
+    -------
+    (members, epsilon, per-member rows of :func:`gaussian_pair_composition`)
+    """
+    joint = set_method(model) == "joint" and isinstance(model.uncertainty, MomentUncertainty)
+    at, best = 1.0, None
+    for _ in range(_EPSILON_ROUNDS if joint else 1):
+        members = population_model(model, beta=beta, noise_cov=noise_cov, epsilon=at)
+        eps, _, rows = gaussian_pair_composition(
+            members.means, members.covariances, noise_cov, members.pairs, delta=delta
+        )
+        if best is None or eps > best[1]:
+            best = (members, eps, rows)
+        if not math.isfinite(eps) or eps == at or eps <= 0.0:
+            break
+        at = eps
+    assert best is not None
+    return best
 
 
 # ---------------------------------------------------------------------------------------
