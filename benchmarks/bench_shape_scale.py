@@ -148,16 +148,21 @@ NAMES = ("expm-g", "optimal-g", "optimal-g-full", "auto", "auto-unshared")
 FLOORED = ("daum-floor", "dirm-g-floor", "optimal-g-full")
 
 
-def synthetic(m: int, k: int, seed: int = 0) -> tuple[Any, np.ndarray]:
-    """k hypotheses with independent Wishart covariances, and the moments' uncertainty."""
+def synthetic(m: int, k: int, seed: int = 0, dof: float = 0.0) -> tuple[Any, np.ndarray]:
+    """k hypotheses with independent Wishart covariances, and the moments' uncertainty.
+
+    ``dof``: the Wishart's degrees of freedom as a multiple of m (0: m + 10, the setting
+    before the scale500 branch).
+    """
     from distpriv import GaussianQueryModel, max_mahalanobis_distance
     from distpriv.querymodel import MomentUncertainty
 
     rng = np.random.default_rng(seed)
+    df = m + 10 if dof <= 0 else max(m + 10, round(dof * m))
     row_covs = []
     for _ in range(k):
-        x = rng.normal(size=(m + 10, m)) * rng.uniform(0.5, 2.0, size=m)
-        row_covs.append(x.T @ x / (m + 10))
+        x = rng.normal(size=(df, m)) * rng.uniform(0.5, 2.0, size=m)
+        row_covs.append(x.T @ x / df)
     covs = SUBSET * np.array(row_covs)
     dist = max_mahalanobis_distance(epsilon=EPSILON, delta=DELTA)
     means = [rng.normal(size=m) * 10]
@@ -246,19 +251,31 @@ def main() -> int:
     ap.add_argument("--hypotheses", type=int, nargs="+", default=[2, 3])
     ap.add_argument("--limit", type=int, default=600)
     ap.add_argument("--names", nargs="+", default=list(NAMES))
+    ap.add_argument(
+        "--dof",
+        type=float,
+        default=3.0,
+        help="Wishart degrees of freedom as a multiple of m (0: m + 10, before scale500)",
+    )
     args = ap.parse_args()
     from distpriv import calibrate
 
     warnings.simplefilter("ignore")
-    m0, _ = synthetic(5, 2)
+    m0, lat0 = synthetic(5, 2)
     calibrate("optimal-g", m0, epsilon=EPSILON, delta=DELTA)  # imports, cvxpy
+    if any(n.startswith("auto") for n in args.names):
+        # Every mechanism's imports (scipy.stats, POT...: 3.8 s CPU, measured at m = 100),
+        # paid once per process, not by the first row's auto.
+        run("auto", m0, lat0, args.limit)
     names = [n for n in NAMES if n in args.names]
     head = " ".join(f"{n:>15}" for n in names)
     print(f"{'k':>2} {'m':>4} {head}   " + " ".join(f"{n + '/expm':>15}" for n in names[1:]))
     worst = 0.0
     for k in args.hypotheses:
         for m in args.sizes:
-            model, lattice = synthetic(m, k)
+            model, lattice = synthetic(m, k, dof=args.dof)
+            conds = " ".join(f"{np.linalg.cond(c):.3g}" for c in model.covariances)
+            print(f"{'':>8}k={k} m={m}: condition numbers of the covariances {conds}", flush=True)
             res = {n: run(n, model, lattice, args.limit) for n in names}
             if "auto" in res and "auto-unshared" in res:
                 # Sharing must not change the choice or its noise (bit for bit).

@@ -204,6 +204,15 @@ def _decompose(
     # The double whitening cannot resolve the smallest variances (or the shift along
     # them) to the accuracy asked: its W, applied in long double, leaves an equivalent
     # pair whose sum is within κ·u of I, whitened again in double; else extended precision.
+    if a.size > _EXT_MAX_DIM and first > limit and white.shape[0] == white.shape[1]:
+        # The rounding measured instead of its a priori bound (m³·κ·u, which no pair of
+        # hundreds of statistics meets, even after the long-double re-whitening):
+        # _whitening_posterior.py. Tried first: it costs about what _refine does.
+        from ._whitening_posterior import posterior_decomposition
+
+        post = posterior_decomposition(white, means, sp_k, sq_k, scale, cond, limit)
+        if post is not None:
+            return post
     refined = _refine(white, means, sp_k, sq_k, scale, cond, limit, accept)
     if refined is not None:
         return refined
