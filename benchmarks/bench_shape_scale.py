@@ -144,7 +144,7 @@ import numpy as np
 
 EPSILON, DELTA = 1.0, 1e-3
 SUBSET, STRATUM_ROWS = 100, 4000
-NAMES = ("expm-g", "optimal-g", "optimal-g-full", "auto", "auto-unshared")
+NAMES = ("expm-g", "optimal-g", "optimal-g-full", "auto", "auto-pruned", "auto-unshared")
 FLOORED = ("daum-floor", "dirm-g-floor", "optimal-g-full")
 
 
@@ -209,6 +209,7 @@ def run(name: str, model: Any, lattice: np.ndarray, limit: int) -> tuple[float, 
     from distpriv import calibrate
     from distpriv.central import MECHANISMS
     from distpriv.pipeline.auto import choose_mechanism
+    from distpriv.pipeline.auto_pruning import calibration_order
 
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(limit)
@@ -216,10 +217,12 @@ def run(name: str, model: Any, lattice: np.ndarray, limit: int) -> tuple[float, 
     last = [t0]
     split: list[str] = []
 
+    order = calibration_order(list(MECHANISMS), name == "auto-pruned")
+
     def progress(done: int, total: int) -> None:
         now = time.process_time()
         if now - last[0] >= 0.05:
-            split.append(f"{MECHANISMS[done - 1]} {now - last[0]:.1f}")
+            split.append(f"{order[done - 1]} {now - last[0]:.1f}")
         last[0] = now
 
     try:
@@ -231,6 +234,7 @@ def run(name: str, model: Any, lattice: np.ndarray, limit: int) -> tuple[float, 
                     delta=DELTA,
                     options={n: {"lattice": lattice} for n in FLOORED},
                     progress=progress,
+                    prune=name == "auto-pruned",
                 )
             mech, note = choice.mechanism, f"{choice.name}; seconds: {', '.join(split)}"
         else:
@@ -277,6 +281,10 @@ def main() -> int:
             conds = " ".join(f"{np.linalg.cond(c):.3g}" for c in model.covariances)
             print(f"{'':>8}k={k} m={m}: condition numbers of the covariances {conds}", flush=True)
             res = {n: run(n, model, lattice, args.limit) for n in names}
+            if "auto" in res and "auto-pruned" in res:
+                # Pruning must not change the choice or its noise.
+                same = res["auto"][1] == res["auto-pruned"][1]
+                print(f"{'':>8}auto pruned == full (E||Z||^2): {same}", flush=True)
             if "auto" in res and "auto-unshared" in res:
                 # Sharing must not change the choice or its noise (bit for bit).
                 same = res["auto"][1] == res["auto-unshared"][1]
