@@ -5,11 +5,13 @@ least E[Zᵀ W Z]. With hundreds of statistics and the population layer on, each
 calibration is a scale search on the confidence set's worst members, and ``auto`` paid
 for about ten of them (4.5–11× expm-g's own calibration at m = 20–200). Four of those
 are one-parameter families whose calibrated noise is Σ_Z(s) for the least passing s:
-expm-g (isotropic) and eigm (along the eigenvectors of the covariances; Chen & Ohrimenko
-2023, Thm 4.2 and 4.5, calibrated by :mod:`distpriv.central.exact_calibration`), and
+expm-g (isotropic), eigm and apgm (along the eigenvectors of the covariances; Chen &
+Ohrimenko 2023, Thm 4.2 and 4.5, Zhang et al. 2022 Alg. 1, calibrated by
+:mod:`distpriv.central.exact_calibration`), and
 daum-floor and dirm-g-floor (DauM's direction or DirM's span plus a fixed floor:
 :func:`~distpriv.central.floored.floored_family`). Two more, daum and dirm-g, add noise of
-rank one or at most k − 1 (k hypotheses) whatever the scale: unless partial noise is
+rank one or at most k − 1 (k hypotheses) whatever the scale, and ``noiseless`` none:
+unless partial noise is
 allowed they cannot be chosen at all (:func:`partial_rank`), and are not calibrated.
 
 The certificate. Let B be the least E[Zᵀ W Z] of a verified candidate so far and s_B the
@@ -48,10 +50,11 @@ __all__ = ["PRUNABLE", "calibration_order", "dominated", "partial_rank"]
 
 # Fixed-shape exact families whose calibration is a scale search (central/_exact_families,
 # and the one family of two floored mechanisms: central/floored.py).
-PRUNABLE = ("expm-g", "eigm", "daum-floor", "dirm-g-floor")
-# Noise of rank below m whatever the scale: rank one (DauM, Chen & Ohrimenko 2023 Alg. 1)
-# and the span of the mean differences (DirM, Thm 4.3: at most k − 1 directions).
-_PARTIAL = ("daum", "dirm-g")
+PRUNABLE = ("expm-g", "eigm", "apgm", "daum-floor", "dirm-g-floor")
+# Noise of rank below m whatever the scale: none (noiseless), rank one (DauM, Chen &
+# Ohrimenko 2023 Alg. 1) and the span of the mean differences (DirM, Thm 4.3: at most
+# k − 1 directions).
+_PARTIAL = {"noiseless": 0, "daum": 1, "dirm-g": -1}
 
 
 def calibration_order(names: list[str], prune: bool) -> list[str]:
@@ -93,7 +96,7 @@ def partial_rank(name: str, model: Any, options: Mapping[str, Any], allow_partia
         return ""
     if options.get("calibration", "exact") != "exact":
         return ""
-    rank = 1 if name == "daum" else int(np.asarray(model.means).shape[0]) - 1
+    rank = _PARTIAL[name] if _PARTIAL[name] >= 0 else int(np.asarray(model.means).shape[0]) - 1
     if rank >= model.dim:
         return ""
     return (
