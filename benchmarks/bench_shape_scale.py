@@ -8,12 +8,13 @@ Usage::
 Setting: k = 2 or 3 hypotheses whose covariances are drawn **independently** (Wishart with
 ``--dof`` × m degrees of freedom, default 3m, one per hypothesis; before the scale500
 branch m + 10, whose condition numbers reach ~5e4 at m = 500; printed per row), m
-statistics, a subset of n = 100 rows, and the moments' sampling uncertainty of a
-modelling table (one stratum of N = 4,000 rows per hypothesis, Gaussian kurtosis): the default calibration (``calibration="exact"``, β = 0.05)
-then meets (ε, δ) = (1, 1e-3) on the worst members of the population confidence set
-(:mod:`distpriv.central.robust`). The mean gaps are at Mahalanobis distance 4 D*(1, 1e-3)
-from the first hypothesis, so every mechanism must add noise. Half the statistics are on a
-grid (step 1e-3 of their spread), half are continuous (no lattice), for optimal-g-full.
+statistics, a subset of n = 100 rows, and the moments' sampling uncertainty of a modelling
+table (one stratum of N = 4,000 rows per hypothesis, Gaussian kurtosis): the default
+calibration (``calibration="exact"``, β = 0.05) then meets (ε, δ) = (1, 1e-3) on the worst
+members of the population confidence set (:mod:`distpriv.central.robust`). The mean gaps
+are at Mahalanobis distance 4 D*(1, 1e-3) from the first hypothesis, so every mechanism
+must add noise. Half the statistics are on a grid (step 1e-3 of their spread), half are
+continuous (no lattice), for optimal-g-full.
 
 Baseline, in the same run: **expm-g** (isotropic noise, one scale search). Printed per
 (k, m): wall time of expm-g, optimal-g, optimal-g-full and ``auto`` (every registered
