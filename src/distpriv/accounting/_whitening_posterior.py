@@ -123,10 +123,12 @@ def posterior_decomposition(
     for cov in (sp, sq):
         c = cov.astype(ld) * sc[:, None] * sc[None, :]
         c = (c + c.T) / 2
-        outs.append(tl.T @ (c @ tl))
+        # np.dot: the same sums in the same order as matmul for long double (no BLAS for
+        # either), 1.7x faster (measured at m = 300).
+        outs.append(np.dot(tl.T, np.dot(c, tl)))
     a_ld, b_ld = outs
     d_ld = (means[0].astype(ld) - means[1].astype(ld)) * sc
-    s_ld = tl.T @ d_ld
+    s_ld = np.dot(tl.T, d_ld)
     # Entrywise bounds of the long-double rounding (standardisation 2u_ld, symmetrisation
     # u_ld, the mean gap 2u_ld, two products of inner dimension m), evaluated in double
     # and inflated by 1 % for the double evaluation's own rounding.
