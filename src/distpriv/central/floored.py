@@ -228,33 +228,6 @@ def _candidates(
     return cands, paper
 
 
-def floored_family(
-    name: str,
-    model: QueryModel,
-    *,
-    epsilon: float,
-    delta: float,
-    lattice: Any,
-    floor: Any = DEFAULT_FLOOR,
-    **options: Any,
-) -> tuple[Callable[[float], np.ndarray], float] | None:
-    """The one noise family Σ_Z(s) of daum-floor or dirm-g-floor, and its start (else None).
-
-    What :func:`calibrate_floored` searches (``calibration="exact"``): the least s of this
-    family meeting the target; ``auto``'s pruning checks it at a given cost
-    (distpriv/pipeline/auto_pruning.py). optimal-g-full has several families (None).
-    """
-    if name not in ("daum-floor", "dirm-g-floor"):
-        return None
-    gm, _ = gaussian_assumption(model)
-    fvar = continuous_floor(gm, lattice_steps(lattice, gm.dim), check_floor(floor))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", AssumptionWarning)
-        cands, _ = _candidates(name, model, gm, fvar, dict(options), epsilon, delta)
-    ((_, fam, start, _),) = cands
-    return fam, start
-
-
 def covers_floor(cov: np.ndarray, fvar: np.ndarray) -> bool:
     """Σ_Z ⪰ F = diag(fvar), up to rounding relative to the largest entry."""
     gap = float(np.linalg.eigvalsh(cov - np.diag(fvar))[0])

@@ -9,7 +9,7 @@ expm-g (isotropic), eigm and apgm (along the eigenvectors of the covariances; Ch
 Ohrimenko 2023, Thm 4.2 and 4.5, Zhang et al. 2022 Alg. 1, calibrated by
 :mod:`distpriv.central.exact_calibration`), and
 daum-floor and dirm-g-floor (DauM's direction or DirM's span plus a fixed floor:
-:func:`~distpriv.central.floored.floored_family`). Two more, daum and dirm-g, add noise of
+:func:`floored_family`). Two more, daum and dirm-g, add noise of
 rank one or at most k − 1 (k hypotheses) whatever the scale, and ``noiseless`` none:
 unless partial noise is
 allowed they cannot be chosen at all (:func:`partial_rank`), and are not calibrated.
@@ -33,20 +33,23 @@ rows have no E‖Z‖² in the comparison table, which the report's price column
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from ..central import calibrate
+from ..central._common import gaussian_assumption
 from ..central._exact_families import _family, scale_at_cost
 from ..central.exact import pair_deltas, search_tolerance
-from ..central.floored import FLOORED_MECHANISMS, floored_family
+from ..central.floor_levels import check_floor, continuous_floor, lattice_steps
+from ..central.floored import DEFAULT_FLOOR, FLOORED_MECHANISMS, _candidates
 from ..central.robust import DEFAULT_BETA, population_model
-from ..errors import DistPrivError
+from ..errors import AssumptionWarning, DistPrivError
 from ..querymodel import GaussianQueryModel
 
-__all__ = ["PRUNABLE", "calibration_order", "dominated", "partial_rank"]
+__all__ = ["PRUNABLE", "calibration_order", "dominated", "floored_family", "partial_rank"]
 
 # Fixed-shape exact families whose calibration is a scale search (central/_exact_families,
 # and the one family of two floored mechanisms: central/floored.py).
@@ -55,6 +58,48 @@ PRUNABLE = ("expm-g", "eigm", "apgm", "daum-floor", "dirm-g-floor")
 # Ohrimenko 2023 Alg. 1) and the span of the mean differences (DirM, Thm 4.3: at most
 # k − 1 directions).
 _PARTIAL = {"noiseless": 0, "daum": 1, "dirm-g": -1}
+
+
+def floored_family(
+    name: str,
+    model: Any,
+    *,
+    epsilon: float,
+    delta: float,
+    lattice: Any,
+    floor: Any = DEFAULT_FLOOR,
+    **options: Any,
+) -> tuple[Callable[[float], np.ndarray], float] | None:
+    """The one noise family Σ_Z(s) of daum-floor or dirm-g-floor, and its start (else None).
+
+    What :func:`~distpriv.central.floored.calibrate_floored` searches with
+    ``calibration="exact"`` (its ``_candidates``: DauM's direction or DirM's span plus the
+    fixed floor diag(F)), the least s meeting the target. optimal-g-full has several
+    families: None.
+
+    Parameters
+    ----------
+    name : str
+    model : GaussianQueryModel
+    epsilon, delta : float
+    lattice, floor
+        As in :func:`~distpriv.central.floored.calibrate_floored`.
+    **options
+        The mechanism's other options (``direction``).
+
+    Returns
+    -------
+    (callable s -> ndarray (m, m), float) or None
+    """
+    if name not in ("daum-floor", "dirm-g-floor"):
+        return None
+    gm, _ = gaussian_assumption(model)
+    fvar = continuous_floor(gm, lattice_steps(lattice, gm.dim), check_floor(floor))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AssumptionWarning)
+        cands, _ = _candidates(name, model, gm, fvar, dict(options), epsilon, delta)
+    ((_, fam, start, _),) = cands
+    return fam, start
 
 
 def calibration_order(names: list[str], prune: bool) -> list[str]:
