@@ -184,7 +184,8 @@ m = 100 were charged to the first row's auto before). CPU seconds, load 12-16 on
     pair check of this model costs 4.2 s CPU after np.dot (7.9 s before), 85 % of it the
     measured bound's long-double products.
 
-The 5x target: optimal-g (0.99-2.15x) and optimal-g-full (1.88-4.34x) met at m = 20-200;
+The 5x target: optimal-g (0.99-2.15x) and optimal-g-full (1.88-4.34x) met at m = 20-200,
+and at m = 500 (k = 2: 1.75x, 3.16x);
 ``auto`` as it is by default (every candidate calibrated: the comparison table the report
 prices) is not (3.97-11.63x); ``auto`` with ``prune=True`` is at 2.55-5.86x: met at
 m = 20-100 except k = 3, m = 20 (5.09x), not at m = 200 (5.86x at k = 2, 5.38x at k = 3),
