@@ -204,6 +204,15 @@ def _decompose(
     # The double whitening cannot resolve the smallest variances (or the shift along
     # them) to the accuracy asked: its W, applied in long double, leaves an equivalent
     # pair whose sum is within κ·u of I, whitened again in double; else extended precision.
+    if a.size > _EXT_MAX_DIM and first > limit and white.shape[0] == white.shape[1]:
+        # The rounding measured instead of its a priori bound (m³·κ·u, which no pair of
+        # hundreds of statistics meets, even after the long-double re-whitening):
+        # _whitening_posterior.py. Tried first: it costs about what _refine does.
+        from ._whitening_posterior import posterior_decomposition
+
+        post = posterior_decomposition(white, means, sp_k, sq_k, scale, cond, limit)
+        if post is not None:
+            return post
     refined = _refine(white, means, sp_k, sq_k, scale, cond, limit, accept)
     if refined is not None:
         return refined
@@ -303,10 +312,11 @@ def _refine(
     ap, aq = (ap + ap.T) / 2, (aq + aq.T) / 2
     d = (means[0].astype(ld) - means[1].astype(ld)) * sc
     w1 = white.astype(ld)
-    a1 = w1.T @ ap @ w1
-    b1 = w1.T @ aq @ w1
+    # np.dot: matmul's sums in matmul's order for long double, 1.7x faster (no BLAS).
+    a1 = np.dot(np.dot(w1.T, ap), w1)
+    b1 = np.dot(np.dot(w1.T, aq), w1)
     a1, b1 = ((a1 + a1.T) / 2).astype(float), ((b1 + b1.T) / 2).astype(float)
-    d1 = (w1.T @ d).astype(float)
+    d1 = np.dot(w1.T, d).astype(float)
     entry_err = 4.0 * m * u_ld * cond
     d_err = 4.0 * m * u_ld * float(np.linalg.norm(d.astype(float))) * math.sqrt(cond)
     w, u = np.linalg.eigh(a1 + b1)

@@ -110,6 +110,7 @@ def renyi_delta_bounds(
     covs_j: np.ndarray,
     *,
     epsilon: float,
+    level: float | None = None,
 ) -> np.ndarray:
     """Certified upper bounds on δ(ε) of N(μᵢ, Sᵢ) against N(μⱼ, Sⱼ), both directions.
 
@@ -120,6 +121,11 @@ def renyi_delta_bounds(
         The output covariances (model plus noise) of each pair's two hypotheses.
     epsilon : float
         ε ≥ 0.
+    level : float, optional
+        Only whether both bounds are ≤ ``level`` matters to the caller (a screen): the
+        reverse direction is then bounded only for pairs whose forward bound is ≤ ``level``
+        (+inf elsewhere; issue 25, calibration time: a binding pair paid twelve
+        eigendecompositions per direction for nothing). The bounds given are the same.
 
     Returns
     -------
@@ -134,7 +140,13 @@ def renyi_delta_bounds(
     cj = np.asarray(covs_j, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         forward = _one_direction(diff, ci, cj, epsilon)
-        backward = _one_direction(-diff, cj, ci, epsilon)
+        if level is None:
+            backward = _one_direction(-diff, cj, ci, epsilon)
+        else:
+            need = np.isfinite(forward) & (np.minimum(np.exp(forward), 1.0) <= level)
+            backward = np.full(forward.shape, np.inf)
+            if np.any(need):
+                backward[need] = _one_direction(-diff[need], cj[need], ci[need], epsilon)
     log_b = np.stack([forward, backward], axis=1)
     log_b = np.where(np.isnan(log_b), np.inf, log_b)
     # A bound above 1 says nothing: exp of a large finite logarithm overflows to inf, which

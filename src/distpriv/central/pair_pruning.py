@@ -98,6 +98,7 @@ def screened_profiles(
         model.means[j],
         model.covariances[j] + noise,
         epsilon=epsilon,
+        level=level,  # only "both ≤ level?" is used: the reverse bound only where needed
     )
     ok = np.all(bounds <= level, axis=1)
     dim = model.dim

@@ -28,6 +28,7 @@ from ..central.registry import default_options
 from ..errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
 from ..modeling.lattice import detect_lattice
 from ..querymodel import GaussianQueryModel, SampledQueryModel
+from .auto_pruning import calibration_order, dominated, partial_rank
 
 __all__ = [
     "AUTO",
@@ -239,6 +240,7 @@ def calibrate_candidates(
     mechanisms: Sequence[str] | None = None,
     progress: ProgressCallback | None = None,
     allow_partial_noise: bool = False,
+    prune: bool = False,
 ) -> tuple[Candidate, ...]:
     """Calibrate every applicable mechanism at (ε, δ) and say which verify.
 
@@ -263,6 +265,12 @@ def calibrate_candidates(
         optimal-g) be chosen. Off by default: the uncovered components are published exactly,
         and on grid-valued statistics they can reveal F(Data) (on Adult the data-level check
         certifies δ(1) ≥ 0.26 for daum); the Gaussian model cannot see this.
+    prune : bool, default False
+        Skip the calibration of fixed-shape candidates (expm-g, eigm) that provably cannot
+        beat the best verified candidate so far (:mod:`distpriv.pipeline.auto_pruning`);
+        they are calibrated last, and a skipped row has no error and says why. The
+        choice is the same; ``progress`` then follows
+        :func:`~distpriv.pipeline.auto_pruning.calibration_order`.
 
     Returns
     -------
@@ -279,9 +287,10 @@ def calibrate_candidates(
     opts = {k: dict(v) for k, v in (options or {}).items()}
     gaussian_view, sampled_view = _views(model)
     floor_lattice = None
-    out: list[Candidate] = []
+    done: dict[str, Candidate] = {}
     nan = float("nan")
-    for k, name in enumerate(names):
+    best: Candidate | None = None
+    for k, name in enumerate(calibration_order(names, prune)):
         spec = mechanism_info(name)
         mine = dict(opts.get(name, {}))
         if "weights" in spec.options and w is not None:
@@ -296,7 +305,15 @@ def calibrate_candidates(
         target = sampled_view if spec.model_view == "samples" else gaussian_view
         reason = ""
         mech = None
-        if spec.gaussian and dlt == 0.0:
+        if prune:
+            reason = partial_rank(name, target, mine, allow_partial_noise)
+        if prune and best is not None and not reason:
+            reason = dominated(
+                name, target, mine, w, best.mse, best.mechanism, epsilon=eps, delta=dlt
+            )
+        if reason:
+            pass  # provably not the choice: not calibrated (auto_pruning.py)
+        elif spec.gaussian and dlt == 0.0:
             reason = "adds Gaussian noise and needs delta > 0"
         else:
             try:
@@ -312,7 +329,7 @@ def calibrate_candidates(
                 text = " ".join(str(exc).split()) or "no message"
                 reason = f"could not be calibrated ({type(exc).__name__}: {text})"
         if mech is None:
-            out.append(Candidate(name, nan, False, nan, nan, reason))
+            done[name] = Candidate(name, nan, False, nan, nan, reason)
         else:
             cov = np.diag(mech.noise_covariance)
             mse = float(cov.sum() if w is None else (w * cov).sum())
@@ -322,22 +339,22 @@ def calibrate_candidates(
             if ok and partial:
                 ok, why = False, partial
             g = mech.guarantee
-            out.append(
-                Candidate(
-                    name,
-                    mse,
-                    ok,
-                    float(g.epsilon),
-                    float(g.delta),
-                    why,
-                    mech,
-                    noise_rank=mech.noise_rank,
-                    partial_noise=only_partial,
-                )
+            done[name] = Candidate(
+                name,
+                mse,
+                ok,
+                float(g.epsilon),
+                float(g.delta),
+                why,
+                mech,
+                noise_rank=mech.noise_rank,
+                partial_noise=only_partial,
             )
+            if ok and (best is None or mse < best.mse):
+                best = done[name]
         if progress is not None:
             progress(k + 1, len(names))
-    return tuple(out)
+    return tuple(done[n] for n in names)
 
 
 @on_one_blas_thread
@@ -351,6 +368,7 @@ def choose_mechanism(
     mechanisms: Sequence[str] | None = None,
     progress: ProgressCallback | None = None,
     allow_partial_noise: bool = False,
+    prune: bool = False,
 ) -> AutoChoice:
     """Choose the least-error mechanism whose guarantee verifies at (ε, δ).
 
@@ -361,8 +379,9 @@ def choose_mechanism(
 
     Parameters
     ----------
-    model, epsilon, delta, weights, options, mechanisms, progress, allow_partial_noise
-        As in :func:`calibrate_candidates`.
+    model, epsilon, delta, weights, options, mechanisms, progress, allow_partial_noise, prune
+        As in :func:`calibrate_candidates` (``prune=True``: the same choice, without
+        calibrating what provably cannot be chosen; the table then lacks their errors).
 
     Returns
     -------
@@ -384,6 +403,7 @@ def choose_mechanism(
         mechanisms=mechanisms,
         progress=progress,
         allow_partial_noise=allow_partial_noise,
+        prune=prune,
     )
     ok = [c for c in cands if c.verified]
     if not ok:
