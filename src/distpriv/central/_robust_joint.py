@@ -129,6 +129,11 @@ def population_set(method: str) -> Iterator[None]:
         _SET.reset(token)
 
 
+def selected_set() -> str:
+    """The population set selected by :func:`population_set` (``"box"`` by default)."""
+    return _SET.get()
+
+
 def set_method(model: GaussianQueryModel) -> str:
     """The set used for ``model``: the selected one, except that a model with more than
     :data:`JOINT_MAX_PAIRS` pairs, or more than :data:`JOINT_MAX_COORDS` variances per pair,

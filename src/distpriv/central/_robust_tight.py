@@ -47,9 +47,13 @@ measured: tests/central/test_population_tight.py, benchmarks/bench_price.py.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtr
+
+from ..guarantees import Assumption
+from ..querymodel import GaussianQueryModel
 
 __all__: list[str] = []  # helpers of central._robust_joint
 
@@ -143,3 +147,33 @@ def quantile_shift_stack(
     t = np.where(ok, (-ac + root) / np.where(ok, cc, 1.0), 0.0)
     out = t[:, None] * direction
     return out
+
+
+def tight_premise(gm: GaussianQueryModel, cs: Any, beta: float) -> Assumption | None:
+    """The population premise of a guarantee calibrated on the tight set (the joint set's,
+    with this module's gap statement); ``None`` unless the tight set is selected and used
+    for ``gm`` (``cs.method == "joint"``)."""
+    from ._robust_joint import selected_set  # it imports this module
+
+    if cs.method != "joint" or selected_set() != "tight":
+        return None
+    unc = gm.uncertainty
+    method = getattr(unc, "method", "asymptotic laws of the strata moments")
+    return Assumption(
+        "population",
+        f"with probability at least {1 - beta:g} over the draw of the modelling table "
+        "(strata sampled at random from the population the protected datasets come "
+        "from), the guarantee holds for that population's Gaussian model: for every "
+        "pair of Psi, delta at the published noise is at most that of the worst member "
+        "of a joint confidence set in the mean gap and the strata's variances",
+        None,
+        f"{method}; per pair, the mean gap's output distance at the {quantile_level(cs.z):.4g}"
+        " quantile of its sampling law (a parametric bootstrap of the gap's error, fixed "
+        "design) and every stratum's variance of every statistic within "
+        f"{cs.z:.3g} sd of its log (a box), z one-sided at level 1 - {beta:g}/{cs.pairs} "
+        f"per pair (Bonferroni over the {cs.pairs} pair(s) of Psi); valid for delta "
+        "linearised in these (the sd of the scalar is at most the sum of its parts' sds), "
+        "with the gap's second-order term included; asymptotic (central-limit) laws; "
+        "worst member searched by optimisation for the noise and epsilon, checked for the "
+        "final noise",
+    )
