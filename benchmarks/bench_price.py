@@ -120,33 +120,60 @@ tables per size; load 12-16 on 2 cores; records in ``benchmarks/results/
 bench_price_tight_{adult,randhie}.jsonl``). Oracle as above (the box run's, all its
 tables); "joint" is the joint-default run on the same table indices. Median E‖Z‖²:
 
-=======  =====  ======  =======  =====================  =====  ===================  =====  =====  ==========
-pop      rows   tables  auto     oracle                 ratio  joint -> tight (n)   /own   viol   auto chose
-=======  =====  ======  =======  =====================  =====  ===================  =====  =====  ==========
-Adult      300      32    553.3   637.9 groupdp-g        0.87   0.84 ->  0.79 (13)   4.40   1/32  optimal-g-full 32
-Adult    1,000      32    211.9   171.4 daum-floor       1.24   2.00 ->  1.35 (13)   1.68   2/32  optimal-g-full 25, daum-floor 7
-Adult    4,000      32    144.2   153.2 optimal-g-full   0.94   1.15 ->  0.91 (12)   1.15   1/32  daum-floor 32
-RAND       300      36    292.6   308.8 groupdp-g        0.95   1.03 ->  0.90 (12)   4.70   0/36  optimal-g-full 33, optimal-g 3
-RAND     1,000      36    138.5   109.0 daum-floor       1.27   2.12 ->  1.99 (12)   2.22   0/36  optimal-g-full 35, daum-floor 1
-RAND     4,000      35     80.4    71.5 daum-floor       1.12   1.36 ->  1.12 (11)   1.29   0/35  optimal-g-full 22, daum-floor 13
-=======  =====  ======  =======  =====================  =====  ===================  =====  =====  ==========
+=======  =====  ======  ======  =====================  =====  =================  =====  =====
+pop      rows   tables  auto    oracle                 ratio  joint -> tight     /own   viol
+=======  =====  ======  ======  =====================  =====  =================  =====  =====
+Adult      300      32   553.3   637.9 groupdp-g        0.87  0.84 -> 0.79 (13)  4.40  1/32
+Adult    1,000      32   211.9   171.4 daum-floor       1.24  2.00 -> 1.35 (13)  1.68  2/32
+Adult    4,000      32   144.2   153.2 optimal-g-full   0.94  1.15 -> 0.91 (12)  1.15  1/32
+RAND       300      36   292.6   308.8 groupdp-g        0.95  1.03 -> 0.90 (12)  4.70  0/36
+RAND     1,000      36   138.5   109.0 daum-floor       1.27  2.12 -> 1.99 (12)  2.22  0/36
+RAND     4,000      35    80.4    71.5 daum-floor       1.12  1.36 -> 1.12 (11)  1.29  0/35
+=======  =====  ======  ======  =====================  =====  =================  =====  =====
 
-"ratio" = auto / oracle on all tables of the cell; "joint -> tight (n)" = the same ratio on
-the n table indices the joint run has (its medians are of those tables only: the RAND
-1,000-row cell is bimodal, 134-140 on some tables and 230-305 on others, so 12 tables
-say little); /own = auto / auto on the population's own model. Target (≤ 1.0×): met at
-300 and 4,000 rows on Adult and at 300 rows on RAND; not at 1,000 rows (1.24 / 1.27) nor
-RAND 4,000 (1.12). ``auto`` violated on 4 of 203 tables (2.0 %; Adult 1/32, 2/32, 1/32,
-RAND 0): fewer than β, but Adult 1,000 (2/32) and 4,000 (the same table 1 that expm-g and
-eigm violate under the joint set too) are nearer β than any earlier set. Per mechanism
-(median E‖Z‖², joint -> tight on the shared tables; violations of the tight default):
+auto chose: Adult 300: optimal-g-full 32; Adult 1,000: optimal-g-full 25, daum-floor 7;
+Adult 4,000: daum-floor 32; RAND 300: optimal-g-full 33, optimal-g 3; RAND 1,000: optimal-g-full
+35, daum-floor 1; RAND 4,000: optimal-g-full 22, daum-floor 13.
+"ratio" = auto / oracle on all tables of the cell; "joint -> tight" = the same ratio on
+the (n) table indices the joint run has (medians of those tables only: the RAND 1,000-row
+cell is bimodal, 134-140 on some tables and 230-305 on others, so 12 tables say little);
+/own = auto / auto on the population's own model. Target (≤ 1.0×): met at 300 and 4,000
+rows on Adult and at 300 rows on RAND; not at 1,000 rows (1.24 / 1.27) nor RAND 4,000
+(1.12). ``auto`` violated on 4 of 203 tables (2.0 %; Adult 1/32, 2/32, 1/32, RAND 0):
+fewer than β, but Adult 1,000 and 4,000 (the same table 1 that expm-g and eigm violate
+under the joint set too) are nearer β than any earlier set. Per mechanism (median E‖Z‖²,
+joint -> tight on the shared tables; violations of the tight default):
 
-* Adult 300: expm-g 1040 -> 1033 (viol 0/32); eigm 1088 -> 1081 (viol 0/32); daum-floor inf -> inf (viol 0/0); optimal-g-full 534 -> 505 (viol 1/32)
-* Adult 1,000: expm-g 753 -> 742 (viol 0/32); eigm 803 -> 793 (viol 0/32); daum-floor 482 -> 255 (viol 2/32); optimal-g-full 343 -> 231 (viol 2/32)
-* Adult 4,000: expm-g 637 -> 633 (viol 2/32); eigm 686 -> 682 (viol 2/32); daum-floor 176 -> 140 (viol 1/32); optimal-g-full 177 -> 140 (viol 1/32)
-* RAND 300: expm-g 644 -> 666 (viol 0/36); eigm 711 -> 734 (viol 0/36); daum-floor inf -> inf (viol 0/0); optimal-g-full 340 -> 301 (viol 0/33)
-* RAND 1,000: expm-g 506 -> 514 (viol 0/36); eigm 576 -> 586 (viol 0/36); daum-floor inf -> inf (viol 0/13); optimal-g-full 231 -> 217 (viol 0/36)
-* RAND 4,000: expm-g 362 -> 365 (viol 0/35); eigm 433 -> 436 (viol 0/35); daum-floor 98 -> 80 (viol 0/35); optimal-g-full 98 -> 80 (viol 0/35)
+* Adult 300:
+  expm-g 1040 -> 1033 (viol 0/32);
+  eigm 1088 -> 1081 (viol 0/32);
+  daum-floor inf -> inf (viol 0/0);
+  optimal-g-full 534 -> 505 (viol 1/32);
+* Adult 1,000:
+  expm-g 753 -> 742 (viol 0/32);
+  eigm 803 -> 793 (viol 0/32);
+  daum-floor 482 -> 255 (viol 2/32);
+  optimal-g-full 343 -> 231 (viol 2/32);
+* Adult 4,000:
+  expm-g 637 -> 633 (viol 2/32);
+  eigm 686 -> 682 (viol 2/32);
+  daum-floor 176 -> 140 (viol 1/32);
+  optimal-g-full 177 -> 140 (viol 1/32);
+* RAND 300:
+  expm-g 644 -> 666 (viol 0/36);
+  eigm 711 -> 734 (viol 0/36);
+  daum-floor inf -> inf (viol 0/0);
+  optimal-g-full 340 -> 301 (viol 0/33);
+* RAND 1,000:
+  expm-g 506 -> 514 (viol 0/36);
+  eigm 576 -> 586 (viol 0/36);
+  daum-floor inf -> inf (viol 0/13);
+  optimal-g-full 231 -> 217 (viol 0/36);
+* RAND 4,000:
+  expm-g 362 -> 365 (viol 0/35);
+  eigm 433 -> 436 (viol 0/35);
+  daum-floor 98 -> 80 (viol 0/35);
+  optimal-g-full 98 -> 80 (viol 0/35);
 
 Before the final version two other gap statements were run and dropped (records not
 kept): along the gap's own direction (Adult 1,000: 163, 0.95× the oracle; 3 violations in
