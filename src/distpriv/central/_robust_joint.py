@@ -90,6 +90,7 @@ from ._robust_stack import (
     _sqrt_psd_stack,
     _worst_shift_stack,
 )
+from ._robust_tight import quantile_shift_stack
 
 __all__: list[str] = []  # helpers of central.robust
 
@@ -97,7 +98,9 @@ __all__: list[str] = []  # helpers of central.robust
 # pair, the worst member by optimisation; the default) and "box" (central/robust.py's
 # docstring: the Bonferroni box and its corners; selectable, and used where the joint
 # set's search would be too costly: set_method).
-SET_METHODS = ("joint", "box")
+# "tight": the joint set with the gap's distance at the quantile of its bootstrap law
+# (central/_robust_tight.py; opt-in).
+SET_METHODS = ("joint", "box", "tight")
 _SET: contextvars.ContextVar[str] = contextvars.ContextVar(
     "distpriv_population_set", default="joint"
 )
@@ -125,11 +128,16 @@ def population_set(method: str) -> Iterator[None]:
         _SET.reset(token)
 
 
+def selected_set() -> str:
+    """The population set selected by :func:`population_set` (``"box"`` by default)."""
+    return _SET.get()
+
+
 def set_method(model: GaussianQueryModel) -> str:
     """The set used for ``model``: the selected one, except that a model with more than
     :data:`JOINT_MAX_PAIRS` pairs, or more than :data:`JOINT_MAX_COORDS` variances per pair,
     or a bootstrap uncertainty, uses the box."""
-    if _SET.get() != "joint" or len(model.pairs) > JOINT_MAX_PAIRS:
+    if _SET.get() not in ("joint", "tight") or len(model.pairs) > JOINT_MAX_PAIRS:
         return "box"
     unc = model.uncertainty
     if isinstance(unc, MomentUncertainty):
@@ -178,8 +186,11 @@ class _Pair:
         z: float,
         noise: np.ndarray,
         epsilon: float,
+        quantile_gap: bool = False,
     ) -> None:
         self.model, self.unc, self.i, self.j = model, unc, i, j
+        # The tight set (central/_robust_tight.py): the gap at the quantile of its distance.
+        self.quantile_gap = quantile_gap
         self.support = np.flatnonzero((unc.weights[i] > 0) | (unc.weights[j] > 0))
         self.tau, self.z, self.noise, self.epsilon = tau, z, noise, epsilon
         sizes = np.asarray(unc.stratum_sizes, dtype=float)
@@ -229,9 +240,11 @@ class _Pair:
         # The gap's error law at each member (its own covariances), radius z.
         spread = _sqrt_psd_stack(np.einsum("s,bsxy->bxy", self.err_w, scaled))
         metric = _inv_sqrt_stack((cov_i + cov_j) / 2 + noise)
-        shift = _worst_shift_stack(
-            np.broadcast_to(self.gap, (b, self.gap.size)), metric, spread, self.z
-        )
+        gaps = np.broadcast_to(self.gap, (b, self.gap.size))
+        if self.quantile_gap:
+            shift = quantile_shift_stack(gaps, metric, spread, self.z)
+        else:
+            shift = _worst_shift_stack(gaps, metric, spread, self.z)
         mean_i = model.means[self.i] + shift
         mean_j = np.broadcast_to(model.means[self.j], mean_i.shape)
         return mean_i, _clip_psd_stack(cov_i), mean_j, _clip_psd_stack(cov_j)
@@ -354,9 +367,10 @@ def joint_members(
     sizes = np.asarray(unc.stratum_sizes, dtype=float)[:, None]
     tau = np.sqrt(np.clip(kurtosis - 1.0, 0.0, None) / sizes)
     z = joint_z(beta, len(model.pairs))
+    tight = _SET.get() == "tight"
     means, covs, labels = [], [], []
     for i, j in model.pairs:
-        mi, ci, mj, cj = _Pair(model, unc, i, j, tau, z, noise, epsilon).worst()
+        mi, ci, mj, cj = _Pair(model, unc, i, j, tau, z, noise, epsilon, tight).worst()
         means += [mi, mj]
         covs += [ci, cj]
         li, lj = str(model.labels[i]), str(model.labels[j])
@@ -401,9 +415,10 @@ def joint_corners(
     sizes = np.asarray(unc.stratum_sizes, dtype=float)[:, None]
     tau = np.sqrt(np.clip(kurtosis - 1.0, 0.0, None) / sizes)
     z = joint_z(beta, len(model.pairs))
+    tight = _SET.get() == "tight"
     out: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     for i, j in model.pairs:
-        pair = _Pair(model, unc, i, j, tau, z, noise, 1.0)
+        pair = _Pair(model, unc, i, j, tau, z, noise, 1.0, tight)
         n_sup, m = pair.support.size, unc.dim
         corners = np.array(
             [[[1.0 if (c >> r) & 1 else -1.0] * m for r in range(n_sup)] for c in range(2**n_sup)]

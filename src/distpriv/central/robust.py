@@ -83,6 +83,7 @@ from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncerta
 from ._calibration_cache import active_cache, fingerprint
 from ._robust_joint import JOINT_MAX_PAIRS as JOINT_MAX_PAIRS
 from ._robust_joint import SET_METHODS, joint_corners, joint_members, joint_z, population_set
+from ._robust_joint import _clip_psd as _clip_psd
 from ._robust_joint import set_method as set_method
 
 # _inv_sqrt, _worst_shift, farthest_gap and gap_bound live in _robust_stack.py (shared with
@@ -96,6 +97,7 @@ from ._robust_stack import (
 from ._robust_stack import _worst_shift as _worst_shift
 from ._robust_stack import farthest_gap as farthest_gap
 from ._robust_stack import gap_bound as gap_bound
+from ._robust_tight import tight_premise
 
 __all__ = [
     "DEFAULT_BETA",
@@ -409,11 +411,6 @@ class _Corner:
     spread: np.ndarray  # square root of the gap's error covariance at the corner
 
 
-def _clip_psd(cov: np.ndarray) -> np.ndarray:
-    w, v = np.linalg.eigh((cov + cov.T) / 2)
-    return (v * np.clip(w, 0.0, None)) @ v.T
-
-
 def _corner_parts(model: GaussianQueryModel, beta: float) -> list[_Corner]:
     """Every pair of Ψ at every corner of the strata covariances (noise-free parts)."""
     unc = model.uncertainty
@@ -560,6 +557,8 @@ def population_premise(
             "holds on the fitted model, with no stated confidence for the population",
         )
     cs = confidence_set(gm, beta=beta)
+    if (tight := tight_premise(gm, cs, beta)) is not None:  # population_set("tight")
+        return tight
     if cs.method == "joint":
         return Assumption(
             "population",
