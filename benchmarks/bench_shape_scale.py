@@ -133,7 +133,7 @@ Wishart's degrees of freedom. The rows below use 3m degrees of freedom (conditio
 of the covariances 32-54, printed per row). (2) The pair screen bounds the reverse
 direction only where the forward bound passes (the same decisions, half the
 eigendecompositions on binding pairs). (3) ``auto-pruned`` is ``choose_mechanism(...,
-prune=True)`` (pipeline/auto_pruning.py): expm-g, eigm, apgm, daum-floor and dirm-g-floor
+prune=True)`` (central/auto_pruning.py): expm-g, eigm, apgm, daum-floor and dirm-g-floor
 are calibrated last and skipped when their noise at the best cost so far fails on the
 set's members for that noise; daum, dirm-g and noiseless (rank < m whatever the scale)
 are skipped unless partial noise is allowed. Same choice and E||Z||^2 as ``auto`` in every
@@ -279,8 +279,8 @@ def run(name: str, model: Any, lattice: np.ndarray, limit: int) -> tuple[float, 
     """(seconds, E‖Z‖², chosen or error) of one calibration; inf seconds past the limit."""
     from distpriv import calibrate
     from distpriv.central import MECHANISMS
+    from distpriv.central.auto_pruning import calibration_order
     from distpriv.pipeline.auto import choose_mechanism
-    from distpriv.pipeline.auto_pruning import calibration_order
 
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(limit)

@@ -106,17 +106,19 @@ def test_search_returns_at_least_every_stratum_corner():
     assert found > fitted  # the set widens what the fitted moments give
 
 
-def test_joint_is_the_default_and_large_pairs_keep_the_box():
+def test_box_is_the_default_and_large_pairs_keep_the_box_under_joint():
     small = wishart_model(5, 3)
-    assert set_method(small) == "joint"
-    assert confidence_set(small, beta=BETA).method == "joint"
-    with population_set("box"):
-        assert set_method(small) == "box"
-        assert confidence_set(small, beta=BETA).method == "box"
-    # 2 strata x 13 statistics = 26 variances per pair > JOINT_MAX_COORDS.
-    assert rj.JOINT_MAX_COORDS < 2 * 13
-    assert set_method(wishart_model(13, 2)) == "box"
-    assert set_method(wishart_model(12, 2)) == "joint"
+    # The box stays the default: with the joint set as the default, the merged suite had
+    # 9 failures and ran over its 10-minute budget (closing note of this round).
+    assert set_method(small) == "box"
+    assert confidence_set(small, beta=BETA).method == "box"
+    with population_set("joint"):
+        assert set_method(small) == "joint"
+        assert confidence_set(small, beta=BETA).method == "joint"
+        # 2 strata x 13 statistics = 26 variances per pair > JOINT_MAX_COORDS.
+        assert rj.JOINT_MAX_COORDS < 2 * 13
+        assert set_method(wishart_model(13, 2)) == "box"
+        assert set_method(wishart_model(12, 2)) == "joint"
     with population_set("box"):
         members = population_model(small, beta=BETA, noise_cov=np.eye(5))
     assert len(members.pairs) == 3 * 4  # the box: every pair at its four corners
@@ -139,11 +141,12 @@ def test_optimal_g_against_the_joint_set_is_cheaper_than_against_the_box():
         model = model_query(
             frame, ADULT_STATISTICS, INCOME_SECRET, subset_size=100, method="analytic", rng=0
         )
-        joint = calibrate("optimal-g", model, epsilon=1.0, delta=1e-3)  # the default
-        with population_set("box"):
-            box = calibrate("optimal-g", model, epsilon=1.0, delta=1e-3)
+        with population_set("joint"):
+            joint = calibrate("optimal-g", model, epsilon=1.0, delta=1e-3)
+        box = calibrate("optimal-g", model, epsilon=1.0, delta=1e-3)  # the default
     cov = joint.noise_covariance
-    members = population_model(model, beta=BETA, noise_cov=cov, epsilon=1.0)
+    with population_set("joint"):
+        members = population_model(model, beta=BETA, noise_cov=cov, epsilon=1.0)
     assert pair_deltas(members, cov, epsilon=1.0).worst <= 1e-3
     # Measured: 251.4 (the program on the joint set's members and corners) against 296.0
     # (box); before the corners joined the program: 384.7 (daum's fitted shape).

@@ -144,7 +144,7 @@ def test_the_box_remains_selectable_and_bad_names_are_refused():
     model = _quiet(
         model_query, sample, HEAVY_STATS, HEAVY_SECRET, subset_size=100, method="analytic"
     )
-    assert confidence_set(model, beta=BETA).method == "joint"  # the default (issue 25)
+    assert confidence_set(model, beta=BETA).method == "box"  # the default
     with population_set("box"):
         cs = confidence_set(model, beta=BETA)
         members = population_model(model, beta=BETA, noise_cov=np.eye(model.dim), epsilon=EPS)

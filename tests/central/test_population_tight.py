@@ -174,6 +174,11 @@ def heavy_draws():
     return rows
 
 
+@pytest.mark.skipif(
+    not os.environ.get("DISTPRIV_SLOW"),
+    reason="slow (80 tables, tight and joint members; a stage of its own in .ci/run): "
+    "set DISTPRIV_SLOW=1",
+)
 @pytest.mark.parametrize("shape", ["isotropic", "diagonal", "along-gap"])
 def test_tight_set_covers_a_heavy_tailed_population(heavy_draws, shape):
     r = np.array([row[shape] for row in heavy_draws])

@@ -210,9 +210,18 @@ def _decompose(
         # _whitening_posterior.py. Tried first: it costs about what _refine does.
         from ._whitening_posterior import posterior_decomposition
 
-        post = posterior_decomposition(white, means, sp_k, sq_k, scale, cond, limit)
+        post = posterior_decomposition(white, means, sp_k, sq_k, scale)
         if post is not None:
-            return post
+            pa, pb, ps, ea, eb, es = post
+            measured = max(
+                c0 + c1 + 2.0 * c2
+                for c0, c1, c2 in (
+                    sensitivity(pa, pb, ps, ea, eb, es),
+                    sensitivity(pb, pa, ps, eb, ea, es),
+                )
+            )
+            if measured <= limit:
+                return _finish(pa, pb, ps, cond, ea, eb, es)
     refined = _refine(white, means, sp_k, sq_k, scale, cond, limit, accept)
     if refined is not None:
         return refined

@@ -149,13 +149,12 @@ def quantile_shift_stack(
     return out
 
 
-def tight_premise(gm: GaussianQueryModel, cs: Any, beta: float) -> Assumption | None:
+def tight_premise(gm: GaussianQueryModel, cs: Any, beta: float, selected: str) -> Assumption | None:
     """The population premise of a guarantee calibrated on the tight set (the joint set's,
-    with this module's gap statement); ``None`` unless the tight set is selected and used
-    for ``gm`` (``cs.method == "joint"``)."""
-    from ._robust_joint import selected_set  # it imports this module
-
-    if cs.method != "joint" or selected_set() != "tight":
+    with this module's gap statement); ``None`` unless the tight set is ``selected`` (the
+    caller's :func:`~distpriv.central._robust_joint.selected_set`: that module imports this
+    one) and used for ``gm`` (``cs.method == "joint"``)."""
+    if cs.method != "joint" or selected != "tight":
         return None
     unc = gm.uncertainty
     method = getattr(unc, "method", "asymptotic laws of the strata moments")

@@ -84,6 +84,7 @@ from ._calibration_cache import active_cache, fingerprint
 from ._robust_joint import JOINT_MAX_PAIRS as JOINT_MAX_PAIRS
 from ._robust_joint import SET_METHODS, joint_corners, joint_members, joint_z, population_set
 from ._robust_joint import _clip_psd as _clip_psd
+from ._robust_joint import selected_set as selected_set
 from ._robust_joint import set_method as set_method
 
 # _inv_sqrt, _worst_shift, farthest_gap and gap_bound live in _robust_stack.py (shared with
@@ -557,7 +558,7 @@ def population_premise(
             "holds on the fitted model, with no stated confidence for the population",
         )
     cs = confidence_set(gm, beta=beta)
-    if (tight := tight_premise(gm, cs, beta)) is not None:  # population_set("tight")
+    if (tight := tight_premise(gm, cs, beta, selected_set())) is not None:
         return tight
     if cs.method == "joint":
         return Assumption(

@@ -28,7 +28,6 @@ from ..central.registry import default_options
 from ..errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
 from ..modeling.lattice import detect_lattice
 from ..querymodel import GaussianQueryModel, SampledQueryModel
-from .auto_pruning import calibration_order, dominated, partial_rank
 
 __all__ = [
     "AUTO",
@@ -267,10 +266,10 @@ def calibrate_candidates(
         certifies δ(1) ≥ 0.26 for daum); the Gaussian model cannot see this.
     prune : bool, default False
         Skip the calibration of fixed-shape candidates (expm-g, eigm) that provably cannot
-        beat the best verified candidate so far (:mod:`distpriv.pipeline.auto_pruning`);
+        beat the best verified candidate so far (:mod:`distpriv.central.auto_pruning`);
         they are calibrated last, and a skipped row has no error and says why. The
         choice is the same; ``progress`` then follows
-        :func:`~distpriv.pipeline.auto_pruning.calibration_order`.
+        :func:`~distpriv.central.auto_pruning.calibration_order`.
 
     Returns
     -------
@@ -286,6 +285,10 @@ def calibrate_candidates(
     w = _check_weights(weights, model.dim)
     opts = {k: dict(v) for k, v in (options or {}).items()}
     gaussian_view, sampled_view = _views(model)
+    # central/auto_pruning imports the floored mechanisms (scipy.linalg): not on the paths
+    # that calibrate one named mechanism (tests/test_cli_startup.py, issue 28 item 4).
+    from ..central.auto_pruning import calibration_order, dominated, partial_rank
+
     floor_lattice = None
     done: dict[str, Candidate] = {}
     nan = float("nan")
@@ -312,7 +315,7 @@ def calibrate_candidates(
                 name, target, mine, w, best.mse, best.mechanism, epsilon=eps, delta=dlt
             )
         if reason:
-            pass  # provably not the choice: not calibrated (auto_pruning.py)
+            pass  # provably not the choice: not calibrated (central/auto_pruning.py)
         elif spec.gaussian and dlt == 0.0:
             reason = "adds Gaussian noise and needs delta > 0"
         else:

@@ -2,7 +2,7 @@
 
 The reference is ``prune=False`` (every candidate calibrated): the same choice and the
 same published noise bit for bit; every candidate skipped is one whose full calibration
-costs more than the choice (the certificate of distpriv/pipeline/auto_pruning.py checked
+costs more than the choice (the certificate of distpriv/central/auto_pruning.py checked
 against the calibration it avoided); the published noise passes the exact accountant on
 the worst members of the population set for it.
 """
@@ -16,9 +16,9 @@ import pytest
 
 from central.test_calibration_sharing import wishart_model
 from distpriv import GaussianQueryModel
+from distpriv.central import auto_pruning
 from distpriv.central.exact import pair_deltas
 from distpriv.central.robust import DEFAULT_BETA, population_model
-from distpriv.pipeline import auto_pruning
 from distpriv.pipeline.auto import AutoChoice, choose_mechanism
 
 EPS, DELTA = 1.0, 1e-3
@@ -70,7 +70,7 @@ def test_pruned_auto_chooses_what_the_full_search_chooses(
             skipped.append(name)
         return why
 
-    monkeypatch.setattr("distpriv.pipeline.auto.dominated", spy)
+    monkeypatch.setattr(auto_pruning, "dominated", spy)  # auto imports it at call time
     fast = _choose(model, True, weights)
     assert fast.name == full.name
     assert np.array_equal(fast.mechanism.noise_covariance, full.mechanism.noise_covariance)

@@ -39,15 +39,15 @@ from typing import Any
 
 import numpy as np
 
-from ..central import calibrate
-from ..central._common import gaussian_assumption
-from ..central._exact_families import _family, scale_at_cost
-from ..central.exact import pair_deltas, search_tolerance
-from ..central.floor_levels import check_floor, continuous_floor, lattice_steps
-from ..central.floored import DEFAULT_FLOOR, FLOORED_MECHANISMS, _candidates
-from ..central.robust import DEFAULT_BETA, population_model
 from ..errors import AssumptionWarning, DistPrivError
 from ..querymodel import GaussianQueryModel
+from ._common import gaussian_assumption
+from ._exact_families import _family, scale_at_cost
+from .exact import pair_deltas, search_tolerance
+from .floor_levels import check_floor, continuous_floor, lattice_steps
+from .floored import DEFAULT_FLOOR, FLOORED_MECHANISMS, _candidates
+from .registry import calibrate
+from .robust import DEFAULT_BETA, population_model
 
 __all__ = ["PRUNABLE", "calibration_order", "dominated", "floored_family", "partial_rank"]
 
