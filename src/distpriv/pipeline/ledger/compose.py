@@ -296,7 +296,8 @@ def _worst_epsilon(
         if not math.isfinite(eps) or eps == at or eps <= 0.0:
             break
         at = eps
-    assert best is not None
+    if best is None:  # pragma: no cover - the loop runs at least once
+        raise RuntimeError("composition: no confidence-set members were evaluated")
     return best
 
 
