@@ -215,7 +215,7 @@ import numpy as np
 
 EPSILON, DELTA = 1.0, 1e-3
 SUBSET, STRATUM_ROWS = 100, 4000
-NAMES = ("expm-g", "optimal-g", "optimal-g-full", "auto", "auto-pruned", "auto-unshared")
+NAMES = ("expm-g", "optimal-g", "optimal-g-full", "auto", "auto-full", "auto-unshared")
 FLOORED = ("daum-floor", "dirm-g-floor", "optimal-g-full")
 
 
@@ -288,7 +288,9 @@ def run(name: str, model: Any, lattice: np.ndarray, limit: int) -> tuple[float, 
     last = [t0]
     split: list[str] = []
 
-    order = calibration_order(list(MECHANISMS), name == "auto-pruned")
+    # ``auto``: choose_mechanism's default (prune=True); ``auto-full``: every row calibrated.
+    prune = name != "auto-full"
+    order = calibration_order(list(MECHANISMS), prune)
 
     def progress(done: int, total: int) -> None:
         now = time.process_time()
@@ -305,7 +307,7 @@ def run(name: str, model: Any, lattice: np.ndarray, limit: int) -> tuple[float, 
                     delta=DELTA,
                     options={n: {"lattice": lattice} for n in FLOORED},
                     progress=progress,
-                    prune=name == "auto-pruned",
+                    prune=prune,
                 )
             mech, note = choice.mechanism, f"{choice.name}; seconds: {', '.join(split)}"
         else:
@@ -352,9 +354,9 @@ def main() -> int:
             conds = " ".join(f"{np.linalg.cond(c):.3g}" for c in model.covariances)
             print(f"{'':>8}k={k} m={m}: condition numbers of the covariances {conds}", flush=True)
             res = {n: run(n, model, lattice, args.limit) for n in names}
-            if "auto" in res and "auto-pruned" in res:
+            if "auto" in res and "auto-full" in res:
                 # Pruning must not change the choice or its noise.
-                same = res["auto"][1] == res["auto-pruned"][1]
+                same = res["auto"][1] == res["auto-full"][1]
                 print(f"{'':>8}auto pruned == full (E||Z||^2): {same}", flush=True)
             if "auto" in res and "auto-unshared" in res:
                 # Sharing must not change the choice or its noise (bit for bit).

@@ -79,7 +79,13 @@ def test_adult_auto_full_rank_below_168(adult):
     from distpriv.pipeline.auto import choose_for_table
 
     model, facts = adult
-    choice = choose_for_table(model, epsilon=EPS, delta=DELTA, facts=facts)
+    pruned = choose_for_table(model, epsilon=EPS, delta=DELTA, facts=facts)
+    # The full comparison (every row calibrated) prices against the rank-one optimum.
+    choice = choose_for_table(
+        model, epsilon=EPS, delta=DELTA, facts=facts, options={"prune": False}
+    )
+    assert pruned.name == choice.name and pruned.pruned and not choice.pruned
+    assert np.array_equal(pruned.mechanism.noise_covariance, choice.mechanism.noise_covariance)
     mech = choice.mechanism
     assert mech.mse() <= 168.0, (choice.name, mech.mse())
     assert mech.noise_rank == model.dim == 5

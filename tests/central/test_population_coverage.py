@@ -300,7 +300,9 @@ def auto_on_table(which: str, size: int, k: int) -> dict:
     rng = np.random.default_rng([AUTO_SEED, size, k])
     sample = frame.iloc[rng.choice(len(frame), size, replace=False)]
     model = _quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
-    choice = _quiet(choose_for_table, model, epsilon=EPS, delta=DELTA)
+    # prune = false: every candidate calibrated, so that each one auto may choose is checked
+    # (the default skips those that provably cannot be chosen; the same choice).
+    choice = _quiet(choose_for_table, model, epsilon=EPS, delta=DELTA, options={"prune": False})
     mechs = [("auto", choice.mechanism)]
     mechs += [(c.mechanism, c.calibrated) for c in choice.candidates if _may_choose(c)]
     checked: dict[tuple, list[float]] = {}

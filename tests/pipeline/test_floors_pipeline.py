@@ -42,10 +42,15 @@ def test_rank_one_release_warns_and_floored_does_not(tmp_path):
     assert floor["why"] in render_html(out.public)
 
 
-def test_auto_in_the_pipeline_prices_the_floor():
+def test_auto_in_the_pipeline_prices_the_floor(tmp_path):
+    # prune = false: every row calibrated, daum's (the rank-one optimum) included.
+    text = AUTO.read_text(encoding="utf-8").replace('name = "auto"', 'name = "auto"\nprune = false')
+    assert "prune = false" in text
+    path = tmp_path / "auto-full.toml"
+    path.write_text(text, encoding="utf-8")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = run_release(AUTO)
+        out = run_release(path)
     rows = {r["mechanism"]: r for r in out.public["choice"]}
     chosen = out.public["mechanism"]["name"]
     assert rows[chosen]["verified"] and rows[chosen]["noise_rank"] == 5
@@ -81,3 +86,25 @@ def test_python_release_detects_the_lattice():
     assert rep.mechanism.noise_rank == 5
     assert list(rep.mechanism.diagnostics["lattice_steps"]) == [0.01, 0.01, 1.0, 1.0, 0.01]
     assert not _leaks(caught)
+
+
+def test_auto_in_the_pipeline_prunes_by_default_and_says_so():
+    # The default comparison skips what provably cannot be chosen; the public table and the
+    # HTML page say "not calibrated" and why, with no NaN; the choice is the full one's.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = run_release(AUTO)
+    rows = out.public["choice"]
+    pruned = [r for r in rows if r["pruned"]]
+    assert pruned, "nothing was pruned on Adult"
+    for r in pruned:
+        assert r["mse"] is None and r["calibrated"] is False and r["vs_rank_one"] is None
+        assert r["reason"].startswith("not calibrated: cannot be chosen")
+    import json
+
+    assert "NaN" not in json.dumps(out.public, default=str)
+    page = render_html(out.public)
+    assert "not calibrated" in page and "prune = false" in page
+    assert ">nan<" not in page.lower()
+    chosen = out.public["mechanism"]["name"]
+    assert chosen in ("daum-floor", "dirm-g-floor", "optimal-g-full")

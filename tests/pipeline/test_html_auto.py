@@ -31,9 +31,10 @@ def adult():
 
 @pytest.fixture(scope="module")
 def adult_at(adult):
-    """ε -> (every mechanism calibrated by hand, auto's default choice) on the Adult model at
-    δ = 1e-3, made once per module: calibration is deterministic, and the two tests at ε = 1
-    compare against the same calibrations (each was rebuilt per test before)."""
+    """ε -> (every mechanism calibrated by hand, auto's full comparison (prune=False), auto's
+    default choice (pruned)) on the Adult model at δ = 1e-3, made once per module:
+    calibration is deterministic, and the two tests at ε = 1 compare against the same
+    calibrations (each was rebuilt per test before)."""
     model, options = adult
     made = {}
 
@@ -41,6 +42,7 @@ def adult_at(adult):
         if epsilon not in made:
             made[epsilon] = (
                 calibrate_all(model, options, epsilon, 1e-3),
+                choose_mechanism(model, epsilon=epsilon, delta=1e-3, options=options, prune=False),
                 choose_mechanism(model, epsilon=epsilon, delta=1e-3, options=options),
             )
         return made[epsilon]
@@ -89,7 +91,7 @@ def by_hand(model, options, epsilon, delta, weights=None, full_rank=True, calibr
 @pytest.mark.parametrize("epsilon", [0.2, 1.0, 5.0])
 def test_adult_auto_matches_hand_calibration(adult, adult_at, epsilon):
     model, options = adult
-    calibrated, choice = adult_at(epsilon)
+    calibrated, choice, pruned = adult_at(epsilon)
     errors = by_hand(model, options, epsilon, 1e-3, calibrated=calibrated)
     assert errors, f"no mechanism verifies on Adult at epsilon={epsilon}"
     best = min(errors, key=errors.get)
@@ -104,13 +106,24 @@ def test_adult_auto_matches_hand_calibration(adult, adult_at, epsilon):
         assert r["verified"] or r["reason"]
     g = choice.mechanism.guarantee
     assert g.holds is True and g.epsilon <= epsilon * (1 + 1e-9) and g.delta <= 1e-3 * (1 + 1e-9)
+    # The default (pruned) comparison: the same choice and noise; every row it did not
+    # calibrate is one the hand calibration shows is not the least verified error.
+    assert pruned.name == best
+    assert np.array_equal(pruned.mechanism.noise_covariance, choice.mechanism.noise_covariance)
+    for r in pruned.rows():
+        if r["pruned"]:
+            assert r["mse"] is None and not r["calibrated"] and not r["verified"]
+            assert r["reason"].startswith("not calibrated: cannot be chosen")
+            assert r["mechanism"] not in errors or errors[r["mechanism"]] > errors[best]
+        else:
+            assert r["mse"] == rows[r["mechanism"]]["mse"]
 
 
 @pytest.mark.parametrize("epsilon", [1.0])
 def test_adult_auto_with_partial_noise_allowed(adult, adult_at, epsilon):
     # Opting in to rank-deficient noise (daum, dirm-g) restores the papers' comparison.
     model, options = adult
-    calibrated, strict = adult_at(epsilon)
+    calibrated, strict, _ = adult_at(epsilon)
     errors = by_hand(model, options, epsilon, 1e-3, full_rank=False, calibrated=calibrated)
     choice = choose_mechanism(
         model, epsilon=epsilon, delta=1e-3, options=options, allow_partial_noise=True
@@ -149,13 +162,19 @@ def test_refuses_with_reasons():
     )
     names = ["expm-l", "wasserstein", "noiseless"]
     with pytest.raises(MechanismNotApplicableError, match="mechanism='auto'") as info:
-        choose_mechanism(unequal, epsilon=0.5, delta=1e-3, mechanisms=names)
+        choose_mechanism(unequal, epsilon=0.5, delta=1e-3, mechanisms=names, prune=False)
     msg = str(info.value)
     # Laplace noise needs translated distributions; W-infinity between Gaussians of
     # different covariances is infinite; the model alone does not hide the secret.
     assert "expm-l: assumption(s) fail on the model: translation" in msg
     assert "wasserstein: " in msg and "infinit" in msg
     assert "noiseless: noiseless release is not" in msg
+    # By default noiseless (noise of rank 0) is not calibrated, and the message says why.
+    with pytest.raises(MechanismNotApplicableError, match="mechanism='auto'") as info:
+        choose_mechanism(unequal, epsilon=0.5, delta=1e-3, mechanisms=names)
+    assert "noiseless: not calibrated: cannot be chosen (its noise covers at most 0" in str(
+        info.value
+    )
 
 
 def test_bad_input(paper_model):

@@ -19,15 +19,20 @@ least scale of the family with tr(W Σ_Z(s_B)) ≥ B. If the family's noise at s
 the target on the worst members of the confidence set for that noise, then no s ≤ s_B
 passes (δ(ε) of each member only grows as noise is removed: post-processing), so the
 calibrated noise costs more than B and the candidate cannot be chosen: its calibration
-is skipped and its row says why. The check is one :func:`~distpriv.central.exact.pair_deltas`
-at the search's accuracy, as the calibration's own search and the floored mechanisms'
-pruning (:func:`~distpriv.central.floored._search_best`) decide. The choice is the full
+is skipped and its row says why. The check is :func:`~distpriv.central.exact.pair_deltas`'s
+verdict at the search's accuracy, as the calibration's own search and the floored
+mechanisms' pruning (:func:`~distpriv.central.floored._search_best`) decide, stopped at the
+first failing pair (:func:`failing_pair`). The choice is the full
 search's (``tests/pipeline/test_auto_pruning.py`` compares), and every published noise is
 still the accountant's verdict: nothing chosen is pruned.
 
-Only with ``prune=True`` (:func:`~distpriv.pipeline.auto.choose_mechanism`): the pruned
-rows have no E‖Z‖² in the comparison table, which the report's price columns
-(``vs_rank_one``, the noise of every mechanism) need.
+The default of :func:`~distpriv.pipeline.auto.choose_mechanism` (``prune=True``; ``auto``
+of a release configuration too, ``prune = false`` in its ``[mechanism]`` table for the
+full comparison). A pruned row is not calibrated: it has no E‖Z‖² (``mse`` NaN, ``None``
+in the report), its reason begins "not calibrated: cannot be chosen" and says why, and for
+a dominated family ``mse_above`` is the error its calibration would exceed (the best's).
+Without daum's calibration the ``vs_rank_one`` column (the price of full-rank noise
+against the rank-one optimum, issue 21) is not computed; ``prune=False`` computes it.
 """
 
 from __future__ import annotations
@@ -39,17 +44,27 @@ from typing import Any
 
 import numpy as np
 
+from ..accounting.pair_profile import pair_profiles_unchecked
+from ..accounting.pair_screen import renyi_delta_bounds
 from ..errors import AssumptionWarning, DistPrivError
 from ..querymodel import GaussianQueryModel
 from ._common import gaussian_assumption
 from ._exact_families import _family, scale_at_cost
-from .exact import pair_deltas, search_tolerance
+from .exact import search_tolerance
 from .floor_levels import check_floor, continuous_floor, lattice_steps
 from .floored import DEFAULT_FLOOR, FLOORED_MECHANISMS, _candidates
-from .registry import calibrate
+from .pair_pruning import dominating_pairs
+from .registry import mechanism_info
 from .robust import DEFAULT_BETA, population_model
 
-__all__ = ["PRUNABLE", "calibration_order", "dominated", "floored_family", "partial_rank"]
+__all__ = [
+    "PRUNABLE",
+    "calibration_order",
+    "dominated",
+    "failing_pair",
+    "floored_family",
+    "partial_rank",
+]
 
 # Fixed-shape exact families whose calibration is a scale search (central/_exact_families,
 # and the one family of two floored mechanisms: central/floored.py).
@@ -151,6 +166,57 @@ def partial_rank(name: str, model: Any, options: Mapping[str, Any], allow_partia
     )
 
 
+def failing_pair(
+    model: GaussianQueryModel, cov: np.ndarray, *, epsilon: float, delta: float
+) -> float:
+    """δ(ε) of a pair found above ``delta`` (0.0 when none is), stopping at the first.
+
+    The verdict of ``pair_deltas(model, cov, epsilon=epsilon, tol=search_tolerance(delta),
+    screen=delta).worst > delta`` (what the calibration's own search decides at a scale)
+    without computing every pair: a pair counts when its profile at the search's accuracy
+    exceeds ``delta`` and its certified Rényi bound does not screen it out (as
+    :func:`~distpriv.central.pair_pruning.screened_profiles` would), and pairs dominated by
+    another (:func:`~distpriv.central.pair_pruning.dominating_pairs`) are never computed
+    (pair_deltas reports the dominating pair's profile for them). The pairs are tried last
+    first: the population set's members for a noise (:func:`population_model`) come after
+    the fitted pairs, and those members are what a noise at the best's error fails on.
+
+    Parameters
+    ----------
+    model : GaussianQueryModel
+        The pairs to check (the set's members for ``cov``, or the model).
+    cov : ndarray, shape (m, m)
+        Σ_Z.
+    epsilon, delta : float
+
+    Returns
+    -------
+    float
+        The failing pair's larger δ of its two directions, or 0.0.
+    """
+    tol = search_tolerance(delta)
+    noise = (cov + cov.T) / 2
+    many = len(model.pairs) > 1
+    rep = dominating_pairs(model) if many else np.arange(len(model.pairs))
+    for k in reversed(range(len(model.pairs))):
+        if rep[k] != k:
+            continue
+        i, j = model.pairs[k]
+        ci, cj = model.covariances[i] + noise, model.covariances[j] + noise
+        mi, mj = model.means[i], model.means[j]
+        worst = max(p.delta for p in pair_profiles_unchecked(mi, ci, mj, cj, epsilon, tol))
+        if worst <= delta:
+            continue
+        if many:  # pair_deltas screens only with several pairs
+            bound = renyi_delta_bounds(
+                mi[None], ci[None], mj[None], cj[None], epsilon=epsilon, level=delta
+            )
+            if np.all(bound <= delta):
+                continue  # pair_deltas would report the bound (≤ delta): not a failure
+        return float(worst)
+    return 0.0
+
+
 def dominated(
     name: str,
     model: Any,
@@ -203,7 +269,13 @@ def dominated(
         else:
             if extra:
                 return ""
-            paper = calibrate(name, model, epsilon=epsilon, delta=delta, calibration="analytic")
+            # The family the exact calibration searches: its builder's analytic noise
+            # (exact_calibration's ``build``), without the headline's strict check.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", AssumptionWarning)
+                paper = mechanism_info(name).build(
+                    model, epsilon=epsilon, delta=delta, calibration="analytic"
+                )
             fam, start = _family(name, paper)
     except DistPrivError:
         return ""
@@ -218,12 +290,12 @@ def dominated(
     cov = fam(cap)
     on_set = getattr(model, "uncertainty", None) is not None and beta is not None
     target = population_model(model, beta=beta, noise_cov=cov, epsilon=epsilon) if on_set else model
-    check = pair_deltas(target, cov, epsilon=epsilon, tol=search_tolerance(delta), screen=delta)
-    if check.worst <= delta:
+    worst = failing_pair(target, cov, epsilon=epsilon, delta=delta)
+    if worst <= delta:
         return ""
     where = "the worst members of the population set" if on_set else "the model"
     return (
-        f"not calibrated: cannot be chosen (at E[Z^T W Z] = {best_mse:.6g}, that of "
-        f"{best_name}, its noise already fails on {where}: delta = {check.worst:.3g} > "
-        f"{delta:g}, and less noise of its shape only fails more)"
+        f"not calibrated: cannot be chosen (its error would be more than {best_mse:.6g}, "
+        f"that of {best_name}: at that error its noise already fails on {where}, "
+        f"delta = {worst:.3g} > {delta:g}, and less noise of its shape only fails more)"
     )

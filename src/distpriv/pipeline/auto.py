@@ -8,6 +8,11 @@ expected squared error E[Zᵀ W Z] = Σᵢ wᵢ Var(Zᵢ) is chosen (W = I by de
 diagonal of user weights). Mechanisms whose guarantee rests on a failed or unverifiable
 assumption are never chosen, however small their noise: their headline is not proven
 (Chen & Ohrimenko 2023, §4.4).
+
+By default (``prune=True``) a mechanism that provably cannot be chosen is not calibrated
+(:mod:`distpriv.central.auto_pruning`): its row says "not calibrated" and why, with the
+error it would exceed when the certificate gives one; the choice and its noise are those
+of the full comparison (``prune=False``, every row calibrated).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ __all__ = [
 
 AUTO = "auto"
 # What ``[mechanism] name = "auto"`` accepts besides epsilon and delta.
-AUTO_OPTIONS = ("weights", "calibration", "allow_partial_noise", "beta", "floor")
+AUTO_OPTIONS = ("weights", "calibration", "allow_partial_noise", "beta", "floor", "prune")
 
 # Relative slack for "the verified headline is no weaker than the request": the verified
 # numbers are rounded up by the accountant, never down.
@@ -86,12 +91,17 @@ class Candidate:
     # (the rank-one optimum that the floored mechanisms are priced against).
     noise_rank: int | None = None
     partial_noise: bool = False
+    # Not calibrated because it provably cannot be chosen (central/auto_pruning.py), and
+    # the least E[Zᵀ W Z] its calibration could have (its error is more than this), when the
+    # certificate gives one.
+    pruned: bool = False
+    mse_above: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The row of the public report's ``choice`` table (JSON-safe)."""
 
-        def safe(x: float) -> float | None:
-            return x if math.isfinite(x) else None
+        def safe(x: float | None) -> float | None:
+            return x if x is not None and math.isfinite(x) else None
 
         return {
             "mechanism": self.mechanism,
@@ -101,6 +111,9 @@ class Candidate:
             "delta": safe(self.delta),
             "reason": self.reason,
             "noise_rank": self.noise_rank,
+            "calibrated": self.calibrated is not None,
+            "pruned": self.pruned,
+            "mse_above": safe(self.mse_above),
         }
 
 
@@ -127,6 +140,11 @@ class AutoChoice:
     weights: tuple[float, ...] | None = None
 
     @property
+    def pruned(self) -> tuple[str, ...]:
+        """Mechanisms not calibrated because they provably cannot be chosen (``prune``)."""
+        return tuple(c.mechanism for c in self.candidates if c.pruned)
+
+    @property
     def name(self) -> str:
         """Registry name of the chosen mechanism."""
         return self.mechanism.name
@@ -136,7 +154,9 @@ class AutoChoice:
         """Least error among mechanisms that verify but leave directions uncovered (or None).
 
         The price of full-rank noise is measured against it (issue 21): the ``vs_rank_one``
-        column of :meth:`rows`.
+        column of :meth:`rows`. ``None`` as well when the mechanisms of partial noise were
+        not calibrated (pruned: they cannot be chosen without ``allow_partial_noise``);
+        ``choose_mechanism(..., prune=False)`` calibrates them.
         """
         m = self.mechanism.dim
         errs = [
@@ -169,6 +189,7 @@ class AutoChoice:
             "weights": None if self.weights is None else list(self.weights),
             "criterion": "least expected squared error E[Z^T W Z] among verified mechanisms",
             "rank_one_optimum": self.rank_one_optimum,
+            "pruned": list(self.pruned),
             "rows": self.rows(),
         }
 
@@ -265,11 +286,16 @@ def calibrate_candidates(
         and on grid-valued statistics they can reveal F(Data) (on Adult the data-level check
         certifies δ(1) ≥ 0.26 for daum); the Gaussian model cannot see this.
     prune : bool, default False
-        Skip the calibration of fixed-shape candidates (expm-g, eigm) that provably cannot
-        beat the best verified candidate so far (:mod:`distpriv.central.auto_pruning`);
-        they are calibrated last, and a skipped row has no error and says why. The
-        choice is the same; ``progress`` then follows
-        :func:`~distpriv.central.auto_pruning.calibration_order`.
+        Skip the calibration of candidates that provably cannot be chosen
+        (:mod:`distpriv.central.auto_pruning`): fixed-shape families (expm-g, eigm, apgm,
+        daum-floor, dirm-g-floor) whose noise fails at the best verified error so far, and
+        noise of rank below m whatever its scale (daum, dirm-g, noiseless) unless
+        ``allow_partial_noise``. A skipped row is not calibrated (``mse`` NaN,
+        ``pruned=True``, ``calibrated=None``), its reason says why, and ``mse_above`` is
+        the error its calibration would exceed when the certificate gives one. The choice
+        and its noise are the full search's; ``progress`` then follows
+        :func:`~distpriv.central.auto_pruning.calibration_order`. Off here (every
+        mechanism's error, e.g. for the utility curves); on in :func:`choose_mechanism`.
 
     Returns
     -------
@@ -308,13 +334,16 @@ def calibrate_candidates(
         target = sampled_view if spec.model_view == "samples" else gaussian_view
         reason = ""
         mech = None
+        above: float | None = None
         if prune:
             reason = partial_rank(name, target, mine, allow_partial_noise)
         if prune and best is not None and not reason:
             reason = dominated(
                 name, target, mine, w, best.mse, best.mechanism, epsilon=eps, delta=dlt
             )
-        if reason:
+            above = best.mse if reason else None
+        skipped = bool(reason)
+        if skipped:
             pass  # provably not the choice: not calibrated (central/auto_pruning.py)
         elif spec.gaussian and dlt == 0.0:
             reason = "adds Gaussian noise and needs delta > 0"
@@ -332,7 +361,9 @@ def calibrate_candidates(
                 text = " ".join(str(exc).split()) or "no message"
                 reason = f"could not be calibrated ({type(exc).__name__}: {text})"
         if mech is None:
-            done[name] = Candidate(name, nan, False, nan, nan, reason)
+            done[name] = Candidate(
+                name, nan, False, nan, nan, reason, pruned=skipped, mse_above=above
+            )
         else:
             cov = np.diag(mech.noise_covariance)
             mse = float(cov.sum() if w is None else (w * cov).sum())
@@ -371,7 +402,7 @@ def choose_mechanism(
     mechanisms: Sequence[str] | None = None,
     progress: ProgressCallback | None = None,
     allow_partial_noise: bool = False,
-    prune: bool = False,
+    prune: bool = True,
 ) -> AutoChoice:
     """Choose the least-error mechanism whose guarantee verifies at (ε, δ).
 
@@ -382,9 +413,13 @@ def choose_mechanism(
 
     Parameters
     ----------
-    model, epsilon, delta, weights, options, mechanisms, progress, allow_partial_noise, prune
-        As in :func:`calibrate_candidates` (``prune=True``: the same choice, without
-        calibrating what provably cannot be chosen; the table then lacks their errors).
+    model, epsilon, delta, weights, options, mechanisms, progress, allow_partial_noise
+        As in :func:`calibrate_candidates`.
+    prune : bool, default True
+        As in :func:`calibrate_candidates`, but on by default: the same choice and noise,
+        without calibrating what provably cannot be chosen (those rows say "not
+        calibrated" and why, and carry no error; the rank-one optimum of the ``vs_rank_one``
+        column needs daum's calibration). ``prune=False``: every row calibrated.
 
     Returns
     -------
@@ -449,9 +484,11 @@ def choose_for_table(
     options : mapping, optional
         The ``[mechanism]`` table's other keys: ``weights`` (one positive number per
         statistic), ``calibration`` (for the Gaussian mechanisms),
-        ``allow_partial_noise`` (see :func:`calibrate_candidates`) and ``floor`` (the floored
+        ``allow_partial_noise`` (see :func:`calibrate_candidates`), ``floor`` (the floored
         mechanisms' noise floor in grid steps, default
-        :data:`~distpriv.central.floored.DEFAULT_FLOOR`); nothing else.
+        :data:`~distpriv.central.floored.DEFAULT_FLOOR`) and ``prune`` (default true: see
+        :func:`choose_mechanism`; false calibrates every row of the comparison); nothing
+        else.
     facts : TableFacts, optional
         Facts about the modelling table for the registry's default options (the group-DP
         baselines' group size and sensitivities), as for a named mechanism.
@@ -497,6 +534,7 @@ def choose_for_table(
         options=per,
         progress=progress,
         allow_partial_noise=_flag(opts.get("allow_partial_noise", False)),
+        prune=_flag(opts.get("prune", True), "prune"),
     )
 
 
@@ -520,7 +558,7 @@ def _sample_lattice(model: Any) -> tuple[float, ...] | None:
     return tuple(steps)
 
 
-def _flag(value: Any) -> bool:
+def _flag(value: Any, key: str = "allow_partial_noise") -> bool:
     if not isinstance(value, bool):
-        raise ConfigError(f"[mechanism] allow_partial_noise must be true or false, got {value!r}")
+        raise ConfigError(f"[mechanism] {key} must be true or false, got {value!r}")
     return value
