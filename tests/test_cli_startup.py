@@ -436,6 +436,66 @@ def test_the_entry_point_collects_garbage_less_often_only_while_a_command_runs(m
     assert gc.get_threshold() == before
 
 
+def test_the_entry_point_freezes_only_what_survives_collections_inside_imports(
+    monkeypatch, tmp_path
+):
+    """``python -m distpriv`` moves what survives a collection *during an import* to the
+    permanent generation (issue 28 item 4, fourth round: the imports' objects were traversed
+    again by generation-1 collections), never what the command itself allocates, and
+    unfreezes it all when the command returns (also when it fails)."""
+    import gc
+
+    import distpriv.cli as cli
+    from distpriv import __main__ as entry
+
+    assert gc.get_freeze_count() == 0
+    # A module whose import allocates 100,000 lists (always tracked by the collector):
+    # several generation-0 collections (the command's threshold is 20,000) run inside it.
+    (tmp_path / "_cold_gc_probe.py").write_text("TABLE = [[i] for i in range(100_000)]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen = {}
+
+    def command() -> int:
+        seen["junk"] = [[i] for i in range(100_000)]  # collections outside an import
+        seen["outside"] = gc.get_freeze_count()
+        import _cold_gc_probe
+
+        seen["inside"] = gc.get_freeze_count()
+        seen["table"] = _cold_gc_probe.TABLE
+        raise ValueError("the command fails")
+
+    monkeypatch.setattr(cli, "main", command)
+    try:
+        with pytest.raises(ValueError, match="the command fails"):
+            entry.main()
+        assert seen["outside"] == 0
+        # the survivors of the last collection inside the import: at least the 80,000 lists
+        # the module had made by then (and whatever else was alive)
+        assert seen["inside"] >= 80_000
+        assert gc.get_freeze_count() == 0
+        assert entry._freeze_import_survivors not in gc.callbacks
+    finally:
+        sys.modules.pop("_cold_gc_probe", None)
+        gc.unfreeze()
+
+    # A caller that froze objects itself: nothing frozen or unfrozen here.
+    def importing() -> int:
+        import _cold_gc_probe  # noqa: F401
+
+        seen["own"] = gc.get_freeze_count()
+        return 0
+
+    monkeypatch.setattr(cli, "main", importing)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert entry.main() == 0
+        assert seen["own"] == frozen and gc.get_freeze_count() == frozen
+    finally:
+        sys.modules.pop("_cold_gc_probe", None)
+        gc.unfreeze()
+
+
 _BLAS_PROBE = textwrap.dedent(
     """
     import json, os, sys
