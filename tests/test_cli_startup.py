@@ -349,6 +349,8 @@ VERIFY_MUST_NOT_IMPORT = (
     "distpriv.pipeline.run",
     "distpriv.pipeline.ledger",
     "distpriv.attacks.audit",
+    # numpy's OpenBLAS loaded on one thread by the entry point: no threadpoolctl limits
+    "threadpoolctl",
 )
 
 
@@ -364,8 +366,10 @@ def test_verify_imports_only_what_it_uses():
         sys.stderr.write("\\n" + json.dumps({{"status": status, "bad": bad}}) + "\\n")
         """
     )
+    # As a user runs it: the entry point chooses the BLAS threads (no preset variable).
+    env = {k: v for k, v in _env().items() if k != "OPENBLAS_NUM_THREADS"}
     proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=600
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600
     )
     info = json.loads(proc.stderr.rstrip("\n").split("\n")[-1])
     assert info["status"] == 0, proc.stderr
@@ -499,6 +503,7 @@ def test_the_entry_point_freezes_only_what_survives_collections_inside_imports(
 _BLAS_PROBE = textwrap.dedent(
     """
     import json, os, sys
+    from contextlib import nullcontext
     import distpriv.cli as cli
     from distpriv import __main__ as entry
 
@@ -513,11 +518,17 @@ _BLAS_PROBE = textwrap.dedent(
             {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
         )
         seen["during"] = os.environ.get("OPENBLAS_NUM_THREADS")
+        from distpriv import _threads
+
+        seen["no_limits"] = isinstance(_threads.one_blas_thread(), nullcontext)
         return 0
 
     cli.main = command
     status = entry.main()
     seen["after"] = os.environ.get("OPENBLAS_NUM_THREADS")
+    from distpriv import _threads
+
+    seen["no_limits_after"] = isinstance(_threads.one_blas_thread(), nullcontext)
     seen["status"] = status
     print(json.dumps(seen))
     """
@@ -541,6 +552,11 @@ def test_the_entry_point_runs_blas_on_one_thread_unless_the_user_chose(preset):
     assert seen["status"] == 0
     if preset is None:
         assert seen["threads"] == [1] and seen["during"] == "1" and seen["after"] is None
+        # numpy's OpenBLAS was loaded on one thread: threadpoolctl's limits are skipped
+        # during the command (issue 28 item 4, fourth round), and used again after it
+        assert seen["no_limits"] is True
     else:
         assert seen["during"] == seen["after"] == preset
         assert seen["threads"] == [min(int(preset), os.cpu_count() or 1)]
+        assert seen["no_limits"] is False  # the user's threads: limited as before
+    assert seen["no_limits_after"] is False

@@ -55,6 +55,14 @@ def _one_blas_thread() -> bool:
     return True
 
 
+def _openblas_one_thread_at_load(value: bool) -> None:
+    """Tell distpriv._threads that OpenBLAS was loaded on one thread for this command (its
+    threadpoolctl limits are then not needed)."""
+    from . import _threads
+
+    _threads.OPENBLAS_ONE_THREAD_AT_LOAD = value
+
+
 def _in_import(frame: FrameType | None) -> bool:
     """Whether ``frame`` runs inside an import (importlib's bootstrap is on its stack)."""
     while frame is not None:
@@ -85,6 +93,8 @@ def main() -> int:
         gc.callbacks.append(_freeze_import_survivors)
     blas = _one_blas_thread()
     try:
+        if blas:
+            _openblas_one_thread_at_load(True)
         from .cli import main as cli_main
 
         return cli_main()
@@ -98,6 +108,7 @@ def main() -> int:
         gc.set_threshold(*previous)
         if blas:
             os.environ.pop(BLAS_THREADS_VARIABLE, None)
+            _openblas_one_thread_at_load(False)
 
 
 if __name__ == "__main__":  # pragma: no cover
