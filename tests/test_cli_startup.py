@@ -500,6 +500,65 @@ def test_the_entry_point_freezes_only_what_survives_collections_inside_imports(
         gc.unfreeze()
 
 
+def _lazy_probe_package(tmp_path, name: str) -> None:
+    """A package with one lazy export (distpriv._lazy) whose module records whether the
+    collector was on while it was imported."""
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from distpriv._lazy import attach\n"
+        "__getattr__, __dir__ = attach(__name__, {'sub': ['VALUE']})\n"
+    )
+    (pkg / "sub.py").write_text(
+        "import gc\nCOLLECTING = gc.isenabled()\nVALUE = [[i] for i in range(1000)]\n"
+    )
+
+
+def test_lazy_exports_load_without_collections_only_while_a_command_runs(monkeypatch, tmp_path):
+    """Under ``python -m distpriv`` a command's lazy imports (``from distpriv.pipeline import
+    run_verify``) run with the collector off and freeze what they leave (issue 28 item 4,
+    fourth round: 40 ms of collections of objects that live as long as the process); outside
+    a command (a library user) the collector is left alone."""
+    import gc
+
+    import distpriv.cli as cli
+    from distpriv import __main__ as entry
+    from distpriv import _import_gc
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _lazy_probe_package(tmp_path, "_cold_lazy_in")
+    _lazy_probe_package(tmp_path, "_cold_lazy_out")
+    seen = {}
+
+    def command() -> int:
+        import _cold_lazy_in
+
+        assert _cold_lazy_in.VALUE  # the lazy export: imports _cold_lazy_in.sub
+        seen["collecting"] = sys.modules["_cold_lazy_in.sub"].COLLECTING
+        seen["enabled_after"] = gc.isenabled()
+        seen["frozen"] = gc.get_freeze_count()
+        return 0
+
+    monkeypatch.setattr(cli, "main", command)
+    try:
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        assert entry.main() == 0
+        assert seen["collecting"] is False and seen["enabled_after"] is True
+        assert seen["frozen"] >= 1000  # at least the module's lists
+        assert gc.get_freeze_count() == 0 and _import_gc.ACTIVE is False
+
+        import _cold_lazy_out  # no command: a library user's import
+
+        assert _cold_lazy_out.VALUE
+        assert sys.modules["_cold_lazy_out.sub"].COLLECTING is True
+        assert gc.get_freeze_count() == 0
+    finally:
+        for name in ("_cold_lazy_in", "_cold_lazy_in.sub", "_cold_lazy_out", "_cold_lazy_out.sub"):
+            sys.modules.pop(name, None)
+        gc.unfreeze()
+        gc.enable()
+
+
 _BLAS_PROBE = textwrap.dedent(
     """
     import json, os, sys

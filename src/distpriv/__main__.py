@@ -55,6 +55,13 @@ def _one_blas_thread() -> bool:
     return True
 
 
+def _imports_without_collection(value: bool) -> None:
+    """Let distpriv._import_gc.loading run the command's imports without collections."""
+    from . import _import_gc
+
+    _import_gc.ACTIVE = value
+
+
 def _openblas_one_thread_at_load(value: bool) -> None:
     """Tell distpriv._threads that OpenBLAS was loaded on one thread for this command (its
     threadpoolctl limits are then not needed)."""
@@ -89,10 +96,11 @@ def main() -> int:
     previous = gc.get_threshold()
     gc.set_threshold(max(GC_GENERATION0, previous[0]), *previous[1:])
     freezing = FREEZE_IMPORT_SURVIVORS and gc.get_freeze_count() == 0
-    if freezing:
-        gc.callbacks.append(_freeze_import_survivors)
     blas = _one_blas_thread()
     try:
+        if freezing:
+            gc.callbacks.append(_freeze_import_survivors)
+            _imports_without_collection(True)
         if blas:
             _openblas_one_thread_at_load(True)
         from .cli import main as cli_main
@@ -103,7 +111,9 @@ def main() -> int:
         return EXIT_INTERRUPTED
     finally:
         if freezing:
-            gc.callbacks.remove(_freeze_import_survivors)
+            _imports_without_collection(False)
+            if _freeze_import_survivors in gc.callbacks:
+                gc.callbacks.remove(_freeze_import_survivors)
             gc.unfreeze()  # back to the oldest generation: collected as usual from here
         gc.set_threshold(*previous)
         if blas:
