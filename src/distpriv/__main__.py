@@ -30,9 +30,11 @@ GC_GENERATION0 = 20_000
 # collection that found it young, then by a generation-1 one (two of them in ``distpriv
 # verify``, 40 ms of its CPU, the imports' 200,000 objects). After a collection that ran
 # inside an import, gc.freeze() moves the survivors to the permanent generation, which no
-# collection traverses; the command's own objects are collected as before. Frozen objects
-# are unfrozen when the command returns (they are collected at exit as usual); a caller
-# that froze objects itself keeps its own freezing untouched (nothing is frozen here).
+# collection traverses; the command's own objects are collected as before. The lazy
+# package exports' imports (``from distpriv.pipeline import run_verify``: most of a
+# command's imports) run with the collector off altogether (distpriv._import_gc). Frozen
+# objects are unfrozen when the command returns (they are collected at exit as usual); a
+# caller that froze objects itself keeps its own freezing untouched (nothing is frozen).
 FREEZE_IMPORT_SURVIVORS = True
 
 # BLAS threads of a command, unless the user set them (issue 28 item 4, third round). A
