@@ -349,6 +349,8 @@ VERIFY_MUST_NOT_IMPORT = (
     "distpriv.pipeline.run",
     "distpriv.pipeline.ledger",
     "distpriv.attacks.audit",
+    # numpy's OpenBLAS loaded on one thread by the entry point: no threadpoolctl limits
+    "threadpoolctl",
 )
 
 
@@ -364,8 +366,10 @@ def test_verify_imports_only_what_it_uses():
         sys.stderr.write("\\n" + json.dumps({{"status": status, "bad": bad}}) + "\\n")
         """
     )
+    # As a user runs it: the entry point chooses the BLAS threads (no preset variable).
+    env = {k: v for k, v in _env().items() if k != "OPENBLAS_NUM_THREADS"}
     proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=600
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600
     )
     info = json.loads(proc.stderr.rstrip("\n").split("\n")[-1])
     assert info["status"] == 0, proc.stderr
@@ -436,9 +440,129 @@ def test_the_entry_point_collects_garbage_less_often_only_while_a_command_runs(m
     assert gc.get_threshold() == before
 
 
+def test_the_entry_point_freezes_only_what_survives_collections_inside_imports(
+    monkeypatch, tmp_path
+):
+    """``python -m distpriv`` moves what survives a collection *during an import* to the
+    permanent generation (issue 28 item 4, fourth round: the imports' objects were traversed
+    again by generation-1 collections), never what the command itself allocates, and
+    unfreezes it all when the command returns (also when it fails)."""
+    import gc
+
+    import distpriv.cli as cli
+    from distpriv import __main__ as entry
+
+    assert gc.get_freeze_count() == 0
+    # A module whose import allocates 100,000 lists (always tracked by the collector):
+    # several generation-0 collections (the command's threshold is 20,000) run inside it.
+    (tmp_path / "_cold_gc_probe.py").write_text("TABLE = [[i] for i in range(100_000)]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen = {}
+
+    def command() -> int:
+        seen["junk"] = [[i] for i in range(100_000)]  # collections outside an import
+        seen["outside"] = gc.get_freeze_count()
+        import _cold_gc_probe
+
+        seen["inside"] = gc.get_freeze_count()
+        seen["table"] = _cold_gc_probe.TABLE
+        raise ValueError("the command fails")
+
+    monkeypatch.setattr(cli, "main", command)
+    try:
+        with pytest.raises(ValueError, match="the command fails"):
+            entry.main()
+        assert seen["outside"] == 0
+        # the survivors of the last collection inside the import: at least the 80,000 lists
+        # the module had made by then (and whatever else was alive)
+        assert seen["inside"] >= 80_000
+        assert gc.get_freeze_count() == 0
+        assert entry._freeze_import_survivors not in gc.callbacks
+    finally:
+        sys.modules.pop("_cold_gc_probe", None)
+        gc.unfreeze()
+
+    # A caller that froze objects itself: nothing frozen or unfrozen here.
+    def importing() -> int:
+        import _cold_gc_probe  # noqa: F401
+
+        seen["own"] = gc.get_freeze_count()
+        return 0
+
+    monkeypatch.setattr(cli, "main", importing)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert entry.main() == 0
+        assert seen["own"] == frozen and gc.get_freeze_count() == frozen
+    finally:
+        sys.modules.pop("_cold_gc_probe", None)
+        gc.unfreeze()
+
+
+def _lazy_probe_package(tmp_path, name: str) -> None:
+    """A package with one lazy export (distpriv._lazy) whose module records whether the
+    collector was on while it was imported."""
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from distpriv._lazy import attach\n"
+        "__getattr__, __dir__ = attach(__name__, {'sub': ['VALUE']})\n"
+    )
+    (pkg / "sub.py").write_text(
+        "import gc\nCOLLECTING = gc.isenabled()\nVALUE = [[i] for i in range(1000)]\n"
+    )
+
+
+def test_lazy_exports_load_without_collections_only_while_a_command_runs(monkeypatch, tmp_path):
+    """Under ``python -m distpriv`` a command's lazy imports (``from distpriv.pipeline import
+    run_verify``) run with the collector off and freeze what they leave (issue 28 item 4,
+    fourth round: 40 ms of collections of objects that live as long as the process); outside
+    a command (a library user) the collector is left alone."""
+    import gc
+
+    import distpriv.cli as cli
+    from distpriv import __main__ as entry
+    from distpriv import _import_gc
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _lazy_probe_package(tmp_path, "_cold_lazy_in")
+    _lazy_probe_package(tmp_path, "_cold_lazy_out")
+    seen = {}
+
+    def command() -> int:
+        import _cold_lazy_in
+
+        assert _cold_lazy_in.VALUE  # the lazy export: imports _cold_lazy_in.sub
+        seen["collecting"] = sys.modules["_cold_lazy_in.sub"].COLLECTING
+        seen["enabled_after"] = gc.isenabled()
+        seen["frozen"] = gc.get_freeze_count()
+        return 0
+
+    monkeypatch.setattr(cli, "main", command)
+    try:
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        assert entry.main() == 0
+        assert seen["collecting"] is False and seen["enabled_after"] is True
+        assert seen["frozen"] >= 1000  # at least the module's lists
+        assert gc.get_freeze_count() == 0 and _import_gc.ACTIVE is False
+
+        import _cold_lazy_out  # no command: a library user's import
+
+        assert _cold_lazy_out.VALUE
+        assert sys.modules["_cold_lazy_out.sub"].COLLECTING is True
+        assert gc.get_freeze_count() == 0
+    finally:
+        for name in ("_cold_lazy_in", "_cold_lazy_in.sub", "_cold_lazy_out", "_cold_lazy_out.sub"):
+            sys.modules.pop(name, None)
+        gc.unfreeze()
+        gc.enable()
+
+
 _BLAS_PROBE = textwrap.dedent(
     """
     import json, os, sys
+    from contextlib import nullcontext
     import distpriv.cli as cli
     from distpriv import __main__ as entry
 
@@ -453,11 +577,17 @@ _BLAS_PROBE = textwrap.dedent(
             {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
         )
         seen["during"] = os.environ.get("OPENBLAS_NUM_THREADS")
+        from distpriv import _threads
+
+        seen["no_limits"] = isinstance(_threads.one_blas_thread(), nullcontext)
         return 0
 
     cli.main = command
     status = entry.main()
     seen["after"] = os.environ.get("OPENBLAS_NUM_THREADS")
+    from distpriv import _threads
+
+    seen["no_limits_after"] = isinstance(_threads.one_blas_thread(), nullcontext)
     seen["status"] = status
     print(json.dumps(seen))
     """
@@ -481,6 +611,11 @@ def test_the_entry_point_runs_blas_on_one_thread_unless_the_user_chose(preset):
     assert seen["status"] == 0
     if preset is None:
         assert seen["threads"] == [1] and seen["during"] == "1" and seen["after"] is None
+        # numpy's OpenBLAS was loaded on one thread: threadpoolctl's limits are skipped
+        # during the command (issue 28 item 4, fourth round), and used again after it
+        assert seen["no_limits"] is True
     else:
         assert seen["during"] == seen["after"] == preset
         assert seen["threads"] == [min(int(preset), os.cpu_count() or 1)]
+        assert seen["no_limits"] is False  # the user's threads: limited as before
+    assert seen["no_limits_after"] is False

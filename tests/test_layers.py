@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "_version": 0,
     "_threads": 0,  # one BLAS thread around the accountant's loops (threadpoolctl only)
     "_lazy": 0,  # lazy re-exports of the package __init__ files (importlib only)
+    "_import_gc": 0,  # the collector off while a command imports (gc only; distpriv.__main__)
     "_html": 0,  # templates for _repr_html_ and the report (jinja2 only)
     "_distributions": 0,  # the few scipy.stats functions, from scipy.special (cold path)
     "_roots": 0,  # scipy.optimize.brentq's algorithm, without importing scipy.optimize

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from types import FrameType
 
 EXIT_INTERRUPTED = 130
 
@@ -22,6 +23,19 @@ EXIT_INTERRUPTED = 130
 # previous thresholds are restored when the command returns (an embedding process,
 # e.g. a test calling this function, keeps its own).
 GC_GENERATION0 = 20_000
+
+# Whether a command freezes what survives a collection during an import (issue 28 item 4,
+# fourth round). What an import allocates (functions, classes, docstrings' tables) lives as
+# long as the process, yet each such object was traversed twice: by the generation-0
+# collection that found it young, then by a generation-1 one (two of them in ``distpriv
+# verify``, 40 ms of its CPU, the imports' 200,000 objects). After a collection that ran
+# inside an import, gc.freeze() moves the survivors to the permanent generation, which no
+# collection traverses; the command's own objects are collected as before. The lazy
+# package exports' imports (``from distpriv.pipeline import run_verify``: most of a
+# command's imports) run with the collector off altogether (distpriv._import_gc). Frozen
+# objects are unfrozen when the command returns (they are collected at exit as usual); a
+# caller that froze objects itself keeps its own freezing untouched (nothing is frozen).
+FREEZE_IMPORT_SURVIVORS = True
 
 # BLAS threads of a command, unless the user set them (issue 28 item 4, third round). A
 # command's linear algebra is thousands of small calls (the exact accountant's m × m
@@ -43,12 +57,54 @@ def _one_blas_thread() -> bool:
     return True
 
 
+def _imports_without_collection(value: bool) -> None:
+    """Let distpriv._import_gc.loading run the command's imports without collections."""
+    from . import _import_gc
+
+    _import_gc.ACTIVE = value
+
+
+def _openblas_one_thread_at_load(value: bool) -> None:
+    """Tell distpriv._threads that OpenBLAS was loaded on one thread for this command (its
+    threadpoolctl limits are then not needed)."""
+    from . import _threads
+
+    _threads.OPENBLAS_ONE_THREAD_AT_LOAD = value
+
+
+def _in_import(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside an import (importlib's bootstrap is on its stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _freeze_import_survivors(phase: str, info: dict[str, int]) -> None:
+    """gc callback: after a collection that ran inside an import, freeze its survivors."""
+    if phase != "stop":
+        return
+    try:
+        frame: FrameType | None = sys._getframe(1)  # what the collection interrupted
+    except ValueError:  # a collection with no Python frame below it (e.g. at exit)
+        return
+    if _in_import(frame):
+        gc.freeze()
+
+
 def main() -> int:
     """Run ``distpriv`` with ``sys.argv``; return the exit status."""
     previous = gc.get_threshold()
     gc.set_threshold(max(GC_GENERATION0, previous[0]), *previous[1:])
+    freezing = FREEZE_IMPORT_SURVIVORS and gc.get_freeze_count() == 0
     blas = _one_blas_thread()
     try:
+        if freezing:
+            gc.callbacks.append(_freeze_import_survivors)
+            _imports_without_collection(True)
+        if blas:
+            _openblas_one_thread_at_load(True)
         from .cli import main as cli_main
 
         return cli_main()
@@ -56,9 +112,15 @@ def main() -> int:
         sys.stderr.write("distpriv: interrupted; nothing was written\n")
         return EXIT_INTERRUPTED
     finally:
+        if freezing:
+            _imports_without_collection(False)
+            if _freeze_import_survivors in gc.callbacks:
+                gc.callbacks.remove(_freeze_import_survivors)
+            gc.unfreeze()  # back to the oldest generation: collected as usual from here
         gc.set_threshold(*previous)
         if blas:
             os.environ.pop(BLAS_THREADS_VARIABLE, None)
+            _openblas_one_thread_at_load(False)
 
 
 if __name__ == "__main__":  # pragma: no cover

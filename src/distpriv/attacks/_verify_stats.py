@@ -157,11 +157,14 @@ def _shifted_rows(x: np.ndarray, c: np.ndarray, rad: np.ndarray, shift: np.ndarr
     x_aug[:, m] = 1.0
     x_aug[:, m + 1] = -shift
     out = np.empty(x.shape[0])
+    ones = np.ones(n_c, dtype=np.float32)
     step = max(1, (1 << 18) // n_c)  # 1 MB float32 blocks: the passes stay in cache
     for start in range(0, x.shape[0], step):
         block = x_aug[start : start + step] @ c_aug
         np.exp(block, out=block)
-        out[start : start + step] = np.log(block.sum(axis=1))
+        # The row sums as one BLAS product: a third of numpy's pairwise sum's time (issue
+        # 28 item 4), within 3e-7 of a float64 sum (float32 accumulation in blocks).
+        out[start : start + step] = np.log(block @ ones)
     return out + shift
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,7 @@ def _verify_check(
     mech: CalibratedMechanism,
     max_samples: int | None = None,
     early_stop: bool | None = None,
+    missing_report: Mapping[str, Any] | None = None,
 ) -> Any:
     """verify_sequential on datasets resampled from the modelling table (no noise is drawn).
 
@@ -99,6 +100,8 @@ def _verify_check(
     smaller); while undecided the check doubles them, up to ``max_samples`` (default
     ``VERIFY_MAX_SAMPLES``) or ``VERIFY_SECONDS`` (the stated budget), and with
     ``early_stop`` (default ``VERIFY_EARLY_STOP``) only when the first look is suspicious.
+    ``missing_report``: the model's count of missing values in this table (its
+    ``diagnostics["missing"]``), reused when it covers the check's columns.
     """
     from ..attacks.verify_sequential import look_schedule, verify_sequential
 
@@ -111,7 +114,7 @@ def _verify_check(
     pool = _pool_size(model_frame, n)
     if pool is None and isinstance(secret, ProportionSecret):
         return verify_sequential(
-            _sampler_draw(cfg, model_frame, query, secret, n),
+            _sampler_draw(cfg, model_frame, query, secret, n, missing_report),
             mech,
             first=sizes[0],
             max_samples=sizes[-1],
@@ -143,7 +146,12 @@ def _verify_check(
 
 
 def _sampler_draw(
-    cfg: ReleaseConfig, model_frame: Table, query: Query, secret: ProportionSecret, n: int
+    cfg: ReleaseConfig,
+    model_frame: Table,
+    query: Query,
+    secret: ProportionSecret,
+    n: int,
+    missing_report: Mapping[str, Any] | None = None,
 ) -> Callable[[int, Any], SampledQueryModel]:
     """The check's draws from one sampler (issue 28 item 4): the table's strata and per-row
     features are computed once, each look only draws index arrays and sums; the law is
@@ -152,10 +160,11 @@ def _sampler_draw(
     from ..modeling.strata import StratifiedSampler
     from ..modeling.tables import check_missing_policy
 
+    policy = check_missing_policy(cfg.missing)
+    used = query.columns | secret.columns
+    counts, rows_missing = _known_missing(model_frame, used, policy, missing_report)
     table, _ = model_frame.complete(
-        query.columns | secret.columns,
-        missing=check_missing_policy(cfg.missing),
-        what="modelling data",
+        used, missing=policy, what="modelling data", counts=counts, rows_missing=rows_missing
     )
     sampler = StratifiedSampler(table, query, secret, n, replace=True)
 
@@ -168,6 +177,21 @@ def _sampler_draw(
         )
 
     return draw
+
+
+def _known_missing(
+    table: Table, used: Any, policy: str, report: Mapping[str, Any] | None
+) -> tuple[dict[str, int] | None, int | None]:
+    """The missing-value counts of ``used`` in ``table`` from the model's report (the model
+    counted them in its own query: issue 28 item 4, one query less per ``verify``), or
+    ``(None, None)`` (count them again) unless the report is about exactly these columns
+    under this policy."""
+    if report is None or report.get("policy") != policy:
+        return None, None
+    columns = tuple(sorted({table.column_name(c) for c in used}))
+    if tuple(report.get("columns", ())) != columns:
+        return None, None
+    return dict(report.get("missing_counts", {})), int(report.get("rows_dropped", 0))
 
 
 def run_verify(
@@ -218,7 +242,17 @@ def run_verify(
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         model_frame = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
         model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
-        check = _verify_check(cfg, model_frame, query, secret, n, mech, max_samples, early_stop)
+        check = _verify_check(
+            cfg,
+            model_frame,
+            query,
+            secret,
+            n,
+            mech,
+            max_samples,
+            early_stop,
+            missing_report=getattr(model, "diagnostics", {}).get("missing"),
+        )
         spec = mechanism_info(mech.name)
         public = {
             "kind": "verification",
