@@ -371,6 +371,13 @@ def main() -> None:
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--seed", type=int, default=2025)
     ap.add_argument(
+        "--start",
+        type=int,
+        default=0,
+        help="skip the first START tables of every size (their draws are made and "
+        "dropped, so table t is the same in every run): a run split in chunks",
+    )
+    ap.add_argument(
         "--no-oracle",
         action="store_true",
         help="only the default calibrations (the oracle does not depend on the set: a run "
@@ -426,7 +433,10 @@ def run(args: Any) -> None:
             print(f"{pname}: auto on the population's own model {own:.1f}", flush=True)
             rngs = {size: np.random.default_rng([args.seed, size]) for size in sizes}
             t0 = time.perf_counter()
-            for t in range(args.tables):
+            for t in range(args.start):  # the skipped tables' draws (module docstring)
+                for size in sizes:
+                    rngs[size].choice(len(frame), size, replace=False)
+            for t in range(args.start, args.start + args.tables):
                 for size in sizes:  # interleaved: table t of every size, then t + 1
                     rec = one_table(frame, stats, secret, pop, size, rngs[size], args)
                     rec.update(population=pname, table=t, own=own)

@@ -27,6 +27,11 @@ from .moments import iid_cumulants, row_kurtosis, sum_cumulants, table_moments
 from .queries import Query, _row_tree
 from .resampling import monte_carlo
 from .secrets import ProportionSecret, Secret
+from .shape_moments import (
+    MAX_STATISTICS,
+    shape_correlation_from_rows,
+    table_shape_correlation,
+)
 from .tables import as_table, check_missing_policy
 
 __all__ = ["DataQueryModel", "model_query", "stratum_moments"]
@@ -329,12 +334,22 @@ def _feature_uncertainty(sampler: Any) -> MomentUncertainty:
         covs.append(c.T @ c / max(rows.size - 1, 1))
         sizes.append(int(rows.size))
     weights = [(k, sampler.n - k) for k in sampler.counts]
+    # Third and fourth cross moments: the tight set's correlations (central/_robust_corr.py).
+    shape = None
+    if sampler.features.shape[1] <= MAX_STATISTICS:
+        shape = np.stack(
+            [
+                shape_correlation_from_rows(sampler.features[r])
+                for r in (sampler.rows_a, sampler.rows_b)
+            ]
+        )
     return MomentUncertainty(
         sizes,
         weights,
         np.stack(covs),
         np.stack(kurts),
         method=_UNCERTAINTY_METHOD,
+        shape_correlation=shape,
     )
 
 
@@ -354,9 +369,10 @@ def _analytic_model(
 ) -> DataQueryModel:
     """The analytic branch of :func:`model_query`: moments from one engine aggregate."""
     n = check_positive_int(subset_size, "subset_size")
+    row_features = [_row_tree(s) for s in q.statistics]
     tm = table_moments(
         table,
-        [_row_tree(s) for s in q.statistics],
+        row_features,
         secret.parsed,
         names=list(q.names),
         missing=missing,
@@ -403,6 +419,11 @@ def _analytic_model(
             np.stack([st.cross / (st.count - 1) * outer for st in (tm.a, tm.b)]),
             np.stack([row_kurtosis(st) for st in (tm.a, tm.b)]),
             method=_UNCERTAINTY_METHOD,
+            # Third and fourth cross moments (one more aggregate): the tight set's
+            # correlations (central/_robust_corr.py).
+            shape_correlation=table_shape_correlation(
+                table, row_features, secret.parsed, (tm.a.mean, tm.b.mean), missing=missing
+            ),
         )
     how = (
         "without replacement from the two strata of the table (declared the whole "
