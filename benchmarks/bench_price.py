@@ -433,7 +433,7 @@ def run(args: Any) -> None:
             print(f"{pname}: auto on the population's own model {own:.1f}", flush=True)
             rngs = {size: np.random.default_rng([args.seed, size]) for size in sizes}
             t0 = time.perf_counter()
-            for t in range(args.start):  # the skipped tables' draws (module docstring)
+            for _t in range(args.start):  # the skipped tables' draws (module docstring)
                 for size in sizes:
                     rngs[size].choice(len(frame), size, replace=False)
             for t in range(args.start, args.start + args.tables):
