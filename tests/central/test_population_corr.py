@@ -53,13 +53,15 @@ def _skewed(n: int, seed: int) -> pd.DataFrame:
             "g": np.exp(0.6 * z[:, 0]),  # skewed, kurtosis ≈ 8
             "h": 0.7 * z[:, 0] + 0.7 * z[:, 1] + 0.3 * z[:, 1] ** 2,  # correlated with g
             "b": (rng.random(n) < 0.2).astype(int),
+            # Far from 0 (the engine's sums are of shifted values: no cancellation).
+            "big": 12_345.5 + 3.0 * rng.standard_t(5, size=n),
         }
     )
 
 
 def test_engine_cross_moments_equal_the_rows():
     frame = _skewed(3000, 1)
-    stats = {"avg_g": "avg(g)", "avg_h": "avg(h)", "n_b": "count_if(b = 1)"}
+    stats = {"avg_g": "avg(g)", "avg_h": "avg(h)", "n_b": "count_if(b = 1)", "avg_big": "avg(big)"}
     model = _quiet(
         model_query,
         frame,
@@ -69,10 +71,10 @@ def test_engine_cross_moments_equal_the_rows():
         method="analytic",
     )
     shape = model.uncertainty.shape_correlation
-    assert shape is not None and shape.shape == (2, 6, 6)
+    assert shape is not None and shape.shape == (2, 8, 8)
     for k, sel in enumerate((frame.s == 1, frame.s == 0)):
-        x = frame.loc[sel, ["g", "h", "b"]].to_numpy(float)
-        np.testing.assert_allclose(shape[k], shape_correlation_from_rows(x), atol=1e-9)
+        x = frame.loc[sel, ["g", "h", "b", "big"]].to_numpy(float)
+        np.testing.assert_allclose(shape[k], shape_correlation_from_rows(x), atol=1e-8)
     # Round trip through the dict (the model's JSON).
     back = MomentUncertainty.from_dict(model.uncertainty.to_dict())
     np.testing.assert_allclose(back.shape_correlation, shape)

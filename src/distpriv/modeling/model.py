@@ -30,7 +30,7 @@ from .secrets import ProportionSecret, Secret
 from .shape_moments import (
     MAX_STATISTICS,
     shape_correlation_from_rows,
-    table_shape_correlation,
+    shape_correlation_of_stratum,
 )
 from .tables import as_table, check_missing_policy
 
@@ -359,6 +359,13 @@ _UNCERTAINTY_METHOD = (
 )
 
 
+def _stacked(parts: list[np.ndarray | None]) -> np.ndarray | None:
+    """The strata's shape correlations stacked, or ``None`` if one is missing."""
+    if any(p is None for p in parts):
+        return None
+    return np.stack([p for p in parts if p is not None])
+
+
 def _analytic_model(
     table: Any,
     q: Query,
@@ -369,10 +376,9 @@ def _analytic_model(
 ) -> DataQueryModel:
     """The analytic branch of :func:`model_query`: moments from one engine aggregate."""
     n = check_positive_int(subset_size, "subset_size")
-    row_features = [_row_tree(s) for s in q.statistics]
     tm = table_moments(
         table,
-        row_features,
+        [_row_tree(s) for s in q.statistics],
         secret.parsed,
         names=list(q.names),
         missing=missing,
@@ -421,9 +427,7 @@ def _analytic_model(
             method=_UNCERTAINTY_METHOD,
             # Third and fourth cross moments (one more aggregate): the tight set's
             # correlations (central/_robust_corr.py).
-            shape_correlation=table_shape_correlation(
-                table, row_features, secret.parsed, (tm.a.mean, tm.b.mean), missing=missing
-            ),
+            shape_correlation=_stacked([shape_correlation_of_stratum(st) for st in (tm.a, tm.b)]),
         )
     how = (
         "without replacement from the two strata of the table (declared the whole "

@@ -10,9 +10,9 @@ asymptotic covariances
     Cov(log σ̂²_l, log σ̂²_k) = (E[y_l² y_k²] / (σ_l² σ_k²) − 1) / N,
 
 i.e. the correlation matrix of u = (y/σ, (y²/σ² − 1)/√(κ − 1)), which this module
-estimates per stratum: from the rows (:func:`shape_correlation_from_rows`) or in the
-engine, one grouped aggregate of the centred features' products
-(:func:`table_shape_correlation`).
+estimates per stratum: from the rows (:func:`shape_correlation_from_rows`) or from the
+cross sums that :func:`~distpriv.modeling.moments.table_moments` adds to its one aggregate
+query (:func:`shape_correlation_of_stratum`).
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from .engines import missing_condition
-from .expressions import ParsedExpression
-from .sql_literals import sql_double
-from .tables import Table
-
-__all__ = ["shape_correlation_from_rows", "shape_correlation_from_sums", "table_shape_correlation"]
+__all__ = [
+    "MAX_STATISTICS",
+    "shape_correlation_from_rows",
+    "shape_correlation_from_sums",
+    "shape_correlation_of_stratum",
+]
 
 # Statistics above this many use the box set anyway (central/_robust_joint.JOINT_MAX_COORDS
-# over two strata): no cross moments are computed (the query has m² + m(m + 1)/2 sums).
+# over two strata): no cross moments are computed (the query adds 3m(m − 1)/2 sums).
 MAX_STATISTICS = 12
 
 
@@ -86,84 +86,15 @@ def shape_correlation_from_rows(rows: np.ndarray) -> np.ndarray:
     return shape_correlation_from_sums(y.shape[0], y.sum(axis=0), y.T @ y, y.T @ y2, y2.T @ y2)
 
 
-def table_shape_correlation(
-    table: Table,
-    features: list[ParsedExpression],
-    predicate: ParsedExpression,
-    means: tuple[np.ndarray, np.ndarray],
-    *,
-    missing: str,
-) -> np.ndarray | None:
-    """Per stratum (rows satisfying the predicate, then the others) the correlation matrix
-    of u, from one grouped aggregate query in the engine; ``None`` above
-    :data:`MAX_STATISTICS` statistics.
-
-    Parameters
-    ----------
-    table : Table
-    features : list of ParsedExpression, length m
-        The statistics' row features (validated by :func:`~distpriv.modeling.moments.
-        table_moments`, which ran first).
-    predicate : ParsedExpression
-    means : tuple of ndarray, each shape (m,)
-        The strata's feature means (the predicate's stratum first), to centre the rows.
-    missing : {"error", "drop"}
-        Rows with a missing value in a used column are left out (under ``"error"``
-        :func:`~distpriv.modeling.moments.table_moments` has refused them already).
-
-    Returns
-    -------
-    ndarray, shape (2, 2m, 2m), or None
-    """
-    m = len(features)
-    if m > MAX_STATISTICS:
+def shape_correlation_of_stratum(stratum: Any) -> np.ndarray | None:
+    """:func:`shape_correlation_from_sums` of a
+    :class:`~distpriv.modeling.moments.StratumSums` (its central sums, from the one
+    aggregate query of :func:`~distpriv.modeling.moments.table_moments`); ``None`` when the
+    query did not compute the cross moments (above :data:`MAX_STATISTICS` statistics, or
+    sums that overflowed)."""
+    if stratum.cross3 is None or stratum.cross4 is None:
         return None
-    used = sorted({table.column_name(c) for f in [*features, predicate] for c in f.columns})
-    flags = [missing_condition(c, table.engine) for c in used]
-    bad = " OR ".join(flags) if flags else "false"
-    cond = f"coalesce(CAST(({predicate.sql()}) AS BOOLEAN), false)"
-    cte = ", ".join(
-        [
-            f"CAST({cond} AS INTEGER) AS s",
-            f"CAST(({bad}) AS INTEGER) AS bad",
-            *(
-                f"CAST(({f.sql()}) AS DOUBLE) - (CASE WHEN {cond} THEN "
-                f"{sql_double(float(means[0][j]))} ELSE {sql_double(float(means[1][j]))} END)"
-                f" AS y{j}"
-                for j, f in enumerate(features)
-            ),
-        ]
+    m = stratum.cross.shape[0]
+    return shape_correlation_from_sums(
+        stratum.count, np.zeros(m), stratum.cross, stratum.cross3, stratum.cross4
     )
-    select = ["s", "bad", "count(*)"]
-    select += [f"sum(y{j})" for j in range(m)]
-    select += [f"sum(y{j} * y{k})" for j in range(m) for k in range(j, m)]
-    select += [f"sum(y{j} * (y{k} * y{k}))" for j in range(m) for k in range(m)]
-    select += [f"sum((y{j} * y{j}) * (y{k} * y{k}))" for j in range(m) for k in range(j, m)]
-    rows = table.run(
-        select, what="cross moments of the statistics' row features", group_by="s, bad", cte=cte
-    )
-    good: dict[int, tuple[Any, ...]] = {int(r[0]): r for r in rows if not int(r[1])}
-    if set(good) != {0, 1}:  # pragma: no cover - table_moments refused such tables
-        return None
-    iu = np.triu_indices(m)
-    out = []
-    for s in (1, 0):
-        row = good[s]
-        vals = np.array([np.nan if v is None else float(v) for v in row[3:]])
-        if not np.all(np.isfinite(vals)):
-            return None  # e.g. fourth powers overflow: the set bounds the correlations
-        n, at = int(row[2]), 0
-        s1 = vals[:m]
-        at = m
-        k = iu[0].size
-        s2 = np.zeros((m, m))
-        s2[iu] = vals[at : at + k]
-        s2 = s2 + np.triu(s2, 1).T
-        at += k
-        s3 = vals[at : at + m * m].reshape(m, m)
-        at += m * m
-        s4 = np.zeros((m, m))
-        s4[iu] = vals[at : at + k]
-        s4 = s4 + np.triu(s4, 1).T
-        out.append(shape_correlation_from_sums(n, s1, s2, s3, s4))
-    return np.stack(out)
