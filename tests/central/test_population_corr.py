@@ -196,3 +196,53 @@ def test_correlated_set_covers_a_heavy_tailed_population(heavy_draws, shape):
     # Tighter than the box (the point of the change), and the fallback between the two.
     assert np.median(corr / joint) < 0.9
     assert np.median(corr / truth) <= np.median(fallback / truth) * 1.02
+
+
+@pytest.mark.skipif(
+    not os.environ.get("DISTPRIV_SLOW"),
+    reason="slow (60 tables of 8,000 rows): set DISTPRIV_SLOW=1",
+)
+def test_correlated_set_is_near_its_level_on_larger_tables():
+    """Where the set is nearly tight (8,000-row tables of the heavy-tailed population: the
+    worst member's δ a few times the population's, not a hundred), its misses are what
+    its level allows, for a noise fixed in advance along the population's gap."""
+    frame = heavy_population()
+    pop = _quiet(
+        model_query,
+        frame,
+        HEAVY_STATS,
+        HEAVY_SECRET,
+        subset_size=100,
+        method="analytic",
+        population=True,
+    )
+    var = np.diag(np.diag(pop.covariances.mean(axis=0)))
+    gap = pop.means[0] - pop.means[1]
+    shape = np.outer(gap, gap) + 0.02 * var
+    lo, hi = 0.0, 1.0
+    while worst_delta(pop, hi * shape) > DELTA:
+        lo, hi = hi, 2 * hi
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if worst_delta(pop, mid * shape) > DELTA else (lo, mid)
+    noise = hi * shape
+    rng = np.random.default_rng(2530)
+    truth = worst_delta(pop, noise)
+    ratios = []
+    for _ in range(60):
+        sample = frame.iloc[rng.choice(len(frame), 8000, replace=False)]
+        model = _quiet(
+            model_query, sample, HEAVY_STATS, HEAVY_SECRET, subset_size=100, method="analytic"
+        )
+        with population_set("tight"):
+            members = population_model(model, beta=BETA, noise_cov=noise, epsilon=EPS)
+        ratios.append(worst_delta(members, noise) / truth)
+    r = np.array(ratios)
+    miss = int(np.sum(r < 1 - 1e-9))
+    print(
+        f"\n8,000 rows: misses {miss}/{r.size} (allowed {allowed(r.size)}); worst member / "
+        f"truth median {np.median(r):.3g}, 10 % quantile {np.quantile(r, 0.1):.3g}"
+    )
+    assert miss <= allowed(r.size)
+    # Nearly tight: the statement bites here (a vacuous set would pass any count).
+    assert np.median(r) < 10
