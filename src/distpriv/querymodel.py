@@ -146,6 +146,14 @@ class MomentUncertainty:
         Gaussian; 0 where the feature is constant).
     method : str
         How the uncertainty is expressed, for the guarantee's premise.
+    shape_correlation : array_like, shape (S, 2m, 2m), optional
+        Per stratum, the correlation matrix of the standardised row feature and its
+        standardised square, (y/σ, (y²/σ² − 1)/√(κ − 1)) (rows and columns of a constant
+        feature, or of a square that is constant, 0): the asymptotic correlations of the
+        stratum's mean with its log-variances and between its log-variances (third and
+        fourth cross moments). ``None`` where the model's path did not compute them; the
+        "tight" population set then bounds those correlations instead
+        (:mod:`distpriv.central._robust_corr`).
     """
 
     stratum_sizes: tuple[int, ...]
@@ -153,6 +161,7 @@ class MomentUncertainty:
     row_covariances: np.ndarray
     kurtosis: np.ndarray
     method: str
+    shape_correlation: np.ndarray | None
 
     def __init__(
         self,
@@ -162,6 +171,7 @@ class MomentUncertainty:
         kurtosis: Any,
         *,
         method: str = "asymptotic (central limit) covariance of the stratum moments",
+        shape_correlation: Any = None,
     ) -> None:
         sizes = tuple(int(n) for n in stratum_sizes)
         if len(sizes) < 1 or any(n < 2 for n in sizes):
@@ -183,6 +193,14 @@ class MomentUncertainty:
             )
         if not isinstance(method, str):
             raise ParameterTypeError(f"method must be a string, got {method!r}")
+        shape = None
+        if shape_correlation is not None:
+            shape = check_array(shape_correlation, "shape_correlation", ndim=3)
+            want = (len(sizes), 2 * cov.shape[1], 2 * cov.shape[1])
+            if shape.shape != want:
+                raise ParameterError(f"shape_correlation must have shape {want}, got {shape.shape}")
+            shape = readonly((shape + shape.transpose(0, 2, 1)) / 2)
+        object.__setattr__(self, "shape_correlation", shape)
         object.__setattr__(self, "stratum_sizes", sizes)
         object.__setattr__(self, "weights", readonly(w))
         object.__setattr__(self, "row_covariances", readonly((cov + cov.transpose(0, 2, 1)) / 2))
@@ -202,6 +220,12 @@ class MomentUncertainty:
             "weights": self.weights.tolist(),
             "row_covariances": self.row_covariances.tolist(),
             "kurtosis": self.kurtosis.tolist(),
+            # Only when computed: the dicts (and fingerprints) of models without it unchanged.
+            **(
+                {}
+                if self.shape_correlation is None
+                else {"shape_correlation": self.shape_correlation.tolist()}
+            ),
         }
 
     @classmethod
@@ -213,6 +237,7 @@ class MomentUncertainty:
             data["row_covariances"],
             data["kurtosis"],
             method=data["method"],
+            shape_correlation=data.get("shape_correlation"),
         )
 
 

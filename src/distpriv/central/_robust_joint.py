@@ -90,6 +90,7 @@ from scipy.special import ndtri
 from ..accounting.pair_profile import pair_profiles_unchecked
 from ..errors import ParameterError
 from ..querymodel import GaussianQueryModel, MomentUncertainty
+from ._robust_corr import corr_signs
 from ._robust_stack import (
     _clip_psd_stack,
     _inv_sqrt_stack,
@@ -216,7 +217,8 @@ class _Pair:
 
     @staticmethod
     def key(signs: np.ndarray) -> bytes:
-        return signs.astype(np.int8).tobytes()
+        # Float bytes: the tight set's points are fractions of the box (central/_robust_corr).
+        return np.asarray(signs, dtype=float).tobytes()
 
     def members(self, signs: np.ndarray) -> tuple[np.ndarray, ...]:
         """(mean_i, cov_i, mean_j, cov_j) at η = signs · z τ for a batch of points.
@@ -287,7 +289,12 @@ class _Pair:
         return self.seen[k]
 
     def worst(self) -> tuple[np.ndarray, ...]:
-        """The member of largest δ the coordinate search finds."""
+        """The member of largest δ the coordinate search finds (the tight set: the member
+        of its correlated variance statement, :func:`~distpriv.central._robust_corr.
+        corr_signs`)."""
+        if self.quantile_gap:
+            mi, ci, mj, cj = self.members(corr_signs(self)[None])
+            return mi[0], ci[0], mj[0], cj[0]
         n_sup, m = self.support.size, self.unc.dim
         zero = np.zeros((n_sup, m))
         # Every point the sign step and the starts need, built at once.
@@ -428,6 +435,11 @@ def joint_corners(
         corners = np.array(
             [[[1.0 if (c >> r) & 1 else -1.0] * m for r in range(n_sup)] for c in range(2**n_sup)]
         )
+        if tight:
+            # The tight set's statement is an ellipsoid-like set in the S'·m log-variances
+            # (central/_robust_corr.py): its corners at the radius of a point of it whose
+            # coordinates are all equal.
+            corners = corners / np.sqrt(n_sup * m)
         mi, ci, mj, cj = pair.members(corners)
         out += [(mi[t], ci[t], mj[t], cj[t]) for t in range(corners.shape[0])]
     return out

@@ -26,10 +26,11 @@ first and second order, D − d̂ ≈ [tr Q + z·√(4d̂²s² + Var‖Bη‖²)
 d − d̂ ≈ [−2d̂ ûᵀBξ + ‖P⊥Bξ‖²]/(2d̂), whose mean tr(P⊥QP⊥)/(2d̂) is at most tr Q/(2d̂)
 and whose sd is at most the bracket's: so d ≤ D with probability ≈ Φ(z) — for a noise
 fixed in advance and for one shaped from the table alike (M and û then converge to the
-population's: Slutsky), which the floored mechanisms need. It is combined with the joint
-set's variance box at the same one-sided z exactly as the joint set combines its gap
-bound (the linearised δ moves by at most the sum of the two parts' z·sd; docs/
-guarantees.md), so the level stays Φ⁻¹(1 − β/P) for both.
+population's: Slutsky), which the floored mechanisms need. It is combined with the
+strata's variances at the same one-sided z by :mod:`distpriv.central._robust_corr` (the
+linearised δ's sd with the errors' correlations: quadrature over independent strata, the
+third and fourth cross moments within a stratum; docs/guarantees.md), so the level stays
+Φ⁻¹(1 − β/P) for the whole statement.
 
 Refuted on the way (kept out, figures in benchmarks/bench_price.py): d ≤ uᵀMΔ̂ + z‖Bᵀu‖
 along the gap's own direction (exact for M fixed in advance) ignores the second-order
@@ -168,11 +169,17 @@ def tight_premise(gm: GaussianQueryModel, cs: Any, beta: float, selected: str) -
         None,
         f"{method}; per pair, the mean gap's output distance at the {quantile_level(cs.z):.4g}"
         " quantile of its sampling law (a parametric bootstrap of the gap's error, fixed "
-        "design) and every stratum's variance of every statistic within "
-        f"{cs.z:.3g} sd of its log (a box), z one-sided at level 1 - {beta:g}/{cs.pairs} "
-        f"per pair (Bonferroni over the {cs.pairs} pair(s) of Psi); valid for delta "
-        "linearised in these (the sd of the scalar is at most the sum of its parts' sds), "
-        "with the gap's second-order term included; asymptotic (central-limit) laws; "
-        "worst member searched by optimisation for the noise and epsilon, checked for the "
-        "final noise",
+        "design), and the strata's log-variances moved along the gradient of delta by "
+        f"the rest of {cs.z:.3g} sd of the linearised delta, z one-sided at level "
+        f"1 - {beta:g}/{cs.pairs} per pair (Bonferroni over the {cs.pairs} pair(s) of "
+        "Psi); that sd combines independent strata in quadrature and, within a stratum, "
+        + (
+            "the gap's and the log-variances' errors with the correlations estimated from "
+            "the stratum's third and fourth cross moments"
+            if getattr(unc, "shape_correlation", None) is not None
+            else "the parts' sds summed (no cross moments for this model: their "
+            "correlations are bounded, not estimated)"
+        )
+        + "; valid for delta linearised in these, with the gap's second-order term "
+        "included; asymptotic (central-limit) laws; the member checked for the final noise",
     )

@@ -27,6 +27,11 @@ from .moments import iid_cumulants, row_kurtosis, sum_cumulants, table_moments
 from .queries import Query, _row_tree
 from .resampling import monte_carlo
 from .secrets import ProportionSecret, Secret
+from .shape_moments import (
+    MAX_STATISTICS,
+    shape_correlation_from_rows,
+    shape_correlation_of_stratum,
+)
 from .tables import as_table, check_missing_policy
 
 __all__ = ["DataQueryModel", "model_query", "stratum_moments"]
@@ -329,12 +334,22 @@ def _feature_uncertainty(sampler: Any) -> MomentUncertainty:
         covs.append(c.T @ c / max(rows.size - 1, 1))
         sizes.append(int(rows.size))
     weights = [(k, sampler.n - k) for k in sampler.counts]
+    # Third and fourth cross moments: the tight set's correlations (central/_robust_corr.py).
+    shape = None
+    if sampler.features.shape[1] <= MAX_STATISTICS:
+        shape = np.stack(
+            [
+                shape_correlation_from_rows(sampler.features[r])
+                for r in (sampler.rows_a, sampler.rows_b)
+            ]
+        )
     return MomentUncertainty(
         sizes,
         weights,
         np.stack(covs),
         np.stack(kurts),
         method=_UNCERTAINTY_METHOD,
+        shape_correlation=shape,
     )
 
 
@@ -342,6 +357,13 @@ _UNCERTAINTY_METHOD = (
     "asymptotic (central limit) laws of the per-stratum row mean and covariance of the "
     "modelling table, from the strata sizes"
 )
+
+
+def _stacked(parts: list[np.ndarray | None]) -> np.ndarray | None:
+    """The strata's shape correlations stacked, or ``None`` if one is missing."""
+    if any(p is None for p in parts):
+        return None
+    return np.stack([p for p in parts if p is not None])
 
 
 def _analytic_model(
@@ -403,6 +425,9 @@ def _analytic_model(
             np.stack([st.cross / (st.count - 1) * outer for st in (tm.a, tm.b)]),
             np.stack([row_kurtosis(st) for st in (tm.a, tm.b)]),
             method=_UNCERTAINTY_METHOD,
+            # Third and fourth cross moments (one more aggregate): the tight set's
+            # correlations (central/_robust_corr.py).
+            shape_correlation=_stacked([shape_correlation_of_stratum(st) for st in (tm.a, tm.b)]),
         )
     how = (
         "without replacement from the two strata of the table (declared the whole "

@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 _PROBE_ROWS = 1000
+# As modeling.shape_moments.MAX_STATISTICS (not imported: that module imports the engine's).
+_MAX_CROSS = 12
 _FINITE = "1.7976931348623157e308"
 
 
@@ -56,6 +58,11 @@ class StratumSums:
         Σ_r (x_r − μ)(x_r − μ)ᵀ.
     p3, p4 : ndarray, shape (m,)
         Σ_r (x_rj − μ_j)³ and Σ_r (x_rj − μ_j)⁴.
+    cross3, cross4 : ndarray, shape (m, m), or None
+        Σ_r y_rj y_rl² and Σ_r y_rl² y_rk² (y = x − μ): the third and fourth cross moments
+        the tight population set's correlations need
+        (:mod:`distpriv.modeling.shape_moments`); ``None`` above
+        :data:`~distpriv.modeling.shape_moments.MAX_STATISTICS` statistics.
     """
 
     count: int
@@ -63,6 +70,8 @@ class StratumSums:
     cross: np.ndarray
     p3: np.ndarray
     p4: np.ndarray
+    cross3: np.ndarray | None = None
+    cross4: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +173,11 @@ def table_moments(
         select += [f"sum((d{j} * d{j}) * (d{j} * d{j}))"]
         select += [f"sum(CASE WHEN abs(d{j}) <= {_FINITE} THEN 0 ELSE 1 END)"]
     select += [f"sum(d{i} * d{j})" for i in range(m) for j in range(i + 1, m)]
+    # The third and fourth cross moments (the tight set's correlations), in the same query.
+    n_cross = _cross_terms(m)
+    if n_cross:
+        select += [f"sum(d{j} * (d{k} * d{k}))" for j in range(m) for k in range(m) if j != k]
+        select += [f"sum((d{j} * d{j}) * (d{k} * d{k}))" for j in range(m) for k in range(j + 1, m)]
     select += [f"sum(miss{i})" for i in range(len(flags))]
     rows = table.run(
         select, what=f"moments of the statistics on the {what}", group_by="s, bad", cte=cte
@@ -176,7 +190,7 @@ def table_moments(
     good: dict[int, tuple[Any, ...]] = {}
     for row in rows:
         s, is_bad, n = int(row[0]), int(row[1]), int(row[2])
-        tail = row[3 + 5 * m + m * (m - 1) // 2 :]
+        tail = row[3 + 5 * m + m * (m - 1) // 2 + n_cross :]
         for c, v in zip(used, tail, strict=True):
             counts_missing[c] += int(v or 0)
         if is_bad:
@@ -235,9 +249,53 @@ def _stratum(row: tuple[Any, ...], m: int, shift: np.ndarray, names: list[str]) 
     cross = cross_raw - np.outer(s1, s1) / n
     p3 = s3 - 3 * a * s2 + 2 * n * a**3
     p4 = s4 - 4 * a * s3 + 6 * a**2 * s2 - 3 * n * a**4
+    c3 = c4 = None
+    at = 5 * m + m * (m - 1) // 2
+    if _cross_terms(m):
+        # Raw sums of the shifted features: T3[j, k] = Σ d_j d_k², T4[j, k] = Σ d_j² d_k².
+        t3 = np.diag(s3)
+        off3 = vals[at : at + m * (m - 1)]
+        t3[~np.eye(m, dtype=bool)] = off3
+        t4 = np.diag(s4)
+        off4 = vals[at + m * (m - 1) : at + m * (m - 1) + m * (m - 1) // 2]
+        t4[iu] = off4
+        t4[(iu[1], iu[0])] = off4
+        if np.all(np.isfinite(t3)) and np.all(np.isfinite(t4)):
+            c3, c4 = _central_cross(n, a, s1, cross_raw, t3, t4)
     # Rounding can leave tiny negative even moments for a constant feature.
     np.fill_diagonal(cross, np.maximum(np.diag(cross), 0.0))
-    return StratumSums(n, shift + a, cross, p3, np.maximum(p4, 0.0))
+    return StratumSums(n, shift + a, cross, p3, np.maximum(p4, 0.0), c3, c4)
+
+
+def _cross_terms(m: int) -> int:
+    """Sums of the cross moments the query adds for m statistics (0 above the tight set's
+    :data:`~distpriv.modeling.shape_moments.MAX_STATISTICS`)."""
+    return 3 * m * (m - 1) // 2 if m <= _MAX_CROSS else 0
+
+
+def _central_cross(
+    n: int, a: np.ndarray, s1: np.ndarray, s2: np.ndarray, t3: np.ndarray, t4: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Σ y_j y_k² and Σ y_j² y_k² (y = d − a, a the mean) from the raw sums of d: S1 = Σ d,
+    S2 = Σ ddᵀ, T3[j, k] = Σ d_j d_k², T4[j, k] = Σ d_j² d_k² (the shift keeps d near 0, so
+    the expansion does not cancel catastrophically)."""
+    sq = np.diag(s2)  # Σ d_k²
+    aj, ak = a[:, None], a[None, :]
+    c3 = t3 - 2 * ak * s2 - aj * sq[None, :] + ak**2 * s1[:, None] + 2 * aj * ak * s1[None, :]
+    c3 = c3 - n * aj * ak**2
+    # Σ (d_j − a_j)²(d_k − a_k)², expanded; t3.T[j, k] = Σ d_k d_j² = Σ d_j² d_k.
+    c4 = (
+        t4
+        - 2 * ak * t3.T
+        - 2 * aj * t3
+        + ak**2 * sq[:, None]
+        + aj**2 * sq[None, :]
+        + 4 * aj * ak * s2
+        - 2 * aj * ak**2 * s1[:, None]
+        - 2 * aj**2 * ak * s1[None, :]
+        + n * aj**2 * ak**2
+    )
+    return c3, (c4 + c4.T) / 2
 
 
 def _inclusion(k: int, big_n: int, r: int) -> float:
