@@ -133,17 +133,37 @@ def violations(frame, stats, secret, sizes, seed, mechanisms=MECHANISMS):
     return {k: np.array(v) for k, v in out.items()}
 
 
+# The floored mechanisms' calibrations are ~80 % of the test below: their coverage runs in
+# the slow stage (DISTPRIV_SLOW=1; auto's candidates there are checked for coverage as
+# well). The suite keeps expm-g's and eigm's coverage on the same tables (the set covers
+# the population) and the floored ones' "never weaker" on the set's members
+# (test_never_weaker_... below): together, their claim on the population.
+@pytest.mark.parametrize(
+    "mechanisms",
+    [
+        pytest.param(("expm-g", "eigm"), id="expm-g+eigm"),
+        pytest.param(
+            ("daum-floor", "dirm-g-floor"),
+            id="floored",
+            marks=pytest.mark.skipif(
+                not os.environ.get("DISTPRIV_SLOW"),
+                reason="slow (the floored mechanisms on 120 tables; a stage of its own in "
+                ".ci/run): set DISTPRIV_SLOW=1",
+            ),
+        ),
+    ],
+)
 @pytest.mark.parametrize(
     "which",
     ["adult", "randhie"],
 )
-def test_default_calibration_covers_the_population(which):
+def test_default_calibration_covers_the_population(which, mechanisms):
     if which == "adult":
         frame, stats, secret = load_adult(), ADULT_STATS, ADULT_SECRET
     else:
         frame, stats, secret = load_randhie(), RAND_STATS, RAND_SECRET
-    ratios = violations(frame, stats, secret, SIZES, seed=25)
-    for name in ("expm-g", "eigm"):  # calibrated on every table of both populations
+    ratios = violations(frame, stats, secret, SIZES, seed=25, mechanisms=mechanisms)
+    for name in {"expm-g", "eigm"} & set(mechanisms):  # calibrated on every table of both
         assert ratios[name].size == TABLES * len(SIZES)
     for name, r in ratios.items():
         if r.size == 0:

@@ -9,6 +9,7 @@ calibrated noise is computed on its model with the exact accountant, both direct
 from __future__ import annotations
 
 import json
+import os
 import warnings
 
 import numpy as np
@@ -78,46 +79,91 @@ def fpc_model(model) -> GaussianQueryModel:
     return GaussianQueryModel(model.means, covs, model.pairs, labels=model.labels)
 
 
-@pytest.fixture(scope="module")
-def draws(adult, population):
-    """Per size: the true δ(1) of robust expm-g and optimal-g, and of today's expm-g."""
+# optimal-g on 40 tables is ~90 % of this module's time (its search against the population
+# set): its coverage runs in the slow stage of .ci/run (DISTPRIV_SLOW=1), which also checks
+# optimal-g's coverage on these populations and sizes as auto's candidate
+# (tests/central/test_population_coverage.py). The suite keeps expm-g's coverage here on
+# the same tables, and optimal-g's "never weaker" on the set's members
+# (test_population_coverage.py::test_never_weaker_...): with the set's coverage, that is
+# the claim on the population.
+slow = pytest.mark.skipif(
+    not os.environ.get("DISTPRIV_SLOW"),
+    reason="slow (optimal-g against the set on 40 tables; a stage of its own in .ci/run): "
+    "set DISTPRIV_SLOW=1",
+)
+
+
+def modelling_tables(adult):
+    """Per size, the ``TABLES`` seeded modelling tables and their models (always the same
+    tables: one generator, drawn in order)."""
     rng = np.random.default_rng(20261123)
-    out = {}
     for size in SIZES:
-        rows = []
         for t in range(TABLES):
             sample = adult.iloc[rng.choice(len(adult), size, replace=False)]
             model = _quiet(model_query, sample, STATS, SECRET, subset_size=100, method="analytic")
-            if t == 0:
-                # The FPC reference above is today's population=True model of the table.
-                old = _quiet(
-                    model_query,
-                    sample,
-                    STATS,
-                    SECRET,
-                    subset_size=100,
-                    method="analytic",
-                    population=True,
-                )
-                np.testing.assert_allclose(
-                    fpc_model(model).covariances, old.covariances, rtol=1e-9, atol=1e-12
-                )
-            row = {}
-            for name in ("expm-g", "optimal-g"):
-                mech = dp.calibrate(name, model, epsilon=EPS, delta=DELTA)
-                assert mech.guarantee.premises[-1].name == "population"
-                row[name] = (true_delta(population, mech.noise_covariance), mech.mse())
-            plain = dp.calibrate("expm-g", fpc_model(model), epsilon=EPS, delta=DELTA)
-            row["old expm-g"] = (true_delta(population, plain.noise_covariance), plain.mse())
-            rows.append(row)
-        out[size] = rows
+            yield size, t, sample, model
+
+
+@pytest.fixture(scope="module")
+def draws(adult, population):
+    """Per size: the true δ(1) of robust expm-g, and of today's expm-g."""
+    out = {size: [] for size in SIZES}
+    for size, t, sample, model in modelling_tables(adult):
+        if t == 0:
+            # The FPC reference above is today's population=True model of the table.
+            old = _quiet(
+                model_query,
+                sample,
+                STATS,
+                SECRET,
+                subset_size=100,
+                method="analytic",
+                population=True,
+            )
+            np.testing.assert_allclose(
+                fpc_model(model).covariances, old.covariances, rtol=1e-9, atol=1e-12
+            )
+        row = {}
+        mech = dp.calibrate("expm-g", model, epsilon=EPS, delta=DELTA)
+        assert mech.guarantee.premises[-1].name == "population"
+        row["expm-g"] = (true_delta(population, mech.noise_covariance), mech.mse())
+        plain = dp.calibrate("expm-g", fpc_model(model), epsilon=EPS, delta=DELTA)
+        row["old expm-g"] = (true_delta(population, plain.noise_covariance), plain.mse())
+        out[size].append(row)
     return out
 
 
+@pytest.fixture(scope="module")
+def optimal_draws(adult, population):
+    """Per size, computed when first asked for (so that the two sizes' tests, spread over
+    pytest-xdist workers, each compute only their own): the true δ(1) of robust optimal-g
+    on the same tables as ``draws``."""
+    out: dict[int, list[dict]] = {}
+
+    def of_size(size: int) -> list[dict]:
+        if size not in out:
+            rows = []
+            for s, _, _, model in modelling_tables(adult):  # the same seeded tables, in order
+                if s != size:
+                    continue
+                mech = dp.calibrate("optimal-g", model, epsilon=EPS, delta=DELTA)
+                assert mech.guarantee.premises[-1].name == "population"
+                delta = true_delta(population, mech.noise_covariance)
+                rows.append({"optimal-g": (delta, mech.mse())})
+            out[size] = rows
+        return out[size]
+
+    return of_size
+
+
 @pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("name", ["expm-g", "optimal-g"])
-def test_default_calibration_holds_on_the_population(draws, name, size):
-    deltas = np.array([row[name][0] for row in draws[size]])
+@pytest.mark.parametrize("name", ["expm-g", pytest.param("optimal-g", marks=slow)])
+def test_default_calibration_holds_on_the_population(request, name, size):
+    if name == "expm-g":
+        rows = request.getfixturevalue("draws")[size]
+    else:
+        rows = request.getfixturevalue("optimal_draws")(size)
+    deltas = np.array([row[name][0] for row in rows])
     within = np.mean(deltas <= DELTA * (1 + ALLOWANCE))
     print(
         f"\n{name} tables of {size}: {within:.0%} within the claim, largest true "

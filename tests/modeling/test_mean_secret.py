@@ -349,17 +349,11 @@ def test_ledger_composes_mean_releases_under_their_own_key(tmp_path, capsys, sho
     )
     reports = []
     for i, cfg in enumerate((prop, path, path)):
+        # --html on the last release only: its page is the one read below (the first two
+        # pages were never read; the figure recalibrates every candidate, most of the time).
+        html = ["--html", tmp_path / f"r{i}.html"] if i == 2 else []
         status, _, err = run(
-            [
-                "release",
-                cfg,
-                "--quiet",
-                "--out",
-                tmp_path / f"o{i}.json",
-                "--html",
-                tmp_path / f"r{i}.html",
-            ],
-            capsys,
+            ["release", cfg, "--quiet", "--out", tmp_path / f"o{i}.json", *html], capsys
         )
         assert status == 0, err
         reports.append(json.loads((tmp_path / f"o{i}.json").read_text()))

@@ -56,7 +56,9 @@ def test_mean_event_config_builds_the_grid_and_the_words(tmp_path):
     assert default.values == (36.0, 36.5, 37.0, 37.5, 38.0, 41.0, 41.5, 42.0, 42.5, 43.0)
 
 
-def test_release_reports_what_is_hidden(tmp_path, capsys):
+def test_release_reports_what_is_hidden(tmp_path, capsys, short_utility_grid):
+    # short_utility_grid (tests/conftest.py): the --html figure on two epsilons, not eight;
+    # the assertions read the secret's words on the report and the page, not the figure.
     page = tmp_path / "r.html"
     path = _write(tmp_path, AGE + "\nstep = 1")
     status, out, err = run(["release", path, "--json", "--html", page], capsys)
