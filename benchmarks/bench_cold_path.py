@@ -284,6 +284,24 @@ table 0.2–0.25; printing 0.02. Tried and not kept, or not possible within the 
   11,000 fewer page faults, but no less CPU (paired, 10 runs: 57 ms more);
 * sqlglot, DuckDB and rich are used on this path (the configuration's expressions, the
   table engine, the printed tables).
+
+Merged main (a7d9b65: coldverify4 with auto's pruning and the tight set's cross moments),
+the lead on an idle machine (load average 1.0-2.2), three runs of this script:
+
+==========================  =========  =========  ==================================
+case                        --runs 9   --runs 15  --runs 9, paired with e611c02
+==========================  =========  =========  ==================================
+import numpy, pandas        0.672      0.725      0.555 (e611c02: 0.578)
+distpriv verify CONFIG      1.949      1.833      1.556 (e611c02: 1.636)
+verify runs by looks        7 of 9     12 of 15   6 of 9 one look (e611c02: 7 of 9)
+                            one look   one look
+verify / numpy+pandas       2.90x      2.53x      2.80x (e611c02: 2.83x)
+audit / notebook            0.60x      0.64x      0.59x (e611c02: 0.62x)
+==========================  =========  =========  ==================================
+
+The baseline itself moves between runs (median 0.555-0.725 s on the same idle machine),
+and with it the ratio; within the paired run the merged main is 5 % below e611c02 in
+verify's CPU. All three runs are within the 3x target, by 3-16 %.
 """
 
 from __future__ import annotations
