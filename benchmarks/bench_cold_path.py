@@ -293,7 +293,7 @@ case                        --runs 9   --runs 15  --runs 9, paired with e611c02
 ==========================  =========  =========  ==================================
 import numpy, pandas        0.672      0.725      0.555 (e611c02: 0.578)
 distpriv verify CONFIG      1.949      1.833      1.556 (e611c02: 1.636)
-verify runs by looks        7 of 9     12 of 15   6 of 9 one look (e611c02: 7 of 9)
+verify runs by looks        7 of 9     12 of 15   5 of 9 one look (e611c02: 7 of 9)
                             one look   one look
 verify / numpy+pandas       2.90x      2.53x      2.80x (e611c02: 2.83x)
 audit / notebook            0.60x      0.64x      0.59x (e611c02: 0.62x)
