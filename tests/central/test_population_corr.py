@@ -27,8 +27,13 @@ from distpriv.modeling import ProportionSecret, model_query
 from distpriv.modeling.shape_moments import shape_correlation_from_rows
 from distpriv.querymodel import MomentUncertainty
 
-from .test_population_coverage import HEAVY_SECRET, HEAVY_STATS, heavy_population
-from .test_population_joint import worst_delta
+from .test_population_coverage import (
+    HEAVY_SECRET,
+    HEAVY_STATS,
+    heavy_population,
+    heavy_population_model,
+)
+from .test_population_joint import least_noise, worst_delta
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 
@@ -121,28 +126,13 @@ def heavy_draws():
     frame = heavy_population()
     assert kurtosis(frame["heavy"], fisher=False) >= 50
     assert kurtosis(frame["rare"], fisher=False) >= 50
-    pop = _quiet(
-        model_query,
-        frame,
-        HEAVY_STATS,
-        HEAVY_SECRET,
-        subset_size=100,
-        method="analytic",
-        population=True,
-    )
-
-    def least(shape: np.ndarray) -> np.ndarray:
-        lo, hi = 0.0, 1.0
-        while worst_delta(pop, hi * shape) > DELTA:
-            lo, hi = hi, 2 * hi
-        for _ in range(40):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if worst_delta(pop, mid * shape) > DELTA else (lo, mid)
-        return hi * shape
-
+    pop = heavy_population_model(frame)
     var = np.diag(np.diag(pop.covariances.mean(axis=0)))
     gap = pop.means[0] - pop.means[1]
-    noises = {"diagonal": least(var), "along-gap": least(np.outer(gap, gap) + 0.02 * var)}
+    noises = {
+        "diagonal": least_noise(pop, var),
+        "along-gap": least_noise(pop, np.outer(gap, gap) + 0.02 * var),
+    }
     rng = np.random.default_rng(2529)
     rows = []
     for _ in range(int(os.environ.get("DISTPRIV_CORR_TABLES", "60"))):
@@ -207,25 +197,11 @@ def test_correlated_set_is_near_its_level_on_larger_tables():
     worst member's δ a few times the population's, not a hundred), its misses are what
     its level allows, for a noise fixed in advance along the population's gap."""
     frame = heavy_population()
-    pop = _quiet(
-        model_query,
-        frame,
-        HEAVY_STATS,
-        HEAVY_SECRET,
-        subset_size=100,
-        method="analytic",
-        population=True,
-    )
+    pop = heavy_population_model(frame)
     var = np.diag(np.diag(pop.covariances.mean(axis=0)))
     gap = pop.means[0] - pop.means[1]
     shape = np.outer(gap, gap) + 0.02 * var
-    lo, hi = 0.0, 1.0
-    while worst_delta(pop, hi * shape) > DELTA:
-        lo, hi = hi, 2 * hi
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if worst_delta(pop, mid * shape) > DELTA else (lo, mid)
-    noise = hi * shape
+    noise = least_noise(pop, shape)
     rng = np.random.default_rng(2530)
     truth = worst_delta(pop, noise)
     ratios = []

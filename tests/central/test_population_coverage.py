@@ -268,6 +268,16 @@ def heavy_population(n: int = 60_000, seed: int = 3) -> pd.DataFrame:
     )
 
 
+def heavy_population_model(frame: pd.DataFrame):
+    """The heavy-tailed population's own model (its moments, ``population=True``): the
+    truth that tables drawn from ``frame`` are judged against."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model_query(
+            frame, HEAVY_STATS, HEAVY_SECRET, subset_size=100, method="analytic", population=True
+        )
+
+
 HEAVY_STATS = {
     "avg_heavy": "avg(heavy)",
     "n_rare": "count_if(rare = 1)",

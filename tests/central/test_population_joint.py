@@ -61,6 +61,18 @@ def worst_delta(model, noise) -> float:
     return out
 
 
+def least_noise(pop, shape: np.ndarray, delta: float = DELTA) -> np.ndarray:
+    """The least multiple of ``shape`` whose worst δ on ``pop`` meets ``delta`` (doubling,
+    then 40 halvings of the bracket; returned at the bracket's upper end)."""
+    lo, hi = 0.0, 1.0
+    while worst_delta(pop, hi * shape) > delta:
+        lo, hi = hi, 2 * hi
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if worst_delta(pop, mid * shape) > delta else (lo, mid)
+    return hi * shape
+
+
 @pytest.fixture(scope="module")
 def tables():
     """The population, its own model, and the ``TABLES`` seeded modelling tables' models."""

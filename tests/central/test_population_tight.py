@@ -39,10 +39,11 @@ from .test_population_coverage import (
     RAND_SECRET,
     RAND_STATS,
     heavy_population,
+    heavy_population_model,
     load_randhie,
     true_delta,
 )
-from .test_population_joint import worst_delta
+from .test_population_joint import least_noise, worst_delta
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 Z = float(ndtri(1 - BETA))
@@ -129,31 +130,13 @@ def heavy_draws():
     one shaped along the population's gap with a small floor), each at the population's
     least scale."""
     frame = heavy_population()
-    pop = _quiet(
-        model_query,
-        frame,
-        HEAVY_STATS,
-        HEAVY_SECRET,
-        subset_size=100,
-        method="analytic",
-        population=True,
-    )
-
-    def least(shape: np.ndarray) -> np.ndarray:
-        lo, hi = 0.0, 1.0
-        while worst_delta(pop, hi * shape) > DELTA:
-            lo, hi = hi, 2 * hi
-        for _ in range(40):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if worst_delta(pop, mid * shape) > DELTA else (lo, mid)
-        return hi * shape
-
+    pop = heavy_population_model(frame)
     var = np.diag(np.diag(pop.covariances.mean(axis=0)))
     gap = pop.means[0] - pop.means[1]
     noises = {
         "isotropic": _quiet(dp.calibrate, "expm-g", pop, epsilon=EPS, delta=DELTA).noise_covariance,
-        "diagonal": least(var),
-        "along-gap": least(np.outer(gap, gap) + 0.02 * var),
+        "diagonal": least_noise(pop, var),
+        "along-gap": least_noise(pop, np.outer(gap, gap) + 0.02 * var),
     }
     rng = np.random.default_rng(2527)
     rows = []
