@@ -64,6 +64,17 @@ def _skewed(n: int, seed: int) -> pd.DataFrame:
     )
 
 
+def test_the_query_and_the_set_agree_on_the_statistics_cap():
+    """moments.py keeps its own copy of the cap (importing shape_moments there would import
+    the engine's module into moments): the query computes the cross moments for exactly
+    the statistics counts the set reads them for."""
+    from distpriv.modeling import moments, shape_moments
+
+    assert moments._MAX_CROSS == shape_moments.MAX_STATISTICS
+    assert moments._cross_terms(shape_moments.MAX_STATISTICS) > 0
+    assert moments._cross_terms(shape_moments.MAX_STATISTICS + 1) == 0
+
+
 def test_engine_cross_moments_equal_the_rows():
     frame = _skewed(3000, 1)
     stats = {"avg_g": "avg(g)", "avg_h": "avg(h)", "n_b": "count_if(b = 1)", "avg_big": "avg(big)"}
