@@ -16,33 +16,16 @@ import warnings
 import numpy as np
 import pytest
 
+from central.test_auto_pruning import FLOORED, _choose, _lattice
 from central.test_calibration_sharing import wishart_model
 from distpriv import GaussianQueryModel, calibrate
 from distpriv.central.auto_pruning import failing_pair
 from distpriv.central.exact import pair_deltas, search_tolerance
 from distpriv.central.robust import DEFAULT_BETA, population_model
 from distpriv.errors import ConfigError, DistPrivError
-from distpriv.pipeline.auto import AutoChoice, choose_for_table, choose_mechanism
+from distpriv.pipeline.auto import choose_for_table
 
 EPS, DELTA = 1.0, 1e-3
-FLOORED = ("daum-floor", "dirm-g-floor", "optimal-g-full")
-
-
-def _lattice(m: int) -> list[float | None]:
-    """Mixed statistics: every other one on a grid, the others continuous (no lattice)."""
-    return [1e-3 if i % 2 == 0 else None for i in range(m)]
-
-
-def _choose(model: GaussianQueryModel, **kw: object) -> AutoChoice:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return choose_mechanism(
-            model,
-            epsilon=EPS,
-            delta=DELTA,
-            options={n: {"lattice": _lattice(model.dim)} for n in FLOORED},
-            **kw,  # type: ignore[arg-type]
-        )
 
 
 @pytest.mark.parametrize(("m", "k", "seed"), [(6, 2, 10), (7, 3, 11), (9, 3, 12)])

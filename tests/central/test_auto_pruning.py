@@ -25,9 +25,13 @@ EPS, DELTA = 1.0, 1e-3
 FLOORED = ("daum-floor", "dirm-g-floor", "optimal-g-full")
 
 
-def _choose(model: GaussianQueryModel, prune: bool, weights: object = None) -> AutoChoice:
-    m = model.dim
-    lattice = [1e-3 if i % 2 == 0 else None for i in range(m)]
+def _lattice(m: int) -> list[float | None]:
+    """Mixed statistics: every other one on a grid, the others continuous (no lattice)."""
+    return [1e-3 if i % 2 == 0 else None for i in range(m)]
+
+
+def _choose(model: GaussianQueryModel, prune: bool = True, weights: object = None) -> AutoChoice:
+    lattice = _lattice(model.dim)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return choose_mechanism(
