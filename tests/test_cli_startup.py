@@ -494,7 +494,12 @@ def test_the_entry_point_freezes_only_what_survives_collections_inside_imports(
     try:
         frozen = gc.get_freeze_count()
         assert entry.main() == 0
-        assert seen["own"] == frozen and gc.get_freeze_count() == frozen
+        # Nothing frozen (the module's 100,000 lists would add at least 80,000) and nothing
+        # unfrozen (the count would drop to 0). Not equality: a frozen object freed by its
+        # reference count (an import-system cache the probe's import replaces) leaves the
+        # permanent generation, so the count may fall by a few (CI saw 683,324 -> 683,321).
+        assert frozen - 1_000 <= seen["own"] <= frozen
+        assert frozen - 1_000 <= gc.get_freeze_count() <= frozen
     finally:
         sys.modules.pop("_cold_gc_probe", None)
         gc.unfreeze()
