@@ -48,12 +48,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "relax_wasserstein",
         "relaxed_parameters",
     ),
+    "_robust_joint": ("POPULATION_SETS", "population_set"),
     "uncertainty": ("daum_variance",),
 }
 
 __all__ = [
     "MECHANISMS",
     "MODEL_VIEWS",
+    "POPULATION_SETS",
     "AttributeNetworkModel",
     "CalibratedMechanism",
     "ColumnQuery",
@@ -77,6 +79,7 @@ __all__ = [
     "gaussian_conditional",
     "mechanism_info",
     "model_view_for",
+    "population_set",
     "relax_max_divergence",
     "relax_wasserstein",
     "relaxed_parameters",
@@ -86,6 +89,7 @@ __all__ = [
 if TYPE_CHECKING:
     # The names as attach() resolves them at run time, for type checkers (which do not
     # follow a module __getattr__: without this every public name would be Any).
+    from ._robust_joint import POPULATION_SETS, population_set
     from .apgm import (
         GaussianAttributeBounds,
         apgm_accuracy,

@@ -108,6 +108,8 @@ __all__: list[str] = []  # helpers of central.robust
 # "tight": the joint set with the gap's distance at the quantile of its bootstrap law
 # (central/_robust_tight.py; opt-in).
 SET_METHODS = ("joint", "box", "tight")
+# The public name: distpriv.population_set, [mechanism] population_set.
+POPULATION_SETS = SET_METHODS
 _SET: contextvars.ContextVar[str] = contextvars.ContextVar("distpriv_population_set", default="box")
 # The joint set's search costs tens of accountant calls per pair and noise: above this many
 # pairs (range secrets: hundreds) the box set is used (its members are vectorised).
@@ -120,13 +122,29 @@ JOINT_MAX_COORDS = 24
 
 @contextmanager
 def population_set(method: str) -> Iterator[None]:
-    """Calibrate with the population set ``method`` (one of :data:`SET_METHODS`) inside
-    the ``with`` block: ``"joint"`` (opt-in: ``with
-    distpriv.central.robust.population_set("joint"): ...``, ``benchmarks/bench_price.py
-    --set joint``), ``"tight"`` (opt-in, :mod:`distpriv.central._robust_tight`) or
-    ``"box"`` (the default: the Bonferroni box of :mod:`distpriv.central.robust`)."""
+    """Calibrate, compose and report with the population set ``method`` (one of
+    :data:`POPULATION_SETS`) inside the ``with`` block.
+
+    ``"box"`` (the default: the Bonferroni box of :mod:`distpriv.central.robust`),
+    ``"joint"`` (this module) or ``"tight"`` (the joint set with the gap at the quantile
+    of its sampling law and correlated variances, :mod:`distpriv.central._robust_tight`,
+    :mod:`distpriv.central._robust_corr`: the least noise at the same stated confidence,
+    issue 25; about ten times the calibration time of the box). Public as
+    ``distpriv.population_set`` (``with distpriv.population_set("tight"): ...``) and, for
+    the commands, ``[mechanism] population_set`` (docs/guarantees.md, "Choosing the
+    set"). Every calibration, ``auto``'s comparison, the price report and the ledger's
+    composition in the block use the set, and each guarantee's population premise names
+    it.
+
+    Raises
+    ------
+    ParameterError
+        ``method`` is not one of :data:`POPULATION_SETS`.
+    """
     if method not in SET_METHODS:
-        raise ParameterError(f"population set must be one of {SET_METHODS}, got {method!r}")
+        raise ParameterError(
+            f"population_set must be one of {', '.join(SET_METHODS)}, got {method!r}"
+        )
     token = _SET.set(method)
     try:
         yield

@@ -40,6 +40,7 @@ from .steps import (
     _config,
     _model_fingerprint,
     _pool_size,
+    _population_set,
     _secret,
     _subset_size,
 )
@@ -210,7 +211,7 @@ def run_audit(
         which = parse_pairs("auto" if pairs is None else pairs, flag="--pairs")
     gen = check_rng(seed, "seed")
     aux_src, test_src = _audit_sources(cfg)
-    with _collect_warnings() as caught:
+    with _collect_warnings() as caught, _population_set(cfg):
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         reps = check_positive_int(
             aud.get("repetitions", 10) if repetitions is None else repetitions, "repetitions"

@@ -35,6 +35,9 @@ from ..central import MECHANISMS
 from ..errors import ConfigError, DistPrivError
 from ..querymodel import GaussianQueryModel
 
+# The commands' population set when [mechanism] population_set is not given.
+DEFAULT_POPULATION_SET = "box"
+
 __all__ = [
     "BUILTIN_PREFIX",
     "ModelConfig",
@@ -212,6 +215,9 @@ class ReleaseConfig:
     path: str
     ledger: dict[str, Any] = field(default_factory=dict)
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # [mechanism] population_set: the population confidence set the commands calibrate,
+    # compose and report with (distpriv.population_set; "box" by default).
+    population_set: str = DEFAULT_POPULATION_SET
 
 
 def _table(
@@ -308,6 +314,17 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
     for key, val in (("epsilon", epsilon), ("delta", delta)):
         if isinstance(val, bool) or not isinstance(val, int | float):
             raise ConfigError(f"{where}: [mechanism] {key} must be a number, got {val!r}")
+    # The population confidence set (issue 25; distpriv.population_set): not a mechanism
+    # option, load_release_config takes it out.
+    if "population_set" in mech:
+        from ..central import POPULATION_SETS  # the confidence sets' module (scipy): only then
+
+        pset = mech["population_set"]
+        if not isinstance(pset, str) or pset not in POPULATION_SETS:
+            raise ConfigError(
+                f"{where}: [mechanism] population_set must be one of "
+                f"{', '.join(map(repr, POPULATION_SETS))}, got {pset!r}"
+            )
     return name, float(epsilon), float(delta), mech
 
 
@@ -358,6 +375,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         delta = 1e-3
         calibration = "analytic"          # any other key is a mechanism option
         beta = 0.05                       # confidence 1 - beta on the population ("none")
+        population_set = "box"            # the confidence set: "box", "joint" or "tight"
         [ranges]                          # optional: valid range of a statistic; released
         avg_age = [17, 90]                # values are clamped to it (post-processing)
         [output]
@@ -393,6 +411,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
     aud = _table(data, "audit", _AUDIT, where, required=False)
     led = _table(data, "ledger", _LEDGER, where, required=False)
     name, epsilon, delta, options = _mechanism(data, where)
+    population_set = options.pop("population_set", DEFAULT_POPULATION_SET)
     kind = sec.get("kind", "proportion")
     if not isinstance(kind, str) or kind not in SECRET_KEYS:
         raise ConfigError(
@@ -457,6 +476,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         path=where,
         ledger=_ledger_table(led, base, where),
         ranges=_ranges(data, where),
+        population_set=population_set,
     )
 
 

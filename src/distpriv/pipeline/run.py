@@ -45,6 +45,7 @@ from .steps import (
     _config,
     _model_and_mechanism,
     _model_fingerprint,
+    _population_set,
     _secret,
     _subset_size,
     _tables,
@@ -176,7 +177,7 @@ def run_release(
     # The data identity's key: the ledger's, else a fresh one kept in the PRIVATE output.
     ledger_key = None if session is None else getattr(session.ledger, "identity_key", None)
     key = ledger_key if ledger_key is not None else new_identity_key()
-    with _collect_warnings() as caught:
+    with _collect_warnings() as caught, _population_set(cfg):
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         model_frame, released, source = _tables(cfg, data, n)
         model, mech, choice = _model_and_mechanism(

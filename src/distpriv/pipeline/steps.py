@@ -8,6 +8,7 @@ DESIGN.md §2: config → data → model → calibrate.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,14 @@ __all__: list[str] = []  # private steps of the commands
 
 def _config(config: str | Path | ReleaseConfig) -> ReleaseConfig:
     return config if isinstance(config, ReleaseConfig) else load_release_config(config)
+
+
+def _population_set(cfg: ReleaseConfig) -> AbstractContextManager[None]:
+    """The command's population set (``[mechanism] population_set``) for everything in the
+    ``with`` block: calibration, ``auto``'s comparison, the price, the ledger's composition."""
+    from ..central import population_set
+
+    return population_set(cfg.population_set)
 
 
 def _proportion_secret(spec: dict[str, Any]) -> Secret:

@@ -37,6 +37,7 @@ from .steps import (
     _config,
     _model_and_mechanism,
     _pool_size,
+    _population_set,
     _secret,
     _subset_size,
 )
@@ -238,7 +239,7 @@ def run_verify(
             max_samples, "max_samples (--max-samples)", minimum=MIN_VERIFY_SAMPLES
         )
     cfg = _config(config)
-    with _collect_warnings() as caught:
+    with _collect_warnings() as caught, _population_set(cfg):
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         model_frame = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
         model, mech, choice = _model_and_mechanism(cfg, model_frame, query, secret, n, progress)
