@@ -144,3 +144,19 @@ def test_verify_uses_the_configured_set(tmp_path, capsys):
     )
     premise = next(p for p in checked["guarantee"]["premises"] if p["name"] == "population")
     assert "quantile of its sampling law" in premise["detail"]
+
+
+@pytest.mark.parametrize("pset", ["box", "tight"])
+def test_the_price_table_says_what_the_tight_set_buys_unless_it_is_used(tmp_path, pset):
+    """The price (``verify``'s private table) is computed on the command's set: on the box,
+    where the population premise costs here, a line names the tight set and what it buys;
+    on the tight set, no such line (its re-calibrations are on the tight set)."""
+    cfg, _, _ = _config(tmp_path, f"population_set = '{pset}'", name=pset)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outcome = dp.pipeline.run_verify(cfg, max_samples=1000)
+    price = outcome.private["price"]
+    hint = [ln for ln in price["lines"] if "population_set = 'tight'" in ln]
+    assert len(hint) == (1 if pset == "box" else 0), price["lines"]
+    if pset == "box":
+        assert "the population set is 'box'" in hint[0]

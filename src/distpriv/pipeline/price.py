@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from ..central import CalibratedMechanism, calibrate, mechanism_info
+from ..central._robust_joint import population_set, selected_set, set_method
 from ..central.exact import what_if_accuracy
 from ..central.robust import DEFAULT_BETA
 from ..errors import DistPrivError
@@ -237,6 +238,16 @@ def probe_weights(weights: Any, k: int, m: int, factor: float = WEIGHT_PROBE) ->
     return out
 
 
+def _tight_applies(model: GaussianQueryModel) -> str | None:
+    """The selected population set when the tight set would apply to ``model`` instead
+    (moment uncertainty, few pairs and variances: central._robust_joint.set_method);
+    ``None`` when the tight set is selected or would fall back to the box."""
+    current = selected_set()
+    with population_set("tight"):
+        applies = set_method(model) == "joint"
+    return current if applies and current != "tight" else None
+
+
 def _sd(mech: CalibratedMechanism) -> np.ndarray:
     return np.sqrt(np.clip(np.diag(mech.noise_covariance), 0.0, None))
 
@@ -356,7 +367,7 @@ def price_report(
         rows,
         mech.mse(),
         mse_fitted,
-        tuple(price_lines(rows, mech.mse(), mse_fitted)),
+        tuple(price_lines(rows, mech.mse(), mse_fitted, _tight_applies(model) if layer else None)),
         weights_line(mech, rows, iso),
         tuple(notes),
         cond,

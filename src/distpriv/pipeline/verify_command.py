@@ -274,13 +274,15 @@ def run_verify(
             "noise_drawn": False,
             "provenance": {"version": __version__},
         }
+    with _population_set(cfg):  # the price's re-calibrations: on the command's set too
+        price = price_for_options(model, mech, cfg.options).to_dict()
     private = {
         "kind": "verification-diagnostics",
         "private": PRIVATE_BANNER,
         "model": model.to_dict(),
         # The price per statistic, before any noise is drawn (pipeline.price, issue 25):
         # private, as noise / spread is (the spread is the modelling table's).
-        "price": price_for_options(model, mech, cfg.options).to_dict(),
+        "price": price,
         "warnings": list(caught.lines),
     }
     return VerifyOutcome(to_jsonable(public), to_jsonable(private), caught.lines, report=check)
