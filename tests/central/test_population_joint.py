@@ -193,5 +193,8 @@ def test_the_box_remains_selectable_and_bad_names_are_refused():
     with population_set("joint"):
         joint = population_model(model, beta=BETA, noise_cov=np.eye(model.dim), epsilon=EPS)
     assert len(joint.pairs) == 1 and "joint" in str(joint.labels[0])
-    with pytest.raises(ParameterError, match="population_set must be one of .*got .ellipse."), population_set("ellipse"):
+    with (
+        pytest.raises(ParameterError, match=r"population_set must be one of .*got 'ellipse'"),
+        population_set("ellipse"),
+    ):
         pass
