@@ -104,14 +104,7 @@ def fixed_noise(pop, shape: str) -> np.ndarray:
     """A noise fixed before any table is drawn: the shape at the population's least scale."""
     if shape == "isotropic":
         return _quiet(dp.calibrate, "expm-g", pop, epsilon=EPS, delta=DELTA).noise_covariance
-    diag_shape = np.diag(np.diag(pop.covariances.mean(axis=0)))
-    lo, hi = 0.0, 1.0
-    while worst_delta(pop, hi * diag_shape) > DELTA:
-        lo, hi = hi, 2 * hi
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if worst_delta(pop, mid * diag_shape) > DELTA else (lo, mid)
-    return hi * diag_shape
+    return least_noise(pop, np.diag(np.diag(pop.covariances.mean(axis=0))))
 
 
 # The diagonal shape's 100 tables run in the slow stage of .ci/run (DISTPRIV_SLOW=1); the
