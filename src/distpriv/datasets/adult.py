@@ -14,12 +14,15 @@ import numbers
 from collections.abc import Mapping
 from importlib import resources
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .._validation import _short, check_positive_int, check_rng
 from ..errors import ParameterError, ParameterTypeError
+
+if TYPE_CHECKING:  # imported where a frame is made (``distpriv verify`` never needs pandas)
+    import pandas as pd
 
 __all__ = [
     "ADULT_ATTRIBUTION",
@@ -78,6 +81,8 @@ PAPER_SPLIT: Mapping[str, int | None] = MappingProxyType(
 
 def _read_raw(name: str, skiprows: int) -> pd.DataFrame:
     """Parse one bundled gz file: int64 and str columns, the missing marker ``?`` as NaN."""
+    import pandas as pd
+
     resource = resources.files(__package__).joinpath("data", name)
     with resource.open("rb") as raw, gzip.open(raw, "rb") as fh:
         # keep_default_na=False and na_values=["?"]: only a field equal to "?" is missing,
@@ -103,6 +108,8 @@ def _read_raw(name: str, skiprows: int) -> pd.DataFrame:
 @functools.lru_cache(maxsize=1)
 def _load_adult_cached() -> pd.DataFrame:
     """Parse and clean both files once per process; callers get copies."""
+    import pandas as pd
+
     df = pd.concat([_read_raw(name, skip) for name, skip in _DATA_FILES], ignore_index=True)
     df = df.loc[df.notna().all(axis=1)].reset_index(drop=True)
     # Plain Python-str object columns: identical under pandas 2.x and 3.x and scanned
@@ -203,6 +210,8 @@ def split(
     >>> [len(p) for p in parts.values()]
     [1000, 44222]
     """
+    import pandas as pd
+
     if not isinstance(df, pd.DataFrame):
         raise ParameterTypeError(
             f"df must be a pandas.DataFrame, got {type(df).__name__} {_short(df)}"
@@ -210,6 +219,18 @@ def split(
     n = len(df)
     if n == 0:
         raise ParameterError(f"df must have at least one row, got shape {df.shape}")
+    return {name: df.iloc[rows] for name, rows in split_positions(n, sizes, rng=rng).items()}
+
+
+def split_positions(
+    n: int, sizes: Mapping[str, int | None], *, rng: int | np.random.Generator | None
+) -> dict[str, np.ndarray]:
+    """The row positions :func:`split` takes for each part of a table of ``n`` rows.
+
+    One permutation of ``range(n)`` drawn from ``rng``, cut into consecutive slices in the
+    order of ``sizes`` (validated as :func:`split` documents; ``n`` ≥ 1). Also used by
+    :func:`distpriv.datasets.adult_engine`, which selects the same rows in DuckDB.
+    """
     if not isinstance(sizes, Mapping):
         raise ParameterTypeError(
             f"sizes must be a mapping of name -> row count, got {type(sizes).__name__} "
@@ -254,11 +275,11 @@ def split(
 
     gen = check_rng(rng)
     order = gen.permutation(n)
-    parts: dict[str, pd.DataFrame] = {}
+    parts: dict[str, np.ndarray] = {}
     start = 0
     for name, count in counts.items():
         stop = start + (n - fixed if count is None else count)
-        parts[name] = df.iloc[order[start:stop]]
+        parts[name] = order[start:stop]
         start = stop
     return parts
 

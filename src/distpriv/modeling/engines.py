@@ -13,16 +13,19 @@ through ``allowed_paths``, nothing else on disk is.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 import sqlglot
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made (issue 28 item 4: cold verify)
+    import pandas as pd
 
 from ..errors import ParameterError, ParameterTypeError
 from .expressions import quote_column
@@ -31,6 +34,7 @@ __all__ = [
     "LOCKED_SETTINGS",
     "DuckDBEngine",
     "SparkEngine",
+    "is_pandas_frame",
     "is_spark_dataframe",
     "locked_connection",
     "make_engine",
@@ -236,6 +240,23 @@ class DuckDBEngine:
         self._describe()
         return self
 
+    @classmethod
+    def over_relation(cls, conn: duckdb.DuckDBPyConnection, label: str) -> DuckDBEngine:
+        """An engine over the relation ``data`` that distpriv created on ``conn``.
+
+        ``conn`` must come from :func:`locked_connection` (checked again here); e.g. the
+        bundled Adult data, parsed by DuckDB into a table of its own
+        (:func:`distpriv.datasets.adult_engine`), so that no pandas frame is made for it.
+        """
+        _check_locked(conn)
+        self = cls.__new__(cls)
+        self.label = label
+        self.relation = "data"
+        self.path = None
+        self.conn = conn
+        self._describe()
+        return self
+
     def _describe(self) -> None:
         try:
             described = self.conn.sql(f"SELECT * FROM {self.relation} LIMIT 0")
@@ -271,6 +292,20 @@ class DuckDBEngine:
         sql = f"SELECT {select} FROM {self.relation}" + (f" WHERE {where}" if where else "")
         try:
             return self.conn.sql(sql).df()
+        except duckdb.Error as exc:
+            raise ParameterError(f"{what}: {_one_line(exc)}") from exc
+
+    def fetch_arrow(self, select: str, where: str | None, what: str) -> Any:
+        """``SELECT select FROM data [WHERE where]`` as a pyarrow Table, in table order.
+
+        The row-level path's copy of the rows when no pandas frame was given (issue 28
+        item 4: ``distpriv verify`` never imports pandas).
+        """
+        sql = f"SELECT {select} FROM {self.relation}" + (f" WHERE {where}" if where else "")
+        try:
+            rel = self.conn.sql(sql)
+            fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
+            return fetch()
         except duckdb.Error as exc:
             raise ParameterError(f"{what}: {_one_line(exc)}") from exc
 
@@ -335,6 +370,13 @@ def _file_head(path: Path) -> bytes:
             return f.read(16)
     except OSError:
         return b""
+
+
+def is_pandas_frame(obj: Any) -> bool:
+    """Whether ``obj`` is a pandas DataFrame, without importing pandas (none can exist before
+    pandas is imported: issue 28 item 4, ``distpriv verify`` never imports it)."""
+    pd_ = sys.modules.get("pandas")
+    return pd_ is not None and isinstance(obj, pd_.DataFrame)
 
 
 def is_spark_dataframe(obj: Any) -> bool:
@@ -439,7 +481,7 @@ def make_engine(source: Any, label: str) -> DuckDBEngine | SparkEngine:
     """The engine for a source: Spark for a Spark DataFrame, DuckDB for everything else."""
     if is_spark_dataframe(source):
         return SparkEngine(source, label)
-    if isinstance(source, pd.DataFrame | str | Path | duckdb.DuckDBPyRelation):
+    if is_pandas_frame(source) or isinstance(source, str | Path | duckdb.DuckDBPyRelation):
         return DuckDBEngine(source, label)
     if type(source).__module__.startswith("pyarrow") and hasattr(source, "schema"):
         return DuckDBEngine(source, label)

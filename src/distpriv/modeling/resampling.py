@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .._validation import check_positive_int, check_rng
 from ..errors import ParameterError, ParameterTypeError
@@ -178,6 +177,8 @@ def draw_pool(
         # Larger than memory: each stratum's pool is a reservoir sample drawn in the engine.
         with_p, n_with = table.sample_where(secret.predicate, pool_size, rng, what)
         without, n_without = table.sample_where(secret.predicate, pool_size, rng, what, negate=True)
+        import pandas as pd  # the pool's rows came from the engine as frames
+
         frame = pd.concat([with_p, without], ignore_index=True)
         pool = Table(frame, f"pool of {table.source}")
         return pool, (n_with, n_without), (len(with_p), len(without))

@@ -1,8 +1,11 @@
 """Where the pipeline's tables come from, and what it checks about them before a release.
 
-Every source is loaded once, as a pandas DataFrame, so that the fingerprints, the overlap
-check and the facts the default options need are computed from the same rows the model and
-the release see.
+:func:`open_table` opens every configured source in its engine (DuckDB or Spark), the
+bundled Adult data included (parsed by DuckDB: no pandas frame, issue 28 item 4), so that
+the fingerprints, the overlap check and the facts the default options need are computed
+from the same rows the model and the release see. The frame helpers (``load_frame``,
+``fingerprint``, ``row_overlap``) serve the Python API's pandas inputs and import pandas
+when called.
 """
 
 from __future__ import annotations
@@ -12,14 +15,14 @@ import math
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
-import pandas as pd
 
 from ..central import TableFacts
 from ..datasets import PAPER_SPLIT, paper_split
+from ..datasets._adult_duckdb import adult_engine
 from ..errors import ParameterError, PrivacyLeakWarning
 from ..modeling import Query
 from ..modeling.engines import DuckDBEngine, file_reader, locked_connection
@@ -29,6 +32,9 @@ from ..modeling.lattice import query_lattices
 from ..modeling.tables import Table, as_table, sample_table
 from .config import BUILTIN_PREFIX, DUCKDB_PREFIX, SPARK_PREFIX
 from .scope import command_cache
+
+if TYPE_CHECKING:  # imported where frames are made: ``distpriv verify`` never needs pandas
+    import pandas as pd
 
 __all__ = [
     "LATTICE_SAMPLE_ROWS",
@@ -162,6 +168,8 @@ def fingerprint(frame: pd.DataFrame, *, salt: bytes = b"") -> str:
 
 
 def _row_hashes(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    import pandas as pd
+
     return pd.util.hash_pandas_object(frame[columns], index=False).to_numpy()
 
 
@@ -180,6 +188,8 @@ def row_overlap(model: pd.DataFrame, released: pd.DataFrame) -> int:
 
 def duplicate_rate(frame: pd.DataFrame) -> float:
     """Share of rows of ``frame`` that equal another of its rows (chance coincidences)."""
+    import pandas as pd
+
     try:
         dup = pd.util.hash_pandas_object(frame, index=False).duplicated(keep=False)
     except TypeError:  # unhashable cells: compare as text
@@ -311,7 +321,7 @@ def _spark_table(name: str, what: str) -> Any:
 def open_table(source: str, *, split_seed: int = 0, what: str = "data") -> Table:
     """A configured data source as an engine-backed :class:`~distpriv.modeling.tables.Table`.
 
-    ``"adult:<split>"`` (bundled, in memory, scanned by DuckDB), ``"spark:<table>"`` (Spark
+    ``"adult:<split>"`` (bundled, parsed into DuckDB), ``"spark:<table>"`` (Spark
     SQL), ``"duckdb:<file>#<table>"`` (a DuckDB database opened read-only) or a CSV/Parquet
     path (read by DuckDB, only the columns a query names). Nothing is loaded into pandas.
 
@@ -321,7 +331,13 @@ def open_table(source: str, *, split_seed: int = 0, what: str = "data") -> Table
         Unknown split, missing or unreadable file or table, empty table (naming ``what``).
     """
     if source.startswith(BUILTIN_PREFIX):
-        return Table(_adult_split(source[len(BUILTIN_PREFIX) :], split_seed), source)
+        # Parsed and split by DuckDB (the rows and order of paper_split's, tested): no
+        # pandas frame is made for a table the engine scans anyway (issue 28 item 4).
+        part = source[len(BUILTIN_PREFIX) :]
+        engine = adult_engine(part, split_seed, cache=command_cache())
+        if engine is None:  # pragma: no cover - the package is not on a file system
+            return Table(_adult_split(part, split_seed), source)
+        return Table(engine, source)
     if source.startswith(SPARK_PREFIX):
         frame = _spark_table(source[len(SPARK_PREFIX) :], what)
         return Table(frame, source)
