@@ -302,6 +302,33 @@ audit / notebook            0.60x      0.64x      0.59x (e611c02: 0.62x)
 The baseline itself moves between runs (median 0.555-0.725 s on the same idle machine),
 and with it the ratio; within the paired run the merged main is 5 % below e611c02 in
 verify's CPU. All three runs are within the 3x target, by 3-16 %.
+
+Sixth round (9ed300f): ``distpriv verify`` no longer imports pandas (0.3-0.4 s of CPU, most
+of the yardstick itself). The bundled Adult data of an ``adult:<split>`` source is parsed by
+DuckDB's CSV reader (``distpriv.datasets._adult_duckdb``: the same rows in the same order as
+``paper_split``, tested per part and seed against pandas' parse), and the check's row-level
+path receives a DuckDB table's rows as Arrow with a positional row id instead of a pandas
+frame; ``tests/test_cli_startup.py`` fails if ``verify`` imports pandas. The lead on an idle
+machine (load average 0.4-1.3), c0ecbc0 exported with ``git archive`` and measured in the
+same run (``--root`` twice, interleaved):
+
+==========================  ===================  ===================  =========
+case                        --runs 9, paired     --runs 11, paired    --runs 11
+                            c0ecbc0 / 9ed300f    c0ecbc0 / 9ed300f    9ed300f
+==========================  ===================  ===================  =========
+import numpy, pandas        0.688 / 0.664        0.625 / 0.590        0.650
+distpriv verify CONFIG      1.864 / 1.498        1.971 / 1.415        1.511
+one-look runs (of K)        6 / 8 of 9           5 / 10 of 11         10 of 11
+verify, one-look median     1.766 / 1.472        1.712 / 1.404        1.505
+verify / numpy+pandas       2.71x / 2.26x        3.15x / 2.40x        2.32x
+verify (one look) / numpy   2.57x / 2.22x        2.74x / 2.38x        2.31x
+audit / notebook            0.59x / 0.64x        0.62x / 0.62x        0.66x
+==========================  ===================  ===================  =========
+
+About 0.3-0.55 s less CPU per run (0.3 s in one-look runs), 20-25 % below the 3x target
+in every run. The fewer multi-look runs on 9ed300f in these runs are chance: the check's
+inputs are identical (same strata, same per-row features, compared array for array), and
+100 in-process checks on each table gave 24 % and 27 % multi-look runs.
 """
 
 from __future__ import annotations
