@@ -306,13 +306,14 @@ class Table:
     def _conn(self) -> duckdb.DuckDBPyConnection:
         if self._local is None:
             conn = locked_connection()  # locked before any generated SQL runs on it
-            if self._frame is None and self._given_frame is None and self.dialect == "duckdb":
+            engine = self.engine
+            framed = self._frame is not None or self._given_frame is not None
+            if isinstance(engine, DuckDBEngine) and not framed:
                 # The rows as Arrow, straight from DuckDB, and their positions beside them
                 # (a positional join keeps the rows' order): no pandas frame is made for a
                 # table read by DuckDB (issue 28 item 4: ``distpriv verify``'s check).
                 self._check_in_memory()
-                assert isinstance(self.engine, DuckDBEngine)
-                rows = self.engine.fetch_arrow("*", self.where, f"loading {self.source}")
+                rows = engine.fetch_arrow("*", self.where, f"loading {self.source}")
                 conn.register("__distpriv_rows", rows)
                 ids = {_ROWID: np.arange(rows.num_rows, dtype=np.int64)}  # numpy: no pandas
                 conn.register("__distpriv_ids", ids)
