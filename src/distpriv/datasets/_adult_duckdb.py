@@ -6,7 +6,7 @@ yardstick of a cold ``distpriv verify`` (issue 28 item 4), costs. The pipeline's
 DuckDB anyway (:func:`distpriv.pipeline.sources.open_table`), so DuckDB reads the two gzip
 files itself, applies :func:`load_adult`'s cleaning in SQL and keeps the rows of one split,
 in the order :func:`~distpriv.datasets.split` gives them (same permutation, from
-:func:`~distpriv.datasets.adult.split_positions`). ``tests/datasets/test_adult_duckdb.py``
+``distpriv.datasets.adult._split_positions``). ``tests/datasets/test_adult_duckdb.py``
 compares every split, row by row, with the pandas parse.
 
 The SQL is distpriv's own (no user text reaches it); the connection is locked down
@@ -25,11 +25,11 @@ import sqlglot
 
 from ..errors import ParameterError
 from ..modeling.engines import DuckDBEngine, locked_connection
-from .adult import _DATA_FILES, _INT_COLUMNS, ADULT_COLUMNS, PAPER_SPLIT, split_positions
+from .adult import _DATA_FILES, _INT_COLUMNS, ADULT_COLUMNS, PAPER_SPLIT, _split_positions
 
 __all__ = ["adult_engine", "bundled_paths"]
 
-# The cleaned rows (all of Adult) on the instance that read the files, with their position.
+# The cleaned rows (all of Adult) on the instance that read the files (rowid: the position).
 _ALL = "distpriv_adult"
 _POS = "__distpriv_pos"
 
@@ -134,7 +134,7 @@ def adult_engine(
         conn.execute(f"CREATE TEMP TABLE data AS SELECT * FROM {_ALL} ORDER BY rowid")
         return DuckDBEngine.over_relation(conn, label)
     n = int(conn.execute(f"SELECT count(*) FROM {_ALL}").fetchall()[0][0])
-    rows = split_positions(n, PAPER_SPLIT, rng=split_seed)[part]
+    rows = _split_positions(n, PAPER_SPLIT, rng=split_seed)[part]
     pick = {_POS: rows.astype(np.int64), "__distpriv_k": np.arange(len(rows), dtype=np.int64)}
     conn.register("__distpriv_pick", pick)
     conn.execute(

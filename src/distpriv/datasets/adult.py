@@ -219,17 +219,18 @@ def split(
     n = len(df)
     if n == 0:
         raise ParameterError(f"df must have at least one row, got shape {df.shape}")
-    return {name: df.iloc[rows] for name, rows in split_positions(n, sizes, rng=rng).items()}
+    return {name: df.iloc[rows] for name, rows in _split_positions(n, sizes, rng=rng).items()}
 
 
-def split_positions(
+def _split_positions(
     n: int, sizes: Mapping[str, int | None], *, rng: int | np.random.Generator | None
 ) -> dict[str, np.ndarray]:
     """The row positions :func:`split` takes for each part of a table of ``n`` rows.
 
     One permutation of ``range(n)`` drawn from ``rng``, cut into consecutive slices in the
     order of ``sizes`` (validated as :func:`split` documents; ``n`` ≥ 1). Also used by
-    :func:`distpriv.datasets.adult_engine`, which selects the same rows in DuckDB.
+    :func:`distpriv.datasets._adult_duckdb.adult_engine`, which selects the same rows in
+    DuckDB.
     """
     if not isinstance(sizes, Mapping):
         raise ParameterTypeError(
