@@ -440,6 +440,19 @@ def _column(recs: list, name: str, key: str) -> np.ndarray:
     return np.array([inf if v is None else float(v) for v in vals])
 
 
+def _oracle(fit: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """Median fitted E‖Z‖² × the 95 % quantile of the least covering factor, along the last
+    axis (the tables); inf where either is."""
+    with np.errstate(invalid="ignore"):
+        orc = np.median(fit, axis=-1) * np.quantile(f, 0.95, axis=-1, method="higher")
+    return np.where(np.isfinite(orc), orc, np.inf)
+
+
+def oracles(recs: list) -> dict[str, float]:
+    """Each full-rank mechanism's oracle on the tables of ``recs`` (module docstring)."""
+    return {m: float(_oracle(_column(recs, m, "fit"), _column(recs, m, "f"))) for m in GAUSSIAN}
+
+
 def ratio_interval(recs: list, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of auto / oracle over the tables.
 
@@ -454,32 +467,20 @@ def ratio_interval(recs: list, level: float = 0.95, seed: int = 0) -> tuple[floa
     auto = np.median(_column(recs, "auto", "mse")[idx], axis=1)
     best = np.full(RATIO_RESAMPLES, np.inf)
     for m in GAUSSIAN:
-        f, fit = _column(recs, m, "f")[idx], _column(recs, m, "fit")[idx]
-        with np.errstate(invalid="ignore"):
-            orc = np.median(fit, axis=1) * np.quantile(f, 0.95, axis=1, method="higher")
-        best = np.minimum(best, np.where(np.isfinite(orc), orc, np.inf))
-    ratio = auto / best
-    lo, hi = np.quantile(ratio, [(1 - level) / 2, (1 + level) / 2])
+        best = np.minimum(best, _oracle(_column(recs, m, "fit")[idx], _column(recs, m, "f")[idx]))
+    lo, hi = np.quantile(auto / best, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
 
 
 def report(pname: str, size: int, recs: list, own: float, no_oracle: bool) -> None:
     """Print auto / oracle, auto / own and the per-mechanism table for one population/size."""
-    inf = float("inf")
 
     def col(name: str, key: str) -> np.ndarray:
         return _column(recs, name, key)
 
-    oracles = {}
-    for m in GAUSSIAN:
-        if no_oracle:
-            oracles[m] = float("nan")
-            continue
-        q = float(np.quantile(col(m, "f"), 0.95, method="higher"))
-        fit = float(np.median(col(m, "fit")))
-        oracles[m] = fit * q if np.isfinite(q) and np.isfinite(fit) else inf
-    best_name = min(oracles, key=lambda k: oracles[k]) if not no_oracle else "-"
-    best = oracles.get(best_name, float("nan"))
+    orc = dict.fromkeys(GAUSSIAN, float("nan")) if no_oracle else oracles(recs)
+    best_name = min(orc, key=lambda k: orc[k]) if not no_oracle else "-"
+    best = orc.get(best_name, float("nan"))
     auto = float(np.median(col("auto", "mse")))
     viol = [r["auto"]["viol"] for r in recs if "viol" in r["auto"]]
     chosen: dict[str, int] = {}
@@ -501,8 +502,8 @@ def report(pname: str, size: int, recs: list, own: float, no_oracle: bool) -> No
         v = [r[m]["viol"] for r in recs if "viol" in r[m]]
         fitted_viol = "-" if no_oracle else f"{np.mean(col(m, 'f') > 1):.0%}"
         print(
-            f"{'':8s} {size:5d} {m:15s} default {med:8.1f}  oracle {oracles[m]:8.1f}"
-            f"  default/oracle {med / oracles[m]:5.2f}  verified "
+            f"{'':8s} {size:5d} {m:15s} default {med:8.1f}  oracle {orc[m]:8.1f}"
+            f"  default/oracle {med / orc[m]:5.2f}  verified "
             f"{int(np.sum(np.isfinite(mse)))}/{mse.size}  violations "
             f"{f'{np.mean(v):.0%}' if v else '-'}  fitted (beta=None) violates "
             f"{fitted_viol}",
