@@ -21,7 +21,31 @@ Printed per population and size: median E‖Z‖², its ratio to the round-6 ora
 ``benchmarks/results/bench_price_r6_*.jsonl``) and the tables whose population δ(1)
 exceeds the claim.
 
-Run: ``python benchmarks/diag/diag_tight_split.py adult 1000 [TABLES]``.
+Run: ``python benchmarks/diag/diag_tight_split.py adult 1000 [TABLES]`` (about 20 s of CPU
+per table at 1,000 rows).
+
+Round 7 (main bfb4be0), the first 30 tables of 1,000 rows, idle machine, one process per
+population:
+
+=======  ===================  =========  ====================  ==========
+pop      plan, shape          E‖Z‖²      / round-6 oracle      violations
+=======  ===================  =========  ====================  ==========
+Adult    full, daum-floor       195.0    0.88 (222.5)          3/30
+Adult    full, auto             191.5    0.86                  3/30
+Adult    split, daum-floor    44052.4    198                   0/30
+Adult    split, auto            552.5    2.48                  0/30
+RAND     full, daum-floor       117.5    1.03 (113.9)          0/30
+RAND     full, auto             117.3    1.03                  0/30
+RAND     split, daum-floor     5954.5    52                    0/30
+RAND     split, auto            453.3    3.98                  0/30
+=======  ===================  =========  ====================  ==========
+
+("full, auto" reproduces ``auto``'s own noise: its least factor on its own set is about 1.)
+Splitting is valid by construction and priced out: a shape fitted on A puts little noise
+across A's gap, and B's gap has a component there (daum-floor's floor must grow 50-200×);
+``auto``'s shape on A's set covers A's uncertainty but not B's, and B's set is that of half
+the rows (2.5-4×). The tight set's low price comes from aligning the noise with the very
+gap its set is centred on, which is also where its coverage is lost on Adult.
 """
 
 from __future__ import annotations
