@@ -45,9 +45,7 @@ Room exists (knowing the population, 0.60-0.90×), but not for a widening of thi
 
 from __future__ import annotations
 
-import json
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +53,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from diag_tight_split import RESULTS, fitted_shape, set_factor
+from diag_tight_split import fitted_shape, set_factor, setting
 
 import bench_price as bp
 from distpriv.central.robust import population_set
@@ -64,39 +62,30 @@ INFLATIONS = (1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.5)
 
 
 def main() -> None:
-    which, size = sys.argv[1], int(sys.argv[2])
-    tables = int(sys.argv[3]) if len(sys.argv) > 3 else 100
-    warnings.simplefilter("ignore")
-    frame = bp.load(which)
-    stats, secret = bp.POPULATIONS[which]
-    pop = bp.model_query(frame, stats, secret, subset_size=100, method="analytic", population=True)
-    with open(RESULTS / f"bench_price_r6_{which}.jsonl") as fh:
-        recs = [r for r in map(json.loads, fh) if r["size"] == size]
-    oracle = min(bp.oracles(recs).values())
-    rng = np.random.default_rng([2025, size])  # bench_price's draws for this size
+    st = setting(sys.argv)
     rows: list[tuple[float, float, float]] = []  # (trace of shape, c_set, c_pop)
     with population_set("tight"):
-        for t in range(tables):
-            sample = frame.iloc[rng.choice(len(frame), size, replace=False)]
+        for t in range(st.tables):
+            sample = st.frame.iloc[st.rng.choice(len(st.frame), st.size, replace=False)]
             model = bp.quiet(
-                bp.model_query, sample, stats, secret, subset_size=100, method="analytic"
+                bp.model_query, sample, st.stats, st.secret, subset_size=100, method="analytic"
             )
             shape = fitted_shape(model, "daum-floor")
             if shape is None:
                 continue
             c_set = set_factor(model, shape)
-            rows.append((float(np.trace(shape)), c_set, bp.least_factor(pop, shape)))
+            rows.append((float(np.trace(shape)), c_set, bp.least_factor(st.pop, shape)))
             print(f"  table {t + 1}", file=sys.stderr, flush=True)
     tr, c_set, c_pop = (np.array(x) for x in zip(*rows, strict=True))
-    print(f"{which} {size}: {len(rows)} tables, oracle {oracle:.1f}")
+    print(f"{st.which} {st.size}: {len(rows)} tables, oracle {st.oracle:.1f}")
     # How well the set tracks each table's need: the oracle scales every table alike, so a
     # set beats it only as far as c_set follows c_pop from table to table.
     r = float(np.corrcoef(np.log(c_set), np.log(c_pop))[0, 1])
-    ideal = float(np.median(c_pop * tr)) / oracle
+    ideal = float(np.median(c_pop * tr)) / st.oracle
     print(f"  corr(log c_set, log c_pop) {r:.2f}; each table at its own c_pop: {ideal:.2f}")
     for k in INFLATIONS:
         viol = int(np.sum(c_pop > k * c_set * 1.000001))
-        price = float(np.median(k * c_set * tr)) / oracle
+        price = float(np.median(k * c_set * tr)) / st.oracle
         print(f"  k = {k:4.2f}: violations {viol}/{len(rows)}  E||Z||^2 / oracle {price:5.2f}")
 
 

@@ -53,7 +53,9 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -103,31 +105,64 @@ def set_factor(model: object, shape: np.ndarray) -> float:
     return hi
 
 
-def main() -> None:
-    which, size = sys.argv[1], int(sys.argv[2])
-    tables = int(sys.argv[3]) if len(sys.argv) > 3 else 100
+@dataclass(frozen=True)
+class Setting:
+    """A diag run's population and size (``argv``: population, rows, [tables])."""
+
+    which: str
+    size: int
+    tables: int
+    frame: Any
+    stats: Any
+    secret: Any
+    pop: Any  # the population's own model (the reference δ)
+    oracle: float  # the round-6 oracle of this population and size
+    rng: np.random.Generator  # bench_price's draws of this size's modelling tables
+
+
+def setting(argv: list[str]) -> Setting:
+    """Parse ``argv`` and load what every diag run of this folder needs."""
+    which, size = argv[1], int(argv[2])
     warnings.simplefilter("ignore")
     frame = bp.load(which)
     stats, secret = bp.POPULATIONS[which]
     pop = bp.model_query(frame, stats, secret, subset_size=100, method="analytic", population=True)
     with open(RESULTS / f"bench_price_r6_{which}.jsonl") as fh:
         recs = [r for r in map(json.loads, fh) if r["size"] == size]
-    oracle = min(bp.oracles(recs).values())
-    rng = np.random.default_rng([2025, size])  # bench_price's draws for this size
+    return Setting(
+        which,
+        size,
+        int(argv[3]) if len(argv) > 3 else 100,
+        frame,
+        stats,
+        secret,
+        pop,
+        min(bp.oracles(recs).values()),
+        np.random.default_rng([2025, size]),
+    )
+
+
+def main() -> None:
+    st = setting(sys.argv)
     plans = {"full": ("table", "table"), "split": ("A", "B")}  # (shape fitted on, set of)
     out: dict[str, list[tuple[float, bool]]] = {f"{k} {s}": [] for k in plans for s in SHAPES}
     with population_set("tight"):
-        for t in range(tables):
-            rows = rng.choice(len(frame), size, replace=False)
-            halves = np.random.default_rng([7, size, t]).permutation(size)
+        for t in range(st.tables):
+            rows = st.rng.choice(len(st.frame), st.size, replace=False)
+            halves = np.random.default_rng([7, st.size, t]).permutation(st.size)
             parts = {
                 "table": rows,
-                "A": rows[halves[: size // 2]],
-                "B": rows[halves[size // 2 :]],
+                "A": rows[halves[: st.size // 2]],
+                "B": rows[halves[st.size // 2 :]],
             }
             models = {
                 k: bp.quiet(
-                    bp.model_query, frame.iloc[r], stats, secret, subset_size=100, method="analytic"
+                    bp.model_query,
+                    st.frame.iloc[r],
+                    st.stats,
+                    st.secret,
+                    subset_size=100,
+                    method="analytic",
                 )
                 for k, r in parts.items()
             }
@@ -140,18 +175,19 @@ def main() -> None:
                     if not np.isfinite(c):
                         continue
                     noise = shape * c
-                    viol = bp.true_delta(pop, noise) > bp.DELTA * 1.000001
+                    viol = bp.true_delta(st.pop, noise) > bp.DELTA * 1.000001
                     out[f"{kind} {s}"].append((float(np.trace(noise)), bool(viol)))
             print(f"  table {t + 1}", file=sys.stderr, flush=True)
     for key, vals in out.items():
         if not vals:
-            print(f"{which} {size} {key:26s} no table verified")
+            print(f"{st.which} {st.size} {key:26s} no table verified")
             continue
         mse = np.median([v[0] for v in vals])
         viol = sum(v[1] for v in vals)
         print(
-            f"{which} {size} {key:26s} median E||Z||^2 {mse:8.1f}  / oracle {oracle:7.1f} = "
-            f"{mse / oracle:5.2f}  violations {viol}/{len(vals)}",
+            f"{st.which} {st.size} {key:26s} median E||Z||^2 {mse:8.1f}  / oracle "
+            f"{st.oracle:7.1f} = "
+            f"{mse / st.oracle:5.2f}  violations {viol}/{len(vals)}",
             flush=True,
         )
 
