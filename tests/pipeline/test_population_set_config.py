@@ -118,7 +118,7 @@ def test_one_set_for_the_calibration_the_ledger_and_the_guarantee(tmp_path, caps
         s: next(p for p in r["guarantee"]["premises"] if p["name"] == "population")
         for s, r in (("box", box), ("tight", tight))
     }
-    assert "quantile of its sampling law" in premise["tight"]["detail"]
+    assert "sampling law of delta's own distance psi" in premise["tight"]["detail"]
     assert "corners of their confidence box" in premise["box"]["statement"]
     assert "quantile" not in premise["box"]["detail"]
     # The ledger composed the release on the tight set: its ε meets the claim.
@@ -143,7 +143,7 @@ def test_verify_uses_the_configured_set(tmp_path, capsys):
         checked["mechanism"]["noise_covariance"], tight["mechanism"]["noise_covariance"]
     )
     premise = next(p for p in checked["guarantee"]["premises"] if p["name"] == "population")
-    assert "quantile of its sampling law" in premise["detail"]
+    assert "sampling law of delta's own distance psi" in premise["detail"]
 
 
 @pytest.mark.parametrize("pset", ["box", "tight"])

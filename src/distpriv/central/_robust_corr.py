@@ -29,6 +29,13 @@ and fourth cross moments of the row features). So, per stratum s the pair weighs
   mean-secret models, marginals): V_s = Σ_l |g_sl| and sd(L_s) ≤ G_s + V_s (the sd of a sum
   is at most the sum of the sds) — the box within a stratum, quadrature across strata.
 
+Since round 8 the gap's part is δ's own gradient in the gap, a·v = ∂δ/∂ψ · ∇ψ
+(:mod:`distpriv.central._robust_direction`: ψ the Gaussian-profile distance with the pair's
+δ), not ∂δ/∂d · Mû: the two agree when the pair's covariances are equal, and δ depends on
+the gap's direction as well when they differ (Adult). The gap's member is then the same at
+every point of the variances (the statement is made once, at the fitted variances); where
+ψ cannot be computed the distance statement below is used, point by point, as before.
+
 The member. The gap keeps the tight set's statement (:mod:`distpriv.central._robust_tight`:
 the quantile of its distance, which carries z·‖Bᵀû‖ = z·√ΣG_s² to first order and the
 second-order term across the gap); the variances carry the rest of z·sd(L): the member's
@@ -57,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting.pair_profile import pair_profiles_unchecked
+from ._robust_direction import gap_statement
 from ._robust_stack import _inv_sqrt_stack
 
 __all__: list[str] = []  # helpers of central._robust_joint
@@ -87,18 +95,26 @@ def corr_signs(pair: Any) -> np.ndarray:
     n_sup, m = pair.support.size, unc.dim
     zero = np.zeros((n_sup, m))
     signs = np.zeros((n_sup, m))
-    if z <= 0.0 or not pair.coords:
+    if z <= 0.0:
         return signs
-    # The gap's derivative: the member's gap (at its quantile) scaled by 1 ± step.
-    mi, ci, mj, cj = (x[0] for x in pair.members(zero[None]))
-    member_gap = mi - mj
-    metric = _inv_sqrt_stack(((ci + cj) / 2 + pair.noise)[None])[0]
-    dist = float(np.linalg.norm(metric @ member_gap))
-    if dist <= 0.0:
+    # The gap's statement in δ's own distance (central/_robust_direction.py): every member
+    # below carries its gap; δ's gradient in the gap is ∂δ/∂ψ · ∇ψ.
+    stmt = gap_statement(pair)
+    if stmt is not None:
+        pair.fixed_shift = stmt.shift
+    if not pair.coords:
         return signs
-    up = _delta(pair, mj + member_gap * (1 + _GAP_STEP), ci, mj, cj)
-    down = _delta(pair, mj + member_gap * (1 - _GAP_STEP), ci, mj, cj)
-    a = (up - down) / (2 * _GAP_STEP * dist)
+    if stmt is None:
+        # The distance statement: the member's gap (at its quantile) scaled by 1 ± step.
+        mi, ci, mj, cj = (x[0] for x in pair.members(zero[None]))
+        member_gap = mi - mj
+        metric = _inv_sqrt_stack(((ci + cj) / 2 + pair.noise)[None])[0]
+        dist = float(np.linalg.norm(metric @ member_gap))
+        if dist <= 0.0:
+            return signs
+        up = _delta(pair, mj + member_gap * (1 + _GAP_STEP), ci, mj, cj)
+        down = _delta(pair, mj + member_gap * (1 - _GAP_STEP), ci, mj, cj)
+        a = (up - down) / (2 * _GAP_STEP * dist)
     # Each log-variance's derivative, per τ: g_sl = b_sl τ_sl.
     pts = []
     for r, c in pair.coords:
@@ -112,13 +128,18 @@ def corr_signs(pair: Any) -> np.ndarray:
         hi = _delta(pair, mi_b[2 * t], ci_b[2 * t], mj_b[2 * t], cj_b[2 * t])
         lo = _delta(pair, mi_b[2 * t + 1], ci_b[2 * t + 1], mj_b[2 * t + 1], cj_b[2 * t + 1])
         g[r, c] = (hi - lo) / (2 * _VAR_STEP * z)
-    # The gap's direction of the first-order term: v = Mû at the fitted gap.
-    fit_metric = _inv_sqrt_stack(
-        ((pair.model.covariances[pair.i] + pair.model.covariances[pair.j]) / 2 + pair.noise)[None]
-    )[0]
-    w = fit_metric @ pair.gap
-    nw = float(np.linalg.norm(w))
-    v = fit_metric @ (w / nw) if nw > 0 else np.zeros(m)
+    if stmt is not None:
+        a, v = stmt.slope, stmt.grad_psi
+    else:
+        # The gap's direction of the first-order term: v = Mû at the fitted gap.
+        fit_metric = _inv_sqrt_stack(
+            ((pair.model.covariances[pair.i] + pair.model.covariances[pair.j]) / 2 + pair.noise)[
+                None
+            ]
+        )[0]
+        w = fit_metric @ pair.gap
+        nw = float(np.linalg.norm(w))
+        v = fit_metric @ (w / nw) if nw > 0 else np.zeros(m)
     sizes = np.asarray(unc.stratum_sizes, dtype=float)
     shape = getattr(unc, "shape_correlation", None)
     gap_sd2, sd2, v_norm, dirs = 0.0, 0.0, np.zeros(n_sup), np.zeros((n_sup, m))

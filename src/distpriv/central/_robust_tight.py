@@ -39,10 +39,17 @@ Adult at 4,000 rows). The Scheffé ellipsoid's farthest point (‖ξ‖ ≤ √�
 for any M, with the variances at β/2) is valid but wider than the joint set at 1,000 rows
 (Adult: 461 against 361).
 
-Not proven: that the member of largest distance is the member of largest δ when the
-pair's covariances differ (the joint and box sets make the same reduction); the laws are
-asymptotic and the bootstrap's normal design is the central-limit law of e. Coverage is
-measured: tests/central/test_population_tight.py, benchmarks/bench_price.py.
+Refuted in round 8: that the member of largest distance is the member of largest δ when
+the pair's covariances differ (the joint and box sets make the same reduction). On Adult
+the population's gap, nearer than the member, had the larger δ on most tables that
+violated (``benchmarks/diag/diag_tight_direction.py``). The tight set's member is therefore
+made by :mod:`distpriv.central._robust_direction` — this statement with δ's own distance ψ
+in place of d (the same member when the covariances are equal) — at the pair's fitted
+variances; this module's statement is its fallback where ψ cannot be computed, and gives
+the joint corners of optimal-g's program. The laws are asymptotic and the bootstrap's
+normal design is the central-limit law of e. Coverage is measured:
+tests/central/test_population_tight.py, tests/central/test_population_direction.py,
+benchmarks/bench_price.py.
 """
 
 from __future__ import annotations
@@ -167,9 +174,12 @@ def tight_premise(gm: GaussianQueryModel, cs: Any, beta: float, selected: str) -
         "pair of Psi, delta at the published noise is at most that of the worst member "
         "of a joint confidence set in the mean gap and the strata's variances",
         None,
-        f"{method}; per pair, the mean gap's output distance at the {quantile_level(cs.z):.4g}"
-        " quantile of its sampling law (a parametric bootstrap of the gap's error, fixed "
-        "design), and the strata's log-variances moved along the gradient of delta by "
+        f"{method}; per pair, the mean gap at the {quantile_level(cs.z):.4g} quantile of "
+        "the sampling law of delta's own distance psi (the equal-covariance Gaussian "
+        "distance with the pair's delta: its gradient in the gap from the exact "
+        "accountant, its curvature that of the output distance; a parametric bootstrap of "
+        "the gap's error, fixed design), and the strata's log-variances moved along the "
+        "gradient of delta by "
         f"the rest of {cs.z:.3g} sd of the linearised delta, z one-sided at level "
         f"1 - {beta:g}/{cs.pairs} per pair (Bonferroni over the {cs.pairs} pair(s) of "
         "Psi); that sd combines independent strata in quadrature and, within a stratum, "
