@@ -40,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from diag_tight_split import fitted_shape, set_factor, setting
+from diag_tight_split import fitted_tables, set_factor, setting
 
 import bench_price as bp
 from distpriv.central.robust import population_set
@@ -52,14 +52,7 @@ def main() -> None:
     st = setting(sys.argv)
     rows: list[tuple[float, bool, float, bool, float]] = []
     with population_set("tight"):
-        for t in range(st.tables):
-            sample = st.frame.iloc[st.rng.choice(len(st.frame), st.size, replace=False)]
-            model = bp.quiet(
-                bp.model_query, sample, st.stats, st.secret, subset_size=100, method="analytic"
-            )
-            shape = fitted_shape(model, "daum-floor")
-            if shape is None:
-                continue
+        for _t, model, shape in fitted_tables(st):
             unc = model.uncertainty
             i, j = model.pairs[0]
             sizes = np.asarray(unc.stratum_sizes, dtype=float)
@@ -77,7 +70,6 @@ def main() -> None:
                 bp.least_factor(st.pop, shape + x[2] * err) > x[1] * 1.000001 for x in (base, best)
             ]
             rows.append((base[0], viol[0], best[0], viol[1], best[2]))
-            print(f"  table {t + 1}: best b {best[2]}", file=sys.stderr, flush=True)
     a = np.array(rows, dtype=float)
     print(f"{st.which} {st.size}: {len(a)} tables, oracle {st.oracle:.1f}")
     print(f"  b = 0:  {np.median(a[:, 0]) / st.oracle:.3f}, {int(a[:, 1].sum())} violate")

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, bes
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from diag_tight_coverage import claims
-from diag_tight_split import fitted_shape, set_factor, setting
+from diag_tight_split import fitted_tables, set_factor, setting
 
 import bench_price as bp
 from distpriv.central.robust import population_model, population_set
@@ -54,14 +54,7 @@ def main() -> None:
         raise SystemExit("this diagnosis reads one pair (0, 1)")
     n = violating = 0
     with population_set("tight"):
-        for t in range(st.tables):
-            sample = st.frame.iloc[st.rng.choice(len(st.frame), st.size, replace=False)]
-            model = bp.quiet(
-                bp.model_query, sample, st.stats, st.secret, subset_size=100, method="analytic"
-            )
-            shape = fitted_shape(model, "daum-floor")
-            if shape is None:
-                continue
+        for t, model, shape in fitted_tables(st):
             n += 1
             noise = set_factor(model, shape) * shape
             true = bp.true_delta(st.pop, noise) / bp.DELTA

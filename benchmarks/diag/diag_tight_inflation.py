@@ -53,7 +53,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from diag_tight_split import fitted_shape, set_factor, setting
+from diag_tight_split import fitted_tables, set_factor, setting
 
 import bench_price as bp
 from distpriv.central.robust import population_set
@@ -65,17 +65,9 @@ def main() -> None:
     st = setting(sys.argv)
     rows: list[tuple[float, float, float]] = []  # (trace of shape, c_set, c_pop)
     with population_set("tight"):
-        for t in range(st.tables):
-            sample = st.frame.iloc[st.rng.choice(len(st.frame), st.size, replace=False)]
-            model = bp.quiet(
-                bp.model_query, sample, st.stats, st.secret, subset_size=100, method="analytic"
-            )
-            shape = fitted_shape(model, "daum-floor")
-            if shape is None:
-                continue
+        for _t, model, shape in fitted_tables(st):
             c_set = set_factor(model, shape)
             rows.append((float(np.trace(shape)), c_set, bp.least_factor(st.pop, shape)))
-            print(f"  table {t + 1}", file=sys.stderr, flush=True)
     tr, c_set, c_pop = (np.array(x) for x in zip(*rows, strict=True))
     print(f"{st.which} {st.size}: {len(rows)} tables, oracle {st.oracle:.1f}")
     # How well the set tracks each table's need: the oracle scales every table alike, so a

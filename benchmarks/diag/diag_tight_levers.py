@@ -75,7 +75,7 @@ from scipy.special import ndtr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from diag_tight_split import fitted_shape, set_factor, setting
+from diag_tight_split import fitted_tables, set_factor, setting
 
 import bench_price as bp
 from distpriv.central import _robust_joint, _robust_tight
@@ -175,17 +175,9 @@ def main() -> None:
     fraction = st.size / len(st.frame)
     rows: list[tuple[float, float, list[float]]] = []  # (trace, c_pop, c_set per variant)
     with population_set("tight"):
-        for t in range(st.tables):
-            sample = st.frame.iloc[st.rng.choice(len(st.frame), st.size, replace=False)]
-            model = bp.quiet(
-                bp.model_query, sample, st.stats, st.secret, subset_size=100, method="analytic"
-            )
-            shape = fitted_shape(model, "daum-floor")
-            if shape is None:
-                continue
+        for _t, model, shape in fitted_tables(st):
             c_set = [variant_factor(v, model, shape, fraction) for v in VARIANTS]
             rows.append((float(np.trace(shape)), bp.least_factor(st.pop, shape), c_set))
-            print(f"  table {t + 1}", file=sys.stderr, flush=True)
     tr = np.array([r[0] for r in rows])
     c_pop = np.array([r[1] for r in rows])
     print(f"{st.which} {st.size}: {len(rows)} tables, oracle {st.oracle:.1f}, n/N {fraction:.3f}")

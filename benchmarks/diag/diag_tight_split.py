@@ -53,6 +53,7 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,21 @@ def setting(argv: list[str]) -> Setting:
         min(bp.oracles(recs).values()),
         np.random.default_rng([2025, size]),
     )
+
+
+def fitted_tables(st: Setting, name: str = "daum-floor") -> Iterator[tuple[int, Any, np.ndarray]]:
+    """(t, model, shape) for the tables of ``st`` in bench_price's draws, with ``name``'s
+    fitted noise (:func:`fitted_shape`; tables where it is not of full rank are skipped, their
+    draws made all the same); a progress line on stderr after each table."""
+    for t in range(st.tables):
+        sample = st.frame.iloc[st.rng.choice(len(st.frame), st.size, replace=False)]
+        model = bp.quiet(
+            bp.model_query, sample, st.stats, st.secret, subset_size=100, method="analytic"
+        )
+        shape = fitted_shape(model, name)
+        if shape is not None:
+            yield t, model, shape
+        print(f"  table {t + 1}", file=sys.stderr, flush=True)
 
 
 def main() -> None:
