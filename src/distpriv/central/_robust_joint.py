@@ -131,9 +131,8 @@ def population_set(method: str) -> Iterator[None]:
     :mod:`distpriv.central._robust_direction`, :mod:`distpriv.central._robust_tight`,
     :mod:`distpriv.central._robust_corr`: the least noise at the same stated confidence,
     issue 25; measured coverage for noise shaped from the table 95.0 % on Adult and 99.0 %
-    on RAND HIE against the stated 95 %; ten to fifteen times the calibration time of the
-    box). Public as
-    ``distpriv.population_set`` (``with distpriv.population_set("tight"): ...``) and, for
+    on RAND HIE against the stated 95 %; about ten times the calibration time of the box).
+    Public as ``distpriv.population_set`` (``with distpriv.population_set("tight"): ...``) and, for
     the commands, ``[mechanism] population_set`` (docs/guarantees.md, "Choosing the
     set"). Every calibration, ``auto``'s comparison, the price report and the ledger's
     composition in the block use the set, and each guarantee's population premise names
