@@ -18,10 +18,11 @@ CPU per table).
 
 Round 8, before the δ-distance statement (main 56256e5, 100 tables per size): on Adult the
 population's gap was *nearer* than the member on most violating tables (d_pop / D
-0.91-0.98 on 6 of 9 at 1,000 rows and 5 of 7 at 4,000), yet its direction at the member's
-distance gave δ 1.1-2.2× the claim (1,000 rows: 2.25, 1.11, 1.13, 1.41, 1.70, 1.23, 2.23,
-1.34, 1.74; 4,000 rows: 1.14, 1.34, 1.31, 1.01, 1.30, 1.14, 1.25); the covariances alone
-did not violate (``pop covs`` 0.81-1.11). The member of largest distance is not the member
+0.914-0.985 on 6 of 9 at 1,000 rows and 0.979-0.998 on 5 of 7 at 4,000), yet its direction
+at the member's distance gave δ above the claim on all 16 (1,000 rows: 2.25, 1.11, 1.13,
+1.41, 1.70, 1.23, 2.23, 1.34, 1.74; 4,000 rows: 1.14, 1.34, 1.31, 1.01, 1.30, 1.14, 1.25);
+the population's covariances with the member's means gave 0.81-1.11 (above 1 on 4 of 16).
+The member of largest distance is not the member
 of largest δ when the pair's covariances differ (the income share changes the count
 statistics' variances): the tight set's distance statement missed what δ depends on.
 The statement in δ's own distance (central/_robust_direction.py) replaced it: on the same

@@ -7,10 +7,11 @@ takes the member of that distance to be the worst. That holds when δ depends on
 through d alone — equal covariances, where δ is the Gaussian profile at distance d. When
 the pair's covariances differ it does not: on Adult (1,000 and 4,000 modelling rows,
 daum-floor's fitted shape scaled on the set; ``benchmarks/diag/diag_tight_direction.py``)
-the population's gap was *nearer* than the set's member on most tables that violated
-(0.91-0.98 of its distance), yet the population's gap direction at the member's distance
-gave δ 1.1-2.2× the claim. The set's coverage was 92 % there (24 of 300 tables violated
-for ``auto``; with this statement 15 of 300, ``benchmarks/bench_price.py``, round 8).
+the population's gap was *nearer* than the set's member on 11 of the 16 tables that
+violated (0.91-1.00 of its distance), yet the population's gap direction at the member's
+distance gave δ 1.01-2.25× the claim on all 16. The set's coverage was 92 % there (24 of
+300 tables violated for ``auto``; with this statement 15 of 300, ``benchmarks/
+bench_price.py``, round 8).
 
 The statement used here measures the gap by δ itself. ψ(Δ) is the distance at which the
 equal-covariance Gaussian profile has the pair's δ (both directions, at the calibration's
