@@ -54,7 +54,7 @@ auto chose: Adult 300 optimal-g-full 99, optimal-g 1; Adult 1,000 optimal-g-full
 Adult 4,000 daum-floor 71, optimal-g-full 29; RAND 300 optimal-g-full 96, optimal-g 4;
 RAND 1,000 optimal-g-full 59, daum-floor 40, optimal-g 1; RAND 4,000 optimal-g-full 70,
 daum-floor 30. Against round 6 (below, the distance statement): Adult's violations
-24 → 15 of 300 (5.0 %: at β), RAND HIE's 4 → 3; auto / oracle +0.02-0.03 on Adult,
+24 → 15 of 300 (5.0 %: at β), RAND HIE's 4 → 3; auto / oracle +0.01-0.03 on Adult,
 +0.00-0.08 on RAND HIE. The target (≤ 1.0×) is met at 300 rows and on Adult at 1,000
 rows, missed at 4,000 rows (2-3 %) and on RAND HIE at 1,000 rows (3 %).
 
