@@ -123,14 +123,7 @@ def rotation_shift(gap: np.ndarray, metric: np.ndarray, spread: np.ndarray, z: f
         widest = np.einsum("bij,bj->bi", spread, np.linalg.svd(metric @ spread)[2][:, 0, :])
         shift = np.where(norm > 0.0, shift, widest)
         norm = np.linalg.norm(shift, axis=-1, keepdims=True)
-    direction = shift / norm
-    a = np.einsum("bij,bj->bi", metric, gap)
-    c = np.einsum("bij,bj->bi", metric, direction)
-    cc, ac, aa = np.sum(c * c, -1), np.sum(a * c, -1), np.sum(a * a, -1)
-    ok = (cc > 0.0) & (target * target > aa)
-    root = np.sqrt(np.where(ok, ac * ac + cc * (target * target - aa), 0.0))
-    step = np.where(ok, (-ac + root) / np.where(ok, cc, 1.0), 0.0)
-    return step[:, None] * direction
+    return _robust_tight.step_to_distance(gap, metric, shift / norm, target)
 
 
 @contextmanager

@@ -148,13 +148,22 @@ def quantile_shift_stack(
         if done:
             break
     direction = np.einsum("bij,bj->bi", spread, w)
+    return step_to_distance(gap, metric, direction, target)
+
+
+def step_to_distance(
+    gap: np.ndarray, metric: np.ndarray, direction: np.ndarray, target: np.ndarray
+) -> np.ndarray:
+    """t·direction with ‖M(Δ̂ + t·direction)‖ = target, t ≥ 0 (the larger root; no step
+    where the target is not beyond the fitted distance). Shapes: gap and direction (B, m),
+    metric (B, m, m), target (B,); returns (B, m)."""
+    a = np.einsum("bij,bj->bi", metric, gap)
     c = np.einsum("bij,bj->bi", metric, direction)
     cc, ac, aa = np.sum(c * c, -1), np.sum(a * c, -1), np.sum(a * a, -1)
     ok = (cc > 0.0) & (target * target > aa)
     root = np.sqrt(np.where(ok, ac * ac + cc * (target * target - aa), 0.0))
     t = np.where(ok, (-ac + root) / np.where(ok, cc, 1.0), 0.0)
-    out = t[:, None] * direction
-    return out
+    return t[:, None] * direction
 
 
 def tight_premise(gm: GaussianQueryModel, cs: Any, beta: float, selected: str) -> Assumption | None:
