@@ -90,7 +90,7 @@ def main() -> int:
 
     import distpriv.central.optimal as optimal
     from distpriv import calibrate
-    from distpriv.pipeline.auto import choose_mechanism
+    from distpriv.pipeline.stages.calibrate import choose_mechanism
 
     warnings.simplefilter("ignore")
     calibrate("optimal-g", synthetic(5), epsilon=EPSILON, delta=DELTA)  # imports, cvxpy

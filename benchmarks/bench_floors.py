@@ -38,8 +38,8 @@ from distpriv.datasets import paper_split
 from distpriv.errors import DistPrivError
 from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
 from distpriv.modeling import ProportionSecret, Query
-from distpriv.pipeline.auto import choose_mechanism
-from distpriv.pipeline.sources import table_facts
+from distpriv.pipeline.stages.calibrate import choose_mechanism
+from distpriv.pipeline.stages.data import table_facts
 
 EPSILONS = (0.2, 0.5, 1.0, 2.0, 5.0)
 DELTA = 1e-3

@@ -9,7 +9,7 @@ each Gaussian mechanism, in one run:
   fitted moments;
 * **robust**: the default model (``population=False``: no correction, moments with their
   uncertainty) and the default exact calibration at β = 0.05
-  (:mod:`distpriv.central.robust`).
+  (:mod:`distpriv.population.confidence`).
 
 Printed per size and mechanism (medians over the tables): E‖Z‖² of each and their ratio
 (the price), the share of tables whose true δ(1) on the model of all of Adult (declared

@@ -30,7 +30,7 @@ Run: ``python benchmarks/bench_price.py [--tables N] [--sizes 300,1000,4000]
 optimal-g and optimal-g-full against the set on every table: about 5–15 s per table on a
 loaded 2-core machine, so one population and size at a time).
 
-**Round 8: the tight set's δ-distance statement** (``central/_robust_direction.py``; the
+**Round 8: the tight set's δ-distance statement** (``population/_direction.py``; the
 figures of record). One run of ``--set tight --no-oracle --tables 100 --populations P
 --records FILE`` per population (two processes side by side, branch gapgrad on main
 56256e5), 2026-11-27 08:36-09:09 UTC, 2-core machine, other diagnostics beside it part of
@@ -197,7 +197,7 @@ daum-floor verifies where the box refused it (RAND 4,000: 11 of 11, 98; Adult 1,
 corners joined optimal-g's program) had auto/oracle 0.85 / 2.07 / 1.22 and 1.30 / 1.78 /
 1.39 (records ``bench_price_joint_{adult,randhie}.jsonl``).
 
-**The tight set** (``--set tight``; central/_robust_tight.py, branch pricetight). One run,
+**The tight set** (``--set tight``; population/_tight.py, branch pricetight). One run,
 2026-11-26 21:09-22:01 UTC, ``--set tight --no-oracle --tables 100 --populations P
 --records FILE`` (one process per population, stopped at the deadline after 32-36
 tables per size; load 12-16 on 2 cores; records in ``benchmarks/results/
@@ -262,7 +262,7 @@ joint -> tight on the shared tables; violations of the tight default):
 Before the final version two other gap statements were run and dropped (records not
 kept): along the gap's own direction (Adult 1,000: 163, 0.95× the oracle; 3 violations in
 36 tables, 2 of 5 at Adult 4,000) and the Scheffé ellipsoid at β/2 (Adult 1,000: 461,
-worse than the joint set's 361); see central/_robust_tight.py.
+worse than the joint set's 361); see population/_tight.py.
 
 **The tight set with correlated variances** (round 5, branch tightcorr; central/
 _robust_corr.py: the variances take what is left of z·sd of the linearised δ, that sd with
@@ -315,7 +315,7 @@ What is left at 1,000 rows is the gap's statement: on the fitted daum-floor shap
 1.82, 2.03), with exact variances (the gap alone) 1.46, 1.48, 1.60, 1.50, with the gap at
 its median instead of its Φ(z) quantile 1.11, 1.11, 1.13, 1.12, without the design's
 three-sd margin 1.47-1.61; the population needs 1.19, 1.06, 1.12, 1.09
-(``benchmarks/diag/diag_price.py``-style factors, central/_robust_corr.py). The oracle here
+(``benchmarks/diag/diag_price.py``-style factors, population/_corr.py). The oracle here
 is still the box run's (12-23 tables: its 95 % quantile is nearly the largest factor).
 """
 
@@ -342,7 +342,7 @@ from distpriv.central import MECHANISMS, mechanism_info
 from distpriv.datasets.adult import load_adult
 from distpriv.errors import DistPrivError
 from distpriv.modeling import ProportionSecret, model_query
-from distpriv.pipeline.auto import choose_for_table
+from distpriv.pipeline.stages.calibrate import choose_for_table
 
 EPS, DELTA = 1.0, 1e-3
 SIZES = (300, 1000, 4000)
@@ -597,7 +597,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     try:
-        from distpriv.central.robust import population_set
+        from distpriv.population.confidence import population_set
     except ImportError:  # code from before the joint set: the box is all there is
         if args.set != "box":
             raise

@@ -38,7 +38,7 @@ seconds are the figure; BLAS on one thread, so on an idle machine wall ≈ CPU):
   E‖Z‖² 31.29 as before.
 * ``auto``: 25.8 and 27.6 s CPU in two runs (98–106 s wall at that load; before the
   member active set, the implied constraints and the other shortcuts of
-  ``central/_member_search.py``: 58 s CPU); chose optimal-g-full, E‖Z‖² 31.29.
+  ``population/member_search.py``: 58 s CPU); chose optimal-g-full, E‖Z‖² 31.29.
 * pruning off vs on: expm-g 4.53 vs 0.91 s, eigm 8.86 vs 2.07 s CPU (off: no screen, no
   domination, no active sets of pairs or of members).
 * at the chosen noise: 36 of 190 pairs and 144 of 760 members needed the exact profile.
@@ -73,13 +73,15 @@ from _real_subsets import PREDICATE, STATS, adult_features, mc_delta, subsets
 import distpriv as dp
 from distpriv.accounting import gaussian_pair_profile
 from distpriv.attacks import audit
-from distpriv.central import _member_search, exact_calibration, pair_pruning
-from distpriv.central import exact as exact_mod
-from distpriv.central.exact import pair_deltas
-from distpriv.central.robust import population_model
+from distpriv.central import exact_calibration
 from distpriv.datasets.adult import load_adult, paper_split
 from distpriv.modeling import ProportionSecret, model_query
-from distpriv.pipeline.auto import choose_mechanism
+from distpriv.pipeline.stages.calibrate import choose_mechanism
+from distpriv.population import exact as exact_mod
+from distpriv.population import member_search as _member_search
+from distpriv.population import pair_pruning
+from distpriv.population.confidence import population_model
+from distpriv.population.exact import pair_deltas
 
 PAIRS = ((0.2, 0.25), (0.38, 0.43), (0.55, 0.6))
 # Pairs of Ψ inside the gap (not binding): the audit of the chosen noise only.

@@ -11,7 +11,7 @@ branch m + 10, whose condition numbers reach ~5e4 at m = 500; printed per row), 
 statistics, a subset of n = 100 rows, and the moments' sampling uncertainty of a modelling
 table (one stratum of N = 4,000 rows per hypothesis, Gaussian kurtosis): the default
 calibration (``calibration="exact"``, β = 0.05) then meets (ε, δ) = (1, 1e-3) on the worst
-members of the population confidence set (:mod:`distpriv.central.robust`). The mean gaps
+members of the population confidence set (:mod:`distpriv.population.confidence`). The mean gaps
 are at Mahalanobis distance 4 D*(1, 1e-3) from the first hypothesis, so every mechanism
 must add noise. Half the statistics are on a grid (step 1e-3 of their spread), half are
 continuous (no lattice), for optimal-g-full.
@@ -22,7 +22,7 @@ mechanism), the ratios to expm-g, and E‖Z‖² of each relative to expm-g's. T
 CPU seconds of the process (the machine may be shared by other jobs: wall time then
 inflates). A call that exceeds ``--limit`` wall seconds is stopped and printed as ``>limit``.
 ``auto-unshared`` is ``auto`` with nothing shared between its calibrations (the code before
-:mod:`distpriv.central._calibration_cache`): the before/after of that sharing in one run;
+:mod:`distpriv.accounting.calibration_cache`): the before/after of that sharing in one run;
 the run checks that both choose the same noise. Per candidate, ``auto``'s CPU seconds.
 
 Measured (2 cores shared with other jobs at load 10–16, so CPU seconds; one run per row,
@@ -291,7 +291,7 @@ def _alarm(signum: int, frame: Any) -> None:
 @contextlib.contextmanager
 def _unshared() -> Iterator[None]:
     """The calibrations without their shared results (the code before issue 25's sharing)."""
-    from distpriv.central import _calibration_cache as cc
+    from distpriv.accounting import calibration_cache as cc
 
     @contextlib.contextmanager
     def nothing() -> Iterator[None]:
@@ -310,7 +310,7 @@ def run(name: str, model: Any, lattice: np.ndarray, limit: int) -> tuple[float, 
     from distpriv import calibrate
     from distpriv.central import MECHANISMS
     from distpriv.central.auto_pruning import calibration_order
-    from distpriv.pipeline.auto import choose_mechanism
+    from distpriv.pipeline.stages.calibrate import choose_mechanism
 
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(limit)

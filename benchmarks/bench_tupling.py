@@ -2,8 +2,8 @@
 
 The tupling mechanism's DistP is estimated from its likelihood ratio
 Σ_i A#(λ₀)[y_i] / Σ_i A#(λ₁)[y_i] over sampled (k+1)-tuples (KM 2019a, proof of Props.
-10–11; DESIGN.md §4). Case: k = 10 dummies, |Y| = 276 outputs (the paper's Manhattan grid),
-a restricted Laplace base mechanism on 240 random input points.
+10–11; docs/architecture.md §4). Case: k = 10 dummies, |Y| = 276 outputs (the paper's Manhattan
+grid), a restricted Laplace base mechanism on 240 random input points.
 
 1. ours: :func:`distpriv.local.tupling_monte_carlo` — all tuples drawn in numpy (chunked),
    both directions, plus the sort behind the ε estimate;

@@ -46,7 +46,7 @@ from distpriv import (
 )
 from distpriv.attacks import verify_on_data
 from distpriv.datasets import generate_hospital, paper_split
-from distpriv.pipeline.demo import ADULT_STATISTICS, INCOME_SECRET
+from distpriv.pipeline.commands.demo import ADULT_STATISTICS, INCOME_SECRET
 
 # The previous check, pinned by commit (see the module docstring).
 BASELINE_COMMIT = "bdff0f1f5c1f20540ee8a48ff309a7796af96f3f"

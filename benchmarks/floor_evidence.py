@@ -22,7 +22,7 @@ For floors of 0, 0.25, 1, 3 and 10 grid steps, ``daum-floor`` is calibrated exac
    fitted Gaussian model itself, whose exact δ(1) is at most 1e-3 by construction (what it
    estimates there is the check's own bias, issue 18).
 
-Also the model's exact δ(1) of each noise (:func:`distpriv.central.exact.pair_deltas`) and
+Also the model's exact δ(1) of each noise (:func:`distpriv.population.exact.pair_deltas`) and
 E‖Z‖². Seeded; about a minute on one core.
 """
 
@@ -37,12 +37,12 @@ import numpy as np
 
 from distpriv import SampledQueryModel, calibrate, model_query
 from distpriv.attacks import verify_on_data
-from distpriv.central.exact import pair_deltas
 from distpriv.datasets import paper_split
 from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
 from distpriv.modeling import Query
 from distpriv.modeling.lattice import query_lattices
 from distpriv.modeling.tables import as_table
+from distpriv.population.exact import pair_deltas
 
 FLOORS = (0.0, 0.25, 1.0, 3.0, 10.0)
 

@@ -89,7 +89,7 @@ def short_utility_grid(monkeypatch):
     do not depend on the grid's length (what the page marks, what it leaks, which mechanisms
     it draws or explains); the default grid itself is tested in
     tests/pipeline/test_html.py::test_utility_curve_matches_calibration."""
-    from distpriv.pipeline import html
+    from distpriv.report import html
 
     full = html.utility_curve
 

@@ -49,7 +49,7 @@ def test_issue_values_analytic_vs_classical():
 
 
 def test_design_note_classical_under_noises_at_large_epsilon():
-    # DESIGN.md §4: at ε = 10, δ = 1e-3 the classical constant allows 2.648 where the
+    # docs/architecture.md §4: at ε = 10, δ = 1e-3 the classical constant allows 2.648 where the
     # exact limit is 2.463 — the classical noise is too small there.
     with pytest.warns(AssumptionWarning):
         classical = max_mahalanobis_distance(epsilon=10.0, delta=1e-3, calibration="classical")

@@ -34,7 +34,7 @@ EXAMPLE = ROOT / "examples" / "eigm-example.toml"
 def saved(tmp_path_factory):
     """A well-formed release report with a privacy–utility figure, as saved by --out."""
     from distpriv import calibrate
-    from distpriv.pipeline.html import utility_curve
+    from distpriv.report.html import utility_curve
 
     model = GaussianQueryModel(
         [[100.0, 101.0], [99.0, 102.0]],
@@ -148,7 +148,7 @@ def test_report_two_million_point_curve_is_refused_before_drawing(saved, tmp_pat
 
 
 def test_report_curve_points_and_file_size_are_bounded(saved, tmp_path, capsys, monkeypatch):
-    from distpriv.pipeline import saved_report
+    from distpriv.report import saved as saved_report
 
     rep = json.loads(json.dumps(saved))
     n = saved_report.MAX_CURVE_POINTS + 1
@@ -171,7 +171,7 @@ def test_report_html_is_never_overwritten(saved, tmp_path, capsys):
 
 
 def test_no_clobber_write_refuses_a_file_that_appeared_after_the_check(tmp_path):
-    from distpriv.pipeline.output import OutputError, check_output, write_atomic
+    from distpriv.report.output import OutputError, check_output, write_atomic
 
     target = check_output(tmp_path / "out.json", "--out", overwrite=False)
     target.write_text("someone else's")  # appears between the check and the write
@@ -217,7 +217,7 @@ def test_failed_experiment_leaves_no_doc_folder(tmp_path, capsys, monkeypatch, f
 
 
 def test_doc_folders_are_made_at_the_final_write_and_removed_if_it_fails(tmp_path):
-    from distpriv.pipeline.output import OutputError, check_output, write_files
+    from distpriv.report.output import OutputError, check_output, write_files
 
     doc = tmp_path / "a" / "b" / "doc.md"
     check_output(doc, "--doc", create_parents=True)
@@ -239,7 +239,7 @@ def test_doc_folders_are_made_at_the_final_write_and_removed_if_it_fails(tmp_pat
 
 
 def test_audit_refuses_a_billion_repetitions_before_any_work(capsys, monkeypatch):
-    from distpriv.pipeline import audit_command as run_module
+    from distpriv.pipeline.commands import audit as run_module
 
     def no_data(*args, **kwargs):
         raise AssertionError("data was loaded")
@@ -285,7 +285,7 @@ delta = 1e-3
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
-    from distpriv.pipeline.sources import load_frame
+    from distpriv.pipeline.stages.data import load_frame
 
     base = tmp_path_factory.mktemp("hostile-data")
     model = load_frame("adult:modeling", split_seed=0).iloc[:3000].copy()

@@ -133,7 +133,7 @@ delta = 1e-3
 
 def test_ledger_show_of_a_real_ledger_imports_nothing_heavy(tmp_path):
     from distpriv.pipeline import run_release
-    from distpriv.pipeline.sources import load_frame
+    from distpriv.pipeline.stages.data import load_frame
 
     load_frame("adult:modeling", split_seed=0, what="model").iloc[:3000].to_csv(
         tmp_path / "model.csv", index=False
@@ -174,19 +174,19 @@ def test_lazy_map_and_all_agree():
 
 
 def test_function_named_like_its_module_stays_the_function():
-    """`distpriv.pipeline.release` was the function under eager imports; importing the
+    """`distpriv.pipeline.commands.release` was the function under eager imports; importing the
     submodule of the same name must not rebind it to the module."""
-    importlib.import_module("distpriv.pipeline.release")
+    importlib.import_module("distpriv.pipeline.commands.release")
     importlib.import_module("distpriv.attacks.audit")
     importlib.import_module("distpriv.local.evaluate")
-    assert callable(distpriv.pipeline.release) and not isinstance(
-        distpriv.pipeline.release, type(os)
+    assert callable(distpriv.pipeline.commands.release) and not isinstance(
+        distpriv.pipeline.commands.release, type(os)
     )
     from distpriv.attacks import audit
     from distpriv.local import evaluate
 
     assert callable(audit) and callable(evaluate)
-    assert distpriv.release is distpriv.pipeline.release
+    assert distpriv.release is distpriv.pipeline.commands.release
 
 
 def test_from_import_star_still_works():
@@ -257,7 +257,7 @@ def test_ctrl_c_during_import_exits_130_with_one_line(target, argv):
 
 
 def _count_splits(monkeypatch):
-    from distpriv.pipeline import sources
+    from distpriv.pipeline.stages import data as sources
 
     calls = []
     real = sources.paper_split
@@ -273,7 +273,7 @@ def _count_splits(monkeypatch):
 def test_adult_is_split_once_per_command_scope(monkeypatch):
     from distpriv.datasets import paper_split
     from distpriv.pipeline.scope import command_scope
-    from distpriv.pipeline.sources import load_frame
+    from distpriv.pipeline.stages.data import load_frame
 
     calls = _count_splits(monkeypatch)
     parts = ("modeling", "auxiliary", "test", "test")
@@ -292,7 +292,7 @@ def test_adult_is_split_once_per_command_scope(monkeypatch):
 
 def test_cli_runs_each_command_in_its_own_scope(monkeypatch, capsys):
     from distpriv import cli
-    from distpriv.pipeline.sources import load_frame
+    from distpriv.pipeline.stages.data import load_frame
 
     calls = _count_splits(monkeypatch)
 
@@ -348,8 +348,8 @@ VERIFY_MUST_NOT_IMPORT = (
     "distpriv.central.optimal",
     "distpriv.central.apmqm",
     "distpriv.central.wasserstein",
-    "distpriv.pipeline.audit_command",
-    "distpriv.pipeline.run",
+    "distpriv.pipeline.commands.audit",
+    "distpriv.pipeline.commands.run",
     "distpriv.pipeline.ledger",
     "distpriv.attacks.audit",
     # numpy's OpenBLAS loaded on one thread by the entry point: no threadpoolctl limits

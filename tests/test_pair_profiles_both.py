@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from distpriv.accounting.pair_profile import pair_profile_unchecked, pair_profiles_unchecked
-from distpriv.central.exact import pair_deltas
+from distpriv.population.exact import pair_deltas
 from distpriv.querymodel import GaussianQueryModel
 
 TOL = 1e-12

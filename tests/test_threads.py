@@ -9,7 +9,7 @@ import pytest
 
 from distpriv import calibrate
 from distpriv._threads import on_one_blas_thread, one_blas_thread
-from distpriv.pipeline.auto import choose_mechanism
+from distpriv.pipeline.stages.calibrate import choose_mechanism
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 

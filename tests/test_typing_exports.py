@@ -21,6 +21,11 @@ def _lazy_and_typed(path: Path) -> tuple[set[tuple[str, str]], set[tuple[str, st
     tree = ast.parse(path.read_text())
     lazy: set[tuple[str, str]] = set()
     typed: set[tuple[str, str]] = set()
+    constants = {
+        node.targets[0].id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
     for node in tree.body:
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_EXPORTS":
             exports = ast.literal_eval(node.value)
@@ -28,7 +33,8 @@ def _lazy_and_typed(path: Path) -> tuple[set[tuple[str, str]], set[tuple[str, st
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             for kw in node.value.keywords:
                 if kw.arg == "modules":
-                    lazy |= {("", m) for m in ast.literal_eval(kw.value)}
+                    value = constants.get(getattr(kw.value, "id", ""), kw.value)
+                    lazy |= {("", m) for m in ast.literal_eval(value)}
         if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
             for imp in node.body:
                 if isinstance(imp, ast.ImportFrom) and imp.level == 1:
@@ -46,3 +52,14 @@ def test_type_checking_block_matches_lazy_exports(path: Path) -> None:
     assert lazy, f"{path}: no _EXPORTS found"
     assert lazy - typed == set(), "exported lazily but invisible to type checkers"
     assert typed - lazy == set(), "imported for type checkers but not exported"
+
+
+@pytest.mark.parametrize("path", LAZY_INITS, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_all_is_the_lazy_exports(path: Path) -> None:
+    """One export list per package: ``__all__`` names exactly what ``_EXPORTS`` lists."""
+    import importlib
+
+    lazy, _ = _lazy_and_typed(path)
+    rel = path.parent.relative_to(PACKAGE.parent).parts
+    package = importlib.import_module(".".join(rel))
+    assert sorted(package.__all__) == sorted(name for _, name in lazy)

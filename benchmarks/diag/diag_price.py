@@ -10,7 +10,7 @@ scaled by the least factor c that meets δ = 1e-3 at ε = 1 on:
 * ``c_gap_only``: the joint set with every variance exact (kurtosis 1): the gap's share;
 * ``c_own_kurt``: the joint set with each stratum's own kurtosis instead of the largest;
 * ``c_fit``: the fitted model itself (1 by construction: a check);
-* ``c_tight`` / ``c_tight_gap_only``: the same for the tight set (central/_robust_tight.py);
+* ``c_tight`` / ``c_tight_gap_only``: the same for the tight set (population/_tight.py);
 * ``c_z_strata`` / ``c_z_indep``: the joint set at the z that its linearised sum of sds
   would have if the sds were combined in quadrature across strata (valid: strata are
   independent) or across every part (valid only if the parts were uncorrelated) — the
@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_price as bp
 from distpriv import calibrate
 from distpriv.accounting.pair_profile import pair_profiles_unchecked
-from distpriv.central import _robust_joint as rj
-from distpriv.central.robust import confidence_set, population_set
 from distpriv.modeling import model_query
+from distpriv.population import sets as rj
+from distpriv.population.confidence import confidence_set, population_set
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 

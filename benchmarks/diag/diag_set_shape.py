@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from diag_tight_split import fitted_tables, set_factor, setting
 
 import bench_price as bp
-from distpriv.central.robust import population_set
+from distpriv.population.confidence import population_set
 
 WEIGHTS = (0.0, 0.05, 0.1, 0.15, 0.25)
 

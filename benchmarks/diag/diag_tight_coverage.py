@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, bes
 
 import bench_price as bp
 from distpriv.accounting import gaussian_pair_delta
-from distpriv.central.robust import population_model, population_set
+from distpriv.population.confidence import population_model, population_set
 
 
 def claims(means: np.ndarray, covs: np.ndarray, noise: np.ndarray) -> float:

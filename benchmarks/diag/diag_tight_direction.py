@@ -25,7 +25,7 @@ the population's covariances with the member's means gave 0.81-1.11 (above 1 on 
 The member of largest distance is not the member
 of largest δ when the pair's covariances differ (the income share changes the count
 statistics' variances): the tight set's distance statement missed what δ depends on.
-The statement in δ's own distance (central/_robust_direction.py) replaced it: on the same
+The statement in δ's own distance (population/_direction.py) replaced it: on the same
 tables the tight set's factor on daum-floor's shape violates on 4 and 3 of 100 (was 9
 and 7), ``diag_tight_inflation.py``.
 """
@@ -44,7 +44,7 @@ from diag_tight_coverage import claims
 from diag_tight_split import fitted_tables, set_factor, setting
 
 import bench_price as bp
-from distpriv.central.robust import population_model, population_set
+from distpriv.population.confidence import population_model, population_set
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
 
 import bench_price as bp
-from distpriv.central.robust import population_model, population_set
+from distpriv.population.confidence import population_model, population_set
 
 
 def main() -> None:

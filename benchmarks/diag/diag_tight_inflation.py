@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from diag_tight_split import fitted_tables, set_factor, setting
 
 import bench_price as bp
-from distpriv.central.robust import population_set
+from distpriv.population.confidence import population_set
 
 INFLATIONS = (1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.5)
 

@@ -78,8 +78,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from diag_tight_split import fitted_tables, set_factor, setting
 
 import bench_price as bp
-from distpriv.central import _robust_joint, _robust_tight
-from distpriv.central.robust import population_set
+from distpriv.population import _tight as _robust_tight
+from distpriv.population import sets as _robust_joint
+from distpriv.population.confidence import population_set
 
 VARIANTS = ("tight", "no margin", "kappa 1", "fpc", "rotation")
 

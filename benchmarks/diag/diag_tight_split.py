@@ -64,8 +64,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, bes
 
 import bench_price as bp
 from distpriv import calibrate
-from distpriv.central.robust import population_model, population_set
 from distpriv.errors import DistPrivError
+from distpriv.population.confidence import population_model, population_set
 
 # The shapes: a fitted calibration (beta=None), or "auto" on the tight set of the half it
 # is fitted on (noise shaped for that half's set: across the gap too, not only along it).

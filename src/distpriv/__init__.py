@@ -1,6 +1,6 @@
 """distpriv: distribution privacy for releasing statistics while hiding global properties.
 
-The central flow (DESIGN.md §2): a query model (f_θ for each θ, and the pairs Ψ) →
+The central flow (docs/architecture.md §2): a query model (f_θ for each θ, and the pairs Ψ) →
 ``calibrate(mechanism, model, epsilon=..., delta=...)`` → ``release(F(data))`` →
 a :class:`Release` carrying its :class:`PrivacyGuarantee`.
 """
@@ -28,7 +28,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "CalibratedMechanism",
         "calibrate",
         "mechanism_info",
-        "population_set",
         "relax_max_divergence",
         "relax_wasserstein",
         "relaxed_parameters",
@@ -81,11 +80,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "grid_rounding",
         "secure_sample",
     ),
+    "composition": ("ComposedGuarantee", "ReleaseSpec", "compose"),
+    "population": ("POPULATION_SETS", "population_set"),
+    "report": ("render_html",),
     "pipeline": (
         "Budget",
         "Ledger",
         "ReleaseReport",
-        "compose",
         "release",
         "release_with_ledger",
         "run_audit",
@@ -101,84 +102,27 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-__all__ = [
-    "MECHANISMS",
-    "Assumption",
-    "AssumptionWarning",
-    "BootstrapUncertainty",
-    "Budget",
-    "BudgetExceededError",
-    "CalibratedMechanism",
-    "CompositionError",
-    "ConfigError",
-    "DataLevelCheck",
-    "DataQueryModel",
-    "DistPrivError",
-    "EventSecret",
-    "GaussianPairProfile",
-    "GaussianQueryModel",
-    "GridRounding",
-    "Ledger",
-    "LedgerError",
-    "MeanGrid",
-    "MeanSecret",
-    "MechanismNotApplicableError",
-    "MomentUncertainty",
-    "Noise",
-    "NoiseComponent",
-    "ParameterError",
-    "ParameterTypeError",
-    "PrivacyGuarantee",
-    "PrivacyLeakWarning",
-    "ProportionSecret",
-    "Query",
-    "Release",
-    "ReleaseReport",
-    "SampledQueryModel",
-    "SamplerError",
-    "SeveralSecrets",
-    "UtilityWarning",
-    "__version__",
+_MODULES = (
     "accounting",
     "attacks",
-    "calibrate",
     "central",
-    "closeness",
-    "compose",
+    "composition",
     "datasets",
     "distances",
     "divergences",
     "experiments",
-    "gaussian_constant",
-    "gaussian_delta",
-    "gaussian_epsilon",
-    "gaussian_pair_delta",
-    "gaussian_pair_epsilon",
-    "gaussian_pair_profile",
-    "grid_rounding",
     "guarantees",
     "local",
-    "max_mahalanobis_distance",
-    "mechanism_info",
-    "model_query",
     "modeling",
     "noise",
     "pipeline",
-    "population_set",
+    "population",
     "querymodel",
-    "relax_max_divergence",
-    "relax_wasserstein",
-    "relaxed_parameters",
-    "release",
-    "release_with_ledger",
-    "run_audit",
-    "run_calibrate",
-    "run_demo",
-    "run_release",
-    "secure_sample",
-    "verify_on_data",
-    "winf_distance",
-]
+    "report",
+)
+
+# The one export list: __all__ and the type checkers' imports below follow _EXPORTS.
+__all__ = sorted(name for names in _EXPORTS.values() for name in names) + list(_MODULES)
 
 if TYPE_CHECKING:
     # The names as attach() resolves them at run time, for type checkers (which do not
@@ -187,6 +131,7 @@ if TYPE_CHECKING:
         accounting,
         attacks,
         central,
+        composition,
         datasets,
         distances,
         divergences,
@@ -196,7 +141,9 @@ if TYPE_CHECKING:
         modeling,
         noise,
         pipeline,
+        population,
         querymodel,
+        report,
     )
     from ._version import __version__
     from .accounting import gaussian_constant, max_mahalanobis_distance
@@ -214,11 +161,11 @@ if TYPE_CHECKING:
         CalibratedMechanism,
         calibrate,
         mechanism_info,
-        population_set,
         relax_max_divergence,
         relax_wasserstein,
         relaxed_parameters,
     )
+    from .composition import ComposedGuarantee, ReleaseSpec, compose
     from .distances import closeness, winf_distance
     from .errors import (
         AssumptionWarning,
@@ -250,7 +197,6 @@ if TYPE_CHECKING:
         Budget,
         Ledger,
         ReleaseReport,
-        compose,
         release,
         release_with_ledger,
         run_audit,
@@ -258,30 +204,18 @@ if TYPE_CHECKING:
         run_demo,
         run_release,
     )
+    from .population import POPULATION_SETS, population_set
     from .querymodel import (
         BootstrapUncertainty,
         GaussianQueryModel,
         MomentUncertainty,
         SampledQueryModel,
     )
+    from .report import render_html
 
 __getattr__, __dir__ = attach(
     __name__,
     _EXPORTS,
     # Subpackages and modules resolve on first use too (``dp.accounting``), as in scipy.
-    modules=(
-        "accounting",
-        "attacks",
-        "central",
-        "datasets",
-        "distances",
-        "divergences",
-        "experiments",
-        "guarantees",
-        "local",
-        "modeling",
-        "noise",
-        "pipeline",
-        "querymodel",
-    ),
+    modules=_MODULES,
 )

@@ -2,8 +2,8 @@
 
 Everything here works on the JSON-safe dicts of the result types (``to_dict()``), so the
 ``_repr_html_`` methods of guarantees, mechanisms, releases and audits, and the full
-report of :mod:`distpriv.pipeline.html`, share one set of templates without importing
-upward (DESIGN.md §2). Jinja2 is imported only when something is rendered.
+report of :mod:`distpriv.report.html`, share one set of templates without importing
+upward (docs/architecture.md §2). Jinja2 is imported only when something is rendered.
 
 Templates live in ``distpriv/templates`` (package data). Autoescaping is on: every value
 that reaches a page, including user-written statistic names and SQL expressions, is

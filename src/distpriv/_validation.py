@@ -1,4 +1,4 @@
-"""Parameter checks shared by every module (DESIGN.md §3, "Parameters").
+"""Parameter checks shared by every module (docs/architecture.md §3, "Parameters").
 
 Each ``check_*`` returns the normalised value or raises :class:`ParameterTypeError`
 (wrong type) or :class:`ParameterError` (wrong value) with a message that names the

@@ -1,4 +1,4 @@
-"""The version string of the package (DESIGN.md §2: never import the package root).
+"""The version string of the package (docs/architecture.md §2: never import the package root).
 
 The one source of the version: ``pyproject.toml`` reads it from here
 (``[tool.setuptools.dynamic]``, statically), so the installed metadata and

@@ -1,7 +1,7 @@
 """Command line: ``distpriv release``, ``audit``, ``calibrate``, ``demo``, ``local evaluate``…
 
-Thin by design (DESIGN.md §3): parse, call one function, render, then write files atomically
-(nothing before the command has succeeded). Bad input: status 2 and one line on stderr;
+Thin by design (docs/architecture.md §3): parse, call one function, render, then write files
+atomically (nothing before the command has succeeded). Bad input: status 2 and one line on stderr;
 Ctrl-C: status 130 and one line; never a traceback."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any, NoReturn
 
 from ._text import printable
 from .errors import DistPrivError, ParameterError
-from .pipeline.output import OutputError, check_output, write_atomic, write_files
 from .pipeline.scope import command_scope
 from .pipeline.scope import recorded_note as _note
+from .report.output import OutputError, check_output, write_atomic, write_files
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -65,7 +65,7 @@ def _claim_outputs(args: argparse.Namespace, *flags: str) -> list[tuple[Path, st
 
 def _progress(args: argparse.Namespace) -> Any:
     """Progress bars on stderr when it is a terminal, unless --json or --quiet."""
-    from .pipeline.progress import ProgressDisplay, progress_enabled
+    from .report.progress import ProgressDisplay, progress_enabled
 
     enabled = progress_enabled(
         quiet=getattr(args, "quiet", False), json=getattr(args, "json", False)
@@ -74,7 +74,7 @@ def _progress(args: argparse.Namespace) -> Any:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .pipeline.saved_report import render_saved_report
+    from .report.saved import render_saved_report
 
     check_output(args.html, "--html", overwrite=False)
     write_atomic(args.html, render_saved_report(args.report), "--html", overwrite=False)
@@ -83,7 +83,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .pipeline import run_calibrate
-    from .rendering import render_calibration
+    from .report.text import render_calibration
 
     _claim_outputs(args, "--out")
     outcome = run_calibrate(
@@ -98,7 +98,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _cmd_release(args: argparse.Namespace) -> int:
     from .pipeline import run_release
-    from .rendering import render_release
+    from .report.text import render_release
 
     paths = _claim_outputs(args, "--out", "--private-out", "--html")
     with _progress(args) as bars:
@@ -115,7 +115,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
             )
         public, private, page = outcome.public, outcome.private, None
         if args.html is not None:
-            from .pipeline.html import release_page
+            from .report.html import release_page
 
             public, page = release_page(outcome, progress=bars.step("privacy-utility figure"))
     text = _dump(public) if args.json else ("" if args.quiet else render_release(public, private))
@@ -127,8 +127,8 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from .pipeline import run_verify
-    from .pipeline.verify_page import verify_page
-    from .rendering import render_verification
+    from .report.text import render_verification
+    from .report.verify_page import verify_page
 
     _claim_outputs(args, "--out", "--html")
     outcome = run_verify(args.config, max_samples=args.max_samples, early_stop=args.early_stop)
@@ -141,7 +141,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 def _cmd_ledger(args: argparse.Namespace) -> int:
     from .pipeline.ledger import ledger_report
-    from .rendering import render_ledger
+    from .report.text import render_ledger
 
     report = ledger_report(args.file)
     sys.stdout.write(_dump(report) if args.json else render_ledger(report))
@@ -150,7 +150,7 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .pipeline import run_demo
-    from .rendering import render_demo
+    from .report.text import render_demo
 
     _claim_outputs(args, "--out", "--html")
     with _progress(args) as bars:
@@ -164,7 +164,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             )
         public, page = outcome.public, None
         if args.html is not None:
-            from .pipeline.html import demo_page
+            from .report.html import demo_page
 
             public, page = demo_page(public, progress=bars.step("privacy-utility figure"))
     return _finish(args, public, lambda: render_demo(outcome.report), page)
@@ -172,7 +172,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from .pipeline import run_audit
-    from .rendering import render_audit
+    from .report.text import render_audit
 
     _claim_outputs(args, "--out", "--html")
     with _progress(args) as bars, bars.phase("modelling, calibrating and attacking"):
@@ -189,7 +189,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     public = outcome.public
     page = None
     if args.html is not None:
-        from .pipeline.html import render_html  # only for --html: not on the cold path
+        from .report.html import render_html  # only for --html: not on the cold path
 
         page = render_html(public)
     return _finish(
@@ -199,7 +199,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
     from .experiments import EXPERIMENTS, reproduction_markdown, run_experiments
-    from .rendering import render_experiment
+    from .report.text import render_experiment
 
     if args.action == "list":
         for name, exp in EXPERIMENTS.items():
@@ -243,7 +243,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 def _cmd_local(args: argparse.Namespace) -> int:
     from .datasets.scenarios import load_scenario
     from .local import evaluate
-    from .rendering import render_local
+    from .report.text import render_local
 
     _claim_outputs(args, "--out")
     scenario = load_scenario(args.scenario, seed=args.seed)

@@ -13,8 +13,8 @@ Distributions are discrete: support points ``u`` of shape ``(n,)`` or ``(n, m)``
 non-negative weights of shape ``(n,)`` (uniform when omitted). The paper uses the L1 norm;
 ``metric`` also allows L2 and L∞.
 
-Algorithms (DESIGN.md §4): in one dimension W∞ is the largest gap between the two quantile
-functions. In ℝᵐ the answer is always one of the pairwise distances. For equal-size
+Algorithms (docs/architecture.md §4): in one dimension W∞ is the largest gap between the two
+quantile functions. In ℝᵐ the answer is always one of the pairwise distances. For equal-size
 unweighted samples it is a bottleneck matching, found by growing one matching together with
 the threshold (minimax augmenting paths from a lower bound, no matching rebuilt per
 threshold; see ``_bottleneck_threshold``). Otherwise we binary-search the sorted distinct

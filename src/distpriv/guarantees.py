@@ -2,7 +2,7 @@
 
 A release always carries its guarantee: ε, δ, the pairs Ψ, the mechanism and theorem, the
 calibration, and every assumption the theorem needs with the outcome of checking it on the
-query model (DESIGN.md §3, "Honest guarantees").
+query model (docs/architecture.md §3, "Honest guarantees").
 """
 
 from __future__ import annotations

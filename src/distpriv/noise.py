@@ -6,7 +6,7 @@ is an (m, d_c) matrix with orthonormal columns and Y_c has independent Gaussian
 mechanism of Chen & Ohrimenko 2023: isotropic (ExpM), directional (DirM, DauM), along an
 eigenbasis (EigM), and the extra Laplace noise of Thm 4.7.
 
-Two samplers draw from it (DESIGN.md §2, §4; issue #12 item 2):
+Two samplers draw from it (docs/architecture.md §2, §4; issue #12 item 2):
 
 * :meth:`Noise.sample` — numpy floats from a seedable generator. For simulations only
   (experiments, audits, tests, the demo): a seed lets anyone who knows it subtract the noise,
@@ -424,8 +424,8 @@ def secure_add(noise: Noise, values: Any) -> np.ndarray:
     of unit scale), rounded to the grid and given discrete Gaussian or Laplace noise by
     OpenDP, then multiplied by s and mapped back with B — post-processing of the noisy
     coordinates. The part of the values outside the span of B (the directions without
-    noise; none when B is square) is kept as computed (DESIGN.md §4). Directions with zero
-    scale get no noise. The rows of a batch go to OpenDP in one call per component (in
+    noise; none when B is square) is kept as computed (docs/architecture.md §4). Directions with
+    zero scale get no noise. The rows of a batch go to OpenDP in one call per component (in
     chunks of 65 536 coordinates).
 
     Parameters

@@ -131,7 +131,7 @@ class MomentUncertainty:
     their asymptotic (central-limit) laws are m̂_s ≈ N(m_s, C_s / N_s), independent across
     strata, and the relative error of Ĉ_s in a direction u has variance (κ_u − 1)/N_s with
     κ_u the kurtosis of the row feature along u. This object stores what a robust
-    calibration needs to bound both (:mod:`distpriv.central.robust`).
+    calibration needs to bound both (:mod:`distpriv.population.confidence`).
 
     Parameters
     ----------
@@ -153,7 +153,7 @@ class MomentUncertainty:
         stratum's mean with its log-variances and between its log-variances (third and
         fourth cross moments). ``None`` where the model's path did not compute them; the
         "tight" population set then bounds those correlations instead
-        (:mod:`distpriv.central._robust_corr`).
+        (:mod:`distpriv.population._corr`).
     """
 
     stratum_sizes: tuple[int, ...]
@@ -251,8 +251,8 @@ class BootstrapUncertainty:
     (:func:`distpriv.modeling.bootstrap.bootstrap_uncertainty`): B resamples of the table
     (rows drawn with replacement within each stratum), the Monte Carlo model rebuilt on
     each with the same draws (index arrays into the resample). Its spread (the table's
-    error and the draws') is what :mod:`distpriv.central.robust`
-    turns into a (1 − β) confidence set (:mod:`distpriv.central.robust_bootstrap`).
+    error and the draws') is what :mod:`distpriv.population.confidence`
+    turns into a (1 − β) confidence set (:mod:`distpriv.population.bootstrap`).
 
     Parameters
     ----------
@@ -373,7 +373,7 @@ class GaussianQueryModel(_PairsMixin):
         table that is a sample of the population (set by :func:`distpriv.model_query`:
         central-limit laws for linear statistics, a bootstrap for the others).
         The default (exact) calibration then holds on the population with confidence
-        1 − β (:mod:`distpriv.central.robust`). ``None``: the moments are taken as exact.
+        1 − β (:mod:`distpriv.population.confidence`). ``None``: the moments are taken as exact.
 
     Examples
     --------

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distpriv.central import _calibration_cache
-from distpriv.pipeline import audit_command
-from distpriv.pipeline.audit_command import run_audit
+from distpriv.accounting import calibration_cache as _calibration_cache
+from distpriv.pipeline.commands import audit as audit_command
+from distpriv.pipeline.commands.audit import run_audit
 
 CONFIG = Path(__file__).resolve().parents[2] / "examples" / "adult-income.toml"
 # auto calibrates every registered mechanism; groupdp-g takes the table's facts as defaults.
@@ -81,8 +81,8 @@ def test_one_model_one_facts_one_calibration_cache_and_the_same_report(monkeypat
 
 def test_shared_calibrations_equal_separate_ones():
     from distpriv.modeling import Query
-    from distpriv.pipeline.sources import open_table
-    from distpriv.pipeline.steps import _config, _secret, _subset_size
+    from distpriv.pipeline.stages.data import open_table
+    from distpriv.pipeline.stages.steps import _config, _secret, _subset_size
 
     cfg = _config(CONFIG)
     query, secret, n = Query(cfg.query, ranges=cfg.ranges), _secret(cfg), _subset_size(cfg)

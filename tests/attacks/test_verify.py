@@ -21,9 +21,10 @@ from distpriv import (
 )
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.attacks import verify_on_data
-from distpriv.attacks.lattice import detect_lattice, lattice_decoder
 from distpriv.datasets import paper_split
 from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
+from distpriv.modeling.lattice import detect_sample_lattice as detect_lattice
+from distpriv.modeling.lattice import lattice_decoder
 from distpriv.noise import secure_add
 
 

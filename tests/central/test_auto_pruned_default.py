@@ -3,7 +3,7 @@
 References: ``choose_mechanism(..., prune=False)`` (every candidate calibrated) for the
 choice and its noise, bit for bit; :func:`distpriv.calibrate` of each skipped candidate
 (calibrated anyway here) for "it could not have been chosen" and for the lower bound its
-row states; :func:`~distpriv.central.exact.pair_deltas` for the early-stopping check
+row states; :func:`~distpriv.population.exact.pair_deltas` for the early-stopping check
 (:func:`~distpriv.central.auto_pruning.failing_pair`).
 """
 
@@ -20,10 +20,10 @@ from central.test_auto_pruning import FLOORED, _choose, _lattice
 from central.test_calibration_sharing import wishart_model
 from distpriv import GaussianQueryModel, calibrate
 from distpriv.central.auto_pruning import failing_pair
-from distpriv.central.exact import pair_deltas, search_tolerance
-from distpriv.central.robust import DEFAULT_BETA, population_model
 from distpriv.errors import ConfigError, DistPrivError
-from distpriv.pipeline.auto import choose_for_table
+from distpriv.pipeline.stages.calibrate import choose_for_table
+from distpriv.population.confidence import DEFAULT_BETA, population_model
+from distpriv.population.exact import pair_deltas, search_tolerance
 
 EPS, DELTA = 1.0, 1e-3
 

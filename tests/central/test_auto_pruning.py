@@ -17,9 +17,9 @@ import pytest
 from central.test_calibration_sharing import wishart_model
 from distpriv import GaussianQueryModel
 from distpriv.central import auto_pruning
-from distpriv.central.exact import pair_deltas
-from distpriv.central.robust import DEFAULT_BETA, population_model
-from distpriv.pipeline.auto import AutoChoice, choose_mechanism
+from distpriv.pipeline.stages.calibrate import AutoChoice, choose_mechanism
+from distpriv.population.confidence import DEFAULT_BETA, population_model
+from distpriv.population.exact import pair_deltas
 
 EPS, DELTA = 1.0, 1e-3
 FLOORED = ("daum-floor", "dirm-g-floor", "optimal-g-full")

@@ -2,7 +2,7 @@
 
 ``auto`` calibrates every mechanism on the same model; within one call the pair checks,
 the population set's members and optimal-g's programs are remembered
-(:mod:`distpriv.central._calibration_cache`). The reference is the same calibration with
+(:mod:`distpriv.accounting.calibration_cache`). The reference is the same calibration with
 nothing shared: every candidate must come out bit for bit the same, and the chosen
 guarantee must be confirmed by the accountant on the published noise.
 """
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from distpriv import GaussianQueryModel, max_mahalanobis_distance
-from distpriv.central import _calibration_cache as cc
-from distpriv.central.exact import pair_deltas
-from distpriv.central.robust import population_model
+from distpriv.accounting import calibration_cache as cc
+from distpriv.population.confidence import population_model
+from distpriv.population.exact import pair_deltas
 from distpriv.querymodel import MomentUncertainty
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
@@ -57,7 +57,7 @@ def nothing_shared():
 
 
 def candidates(model, lattice):
-    from distpriv.pipeline.auto import calibrate_candidates
+    from distpriv.pipeline.stages.calibrate import calibrate_candidates
 
     names = ("expm-g", "eigm", "apgm", "optimal-g", "daum-floor", "optimal-g-full", "noiseless")
     with warnings.catch_warnings():
@@ -109,7 +109,7 @@ def test_shared_results_are_bit_for_bit_the_unshared_ones(monkeypatch, m, k):
 
 @pytest.mark.parametrize("method", ["box", "joint"])
 def test_population_members_cached_equal_fresh(method):
-    from distpriv.central.robust import population_set
+    from distpriv.population.confidence import population_set
 
     with population_set(method):
         _members_cached_equal_fresh(method)

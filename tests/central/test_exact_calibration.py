@@ -119,8 +119,8 @@ def test_adult_meets_target_exactly(adult_model, name, epsilon):
     # The calibration is tight: at 0.98 of the scale (0.96 of the variance) the target fails.
     scale = mech.diagnostics["calibration_scale"]
     if scale > 0 and name != "optimal-g":
-        from distpriv.central.exact import pair_deltas
         from distpriv.central.exact_calibration import _family
+        from distpriv.population.exact import pair_deltas
 
         fam, _ = _family(name, paper)
         assert pair_deltas(adult_model, fam(0.98 * scale), epsilon=epsilon).worst > DELTA

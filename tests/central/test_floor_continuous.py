@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from distpriv import GaussianQueryModel, calibrate
-from distpriv.central.exact import pair_deltas
 from distpriv.central.floor_levels import CONTINUOUS_FLOOR
-from distpriv.central.robust import population_model
 from distpriv.errors import MechanismNotApplicableError
+from distpriv.population.confidence import population_model
+from distpriv.population.exact import pair_deltas
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 CONTINUOUS = (0, 4)  # avg_age and avg_hours_per_week declared continuous (no lattice)
@@ -23,7 +23,7 @@ def adult():
     from distpriv.datasets import paper_split
     from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
     from distpriv.modeling import Query, model_query
-    from distpriv.pipeline.sources import table_facts
+    from distpriv.pipeline.stages.data import table_facts
 
     frame = paper_split(rng=0)["modeling"]
     with warnings.catch_warnings():
@@ -68,7 +68,7 @@ def test_two_continuous_statistics_full_rank_and_verified(adult, name):
 
 
 def test_auto_chooses_a_floored_mechanism_on_mixed_statistics(adult):
-    from distpriv.pipeline.auto import choose_mechanism
+    from distpriv.pipeline.stages.calibrate import choose_mechanism
 
     model, steps = adult
     names = ("expm-g", "daum-floor", "optimal-g-full")

@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from distpriv import GaussianQueryModel, calibrate
-from distpriv.central import robust
-from distpriv.central.exact import pair_deltas
 from distpriv.central.floored import FLOORED_MECHANISMS, floor_variances
 from distpriv.errors import MechanismNotApplicableError, ParameterError
 from distpriv.noise import secure_sample
+from distpriv.population import confidence as robust
+from distpriv.population.exact import pair_deltas
 
 EPS, DELTA = 1.0, 1e-3
 
@@ -25,7 +25,7 @@ def adult():
     from distpriv.datasets import paper_split
     from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
     from distpriv.modeling import Query, model_query
-    from distpriv.pipeline.sources import table_facts
+    from distpriv.pipeline.stages.data import table_facts
 
     frame = paper_split(rng=0)["modeling"]
     with warnings.catch_warnings():
@@ -76,7 +76,7 @@ def covers_floor(cov, fvar, rtol=1e-9):
 
 
 def test_adult_auto_full_rank_below_168(adult):
-    from distpriv.pipeline.auto import choose_for_table
+    from distpriv.pipeline.stages.calibrate import choose_for_table
 
     model, facts = adult
     pruned = choose_for_table(model, epsilon=EPS, delta=DELTA, facts=facts)
@@ -280,7 +280,7 @@ def test_papers_calibration_plus_floor_is_verified(adult):
 
 
 def test_auto_floor_option(adult):
-    from distpriv.pipeline.auto import choose_for_table
+    from distpriv.pipeline.stages.calibrate import choose_for_table
 
     model, facts = adult
     choice = choose_for_table(model, epsilon=EPS, delta=DELTA, facts=facts, options={"floor": 3.0})

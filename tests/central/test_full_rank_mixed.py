@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 
 from distpriv import calibrate
-from distpriv.central.exact import pair_deltas
 from distpriv.central.floored import FLOORED_MECHANISMS
-from distpriv.central.robust import population_model
 from distpriv.errors import MechanismNotApplicableError
 from distpriv.modeling import ProportionSecret, model_query
+from distpriv.population.confidence import population_model
+from distpriv.population.exact import pair_deltas
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 STATS = {
@@ -97,7 +97,7 @@ def test_floored_noise_has_rank_m(mixed, name):
 
 
 def test_auto_keeps_the_floored_candidates(mixed):
-    from distpriv.pipeline.auto import choose_mechanism
+    from distpriv.pipeline.stages.calibrate import choose_mechanism
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

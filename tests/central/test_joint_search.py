@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 from distpriv.accounting import gaussian_pair_delta
-from distpriv.central import _robust_joint as rj
-from distpriv.central._robust_stack import _inv_sqrt, _sqrt_psd, _worst_shift
-from distpriv.central.robust import (
+from distpriv.population import sets as rj
+from distpriv.population._stack import _inv_sqrt, _sqrt_psd, _worst_shift
+from distpriv.population.confidence import (
     confidence_set,
     population_model,
     population_set,
@@ -130,10 +130,10 @@ def test_optimal_g_against_the_joint_set_is_cheaper_than_against_the_box():
     """Cutting planes (issue 25 item 2). Reference: the exact accountant on the joint set's
     worst members for the published noise (the claim holds), and the box's calibration."""
     from distpriv import calibrate
-    from distpriv.central.exact import pair_deltas
     from distpriv.datasets import paper_split
     from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
     from distpriv.modeling import model_query
+    from distpriv.population.exact import pair_deltas
 
     frame = paper_split(rng=0)["modeling"].sample(1000, random_state=1)
     with warnings.catch_warnings():

@@ -248,7 +248,7 @@ class TestAssumptions:
             warnings.simplefilter("error")
             calibrate("expm-g", paper_model, epsilon=0.99, delta=1e-3, calibration="classical")
         with pytest.warns(AssumptionWarning, match="ABOVE"):
-            # At ε = 10 the classical noise really is too small (DESIGN.md §4).
+            # At ε = 10 the classical noise really is too small (docs/architecture.md §4).
             calibrate("expm-g", paper_model, epsilon=10.0, delta=1e-3, calibration="classical")
 
 

@@ -16,9 +16,9 @@ import pytest
 
 from distpriv import GaussianQueryModel, calibrate
 from distpriv.central import _exact_families, exact_calibration
-from distpriv.central.exact import pair_deltas
-from distpriv.central.robust import DEFAULT_BETA, population_model
-from distpriv.central.robust import population_set as population_set_of
+from distpriv.population.confidence import DEFAULT_BETA, population_model
+from distpriv.population.confidence import population_set as population_set_of
+from distpriv.population.exact import pair_deltas
 
 from .test_calibration_sharing import wishart_model
 

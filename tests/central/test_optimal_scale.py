@@ -2,7 +2,7 @@
 
 References: the generic convex program (cvxpy/Clarabel on the (m+1)-size LMIs, the solver
 optimal-g used before), the closed form of one pair, and the exact accountant (every
-calibrated mechanism is re-checked with :func:`distpriv.central.exact.pair_deltas`).
+calibrated mechanism is re-checked with :func:`distpriv.population.exact.pair_deltas`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 
 from distpriv import GaussianQueryModel, calibrate, max_mahalanobis_distance
 from distpriv.central._optimal_solver import solve_structured
-from distpriv.central.exact import pair_deltas
 from distpriv.central.optimal import _solve_sdp, single_pair_optimum
-from distpriv.pipeline.auto import choose_mechanism
+from distpriv.pipeline.stages.calibrate import choose_mechanism
+from distpriv.population.exact import pair_deltas
 
 DIST = max_mahalanobis_distance(epsilon=1.0, delta=1e-3)
 

@@ -123,7 +123,7 @@ def test_scale_free():
 
 
 def test_small_unit_statistic_with_4x_variance_is_not_equal():
-    # DESIGN §4: a statistic in small units whose variance differs 4x must count.
+    # docs/architecture.md §4: a statistic in small units whose variance differs 4x must count.
     sp = np.diag([1e6, 4e-6])
     sq = np.diag([1e6, 1e-6])
     d = gaussian_pair_delta([0.0, 0.0], sp, [0.0, 0.0], sq, epsilon=1.0)

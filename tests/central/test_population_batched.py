@@ -7,9 +7,9 @@ import warnings
 
 import numpy as np
 
-from distpriv.central import robust
 from distpriv.datasets.adult import load_adult
 from distpriv.modeling import ProportionSecret, model_query
+from distpriv.population import confidence as robust
 
 STATS = {
     "avg_age": "avg(age)",

@@ -1,5 +1,5 @@
 """The tight set's correlated variance statement (issue 25, the price;
-central/_robust_corr.py, modeling/shape_moments.py) against independent references.
+population/_corr.py, modeling/shape_moments.py) against independent references.
 
 * The cross moments the engine computes (one aggregate query) equal the rows' (numpy).
 * The correlations they give — of a stratum's mean with its log-variances and between its
@@ -22,9 +22,9 @@ import pytest
 from scipy.stats import binom, kurtosis
 
 import distpriv as dp
-from distpriv.central.robust import population_model, population_set
 from distpriv.modeling import ProportionSecret, model_query
 from distpriv.modeling.shape_moments import shape_correlation_from_rows
+from distpriv.population.confidence import population_model, population_set
 from distpriv.querymodel import MomentUncertainty
 
 from .test_population_coverage import (

@@ -45,11 +45,11 @@ from scipy.stats import binom, kurtosis
 import distpriv as dp
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.central import mechanism_info
-from distpriv.central.robust import DEFAULT_BETA, population_model
 from distpriv.datasets.adult import load_adult
 from distpriv.errors import MechanismNotApplicableError
 from distpriv.modeling import ProportionSecret, model_query
-from distpriv.pipeline.auto import choose_for_table
+from distpriv.pipeline.stages.calibrate import choose_for_table
+from distpriv.population.confidence import DEFAULT_BETA, population_model
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 ALLOWANCE = 1e-6  # the accountant's error only

@@ -1,8 +1,8 @@
 """The tight set's gap statement in δ's own distance (issue 25, round 8;
-central/_robust_direction.py) against independent references.
+population/_direction.py) against independent references.
 
 * With equal covariances δ depends on the gap through its output distance alone: the
-  statement must then be the distance statement of central/_robust_tight.py (same member),
+  statement must then be the distance statement of population/_tight.py (same member),
   its ∇ψ the distance's gradient M²Δ̂/d̂, and its slope ∂δ/∂ψ the Gaussian profile's
   derivative — here from Balle & Wang's formula written with scipy's normal CDF (not the
   library's log-space code), by a finite difference of its own.
@@ -25,8 +25,8 @@ from scipy.special import ndtr, ndtri
 from scipy.stats import binom
 
 from distpriv.accounting.pair_profile import pair_profiles_unchecked
-from distpriv.central._robust_direction import gap_statement
-from distpriv.central._robust_tight import quantile_shift_stack
+from distpriv.population._direction import gap_statement
+from distpriv.population._tight import quantile_shift_stack
 
 EPS, BETA = 1.0, 0.05
 Z = float(ndtri(1 - BETA))
@@ -43,7 +43,7 @@ def _inv_sqrt(a: np.ndarray) -> np.ndarray:
 
 
 def _pair(mean_i, mean_j, cov_i, cov_j, noise, err_cov):
-    """The attributes of central._robust_joint._Pair that the statement reads: one
+    """The attributes of population.sets._Pair that the statement reads: one
     stratum whose error covariance is ``err_cov`` (weight 1)."""
     model = SimpleNamespace(means=np.stack([mean_i, mean_j]), covariances=np.stack([cov_i, cov_j]))
     return SimpleNamespace(

@@ -23,14 +23,14 @@ from scipy.stats import binom, kurtosis
 
 import distpriv as dp
 from distpriv.accounting import gaussian_pair_delta
-from distpriv.central.robust import (
+from distpriv.errors import ParameterError
+from distpriv.modeling import model_query
+from distpriv.population.confidence import (
     SET_METHODS,
     confidence_set,
     population_model,
     population_set,
 )
-from distpriv.errors import ParameterError
-from distpriv.modeling import model_query
 
 from .test_population_coverage import HEAVY_SECRET, HEAVY_STATS, heavy_population
 

@@ -1,4 +1,4 @@
-"""The "tight" population set (issue 25, the price; central/_robust_tight.py) against brute
+"""The "tight" population set (issue 25, the price; population/_tight.py) against brute
 force and Monte Carlo.
 
 * The gap's member sits at the quantile of its distance's sampling law: checked against an
@@ -25,11 +25,11 @@ from scipy.special import ndtri
 from scipy.stats import binom
 
 import distpriv as dp
-from distpriv.central._robust_stack import gap_bound
-from distpriv.central._robust_tight import quantile_level, quantile_shift_stack
-from distpriv.central.robust import population_model, population_set
 from distpriv.errors import MechanismNotApplicableError
 from distpriv.modeling import model_query
+from distpriv.population._stack import gap_bound
+from distpriv.population._tight import quantile_level, quantile_shift_stack
+from distpriv.population.confidence import population_model, population_set
 
 from .test_population_coverage import (
     ADULT_SECRET,

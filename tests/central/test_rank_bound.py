@@ -1,7 +1,7 @@
 """The floor on δ(ε) under noise of limited rank (central/_rank_bound.py, issue 25).
 
 References: the hockey-stick integral in 50-digit arithmetic (mpmath quadrature), and the
-exact accountant (:func:`distpriv.central.exact.pair_deltas`) on pairs with random noises
+exact accountant (:func:`distpriv.population.exact.pair_deltas`) on pairs with random noises
 of the stated rank — including ill-conditioned covariances and noises scaled far up.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 from distpriv import GaussianQueryModel
 from distpriv.central._rank_bound import centred_ratio_delta, rank_limited_floor
-from distpriv.central.exact import pair_deltas
+from distpriv.population.exact import pair_deltas
 
 
 def _hockey_stick(ratio: float, epsilon: float) -> float:

@@ -19,10 +19,10 @@ from scipy.stats import norm
 
 import distpriv as dp
 from distpriv.accounting import gaussian_pair_delta
-from distpriv.central.robust import confidence_set, gap_bound, population_set
 from distpriv.datasets.adult import load_adult
 from distpriv.errors import ConfigError, DistPrivError
 from distpriv.modeling import ProportionSecret, model_query
+from distpriv.population.confidence import confidence_set, gap_bound, population_set
 from distpriv.querymodel import GaussianQueryModel, MomentUncertainty
 
 STATS = {

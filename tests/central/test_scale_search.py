@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import distpriv.central.exact as exact
-from distpriv.central.exact import pair_deltas, search_tolerance, smallest_scale
+import distpriv.population.exact as exact
+from distpriv.population.exact import pair_deltas, search_tolerance, smallest_scale
 from distpriv.querymodel import GaussianQueryModel
 
 EPS, DELTA = 1.0, 1e-3

@@ -13,11 +13,11 @@ def test_optimal_g_noise_shaped_for_the_set(monkeypatch):
     that program switched off (the fitted shapes only), and the exact accountant on the
     members of the set for the published noise."""
     import distpriv.central.exact_calibration as ec
-    from distpriv.central.exact import pair_deltas
-    from distpriv.central.robust import population_model, population_set
     from distpriv.datasets import paper_split
     from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
     from distpriv.modeling import model_query
+    from distpriv.population.confidence import population_model, population_set
+    from distpriv.population.exact import pair_deltas
 
     frame = paper_split(rng=0)["modeling"].sample(1000, random_state=1)
     with warnings.catch_warnings():

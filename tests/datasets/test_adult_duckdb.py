@@ -18,7 +18,7 @@ from distpriv.datasets._adult_duckdb import _ALL, _instance, adult_engine, bundl
 from distpriv.errors import ParameterError
 from distpriv.modeling.engines import LOCKED_SETTINGS
 from distpriv.pipeline.scope import command_scope
-from distpriv.pipeline.sources import open_table
+from distpriv.pipeline.stages.data import open_table
 
 
 def _rows(engine) -> pd.DataFrame:

@@ -59,7 +59,7 @@ def test_exact_distribution_matches_algorithm_1(six):
         ).pvalue
         > 1e-4
     )
-    # The likelihood ratio of a tuple is Σ A#(λ₀)[y_i] / Σ A#(λ₁)[y_i] (DESIGN.md §4).
+    # The likelihood ratio of a tuple is Σ A#(λ₀)[y_i] / Σ A#(λ₁)[y_i] (docs/architecture.md §4).
     tuples = np.array(list(itertools.product(range(6), repeat=3)))
     lr = tm.likelihood_ratio(tuples, six[1], six[2])
     np.testing.assert_allclose(lr, exact.mu0 / exact.mu1, rtol=1e-10)

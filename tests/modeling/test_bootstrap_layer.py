@@ -14,10 +14,10 @@ import pytest
 
 import distpriv as dp
 from distpriv import BootstrapUncertainty, MomentUncertainty
-from distpriv.central.robust import marginal, population_model
 from distpriv.datasets.adult import load_adult
 from distpriv.errors import ParameterError
 from distpriv.modeling import ProportionSecret, model_query
+from distpriv.population.confidence import marginal, population_model
 
 SECRET = ProportionSecret("income = '>50K'", values=[0.45, 0.55])
 QUANTILES = {"median_age": "median(age)", "q75_hours": "quantile_cont(hours_per_week, 0.75)"}
@@ -113,7 +113,7 @@ def test_calibration_covers_the_set_and_says_so(sample):
 
 
 def test_ledger_composition_reads_the_bootstrap_set(sample):
-    from distpriv.pipeline.ledger.compose import _on_population
+    from distpriv.composition.accountant import _on_population
 
     model = _model(sample, bootstrap=20)
     noise = np.eye(2) * 4.0

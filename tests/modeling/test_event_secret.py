@@ -10,9 +10,9 @@ import pytest
 from scipy.stats import binom
 
 import distpriv as dp
-from distpriv.central.exact import pair_deltas
 from distpriv.errors import ParameterError
 from distpriv.modeling import EventSecret, event_weights, model_query
+from distpriv.population.exact import pair_deltas
 
 from ._real_subsets import PREDICATE, STATS, adult_features, mc_delta, subsets
 

@@ -25,10 +25,10 @@ import pandas as pd
 import pytest
 
 import distpriv as dp
-from distpriv.central.exact import pair_deltas
 from distpriv.datasets.adult import load_adult, paper_split
 from distpriv.errors import ParameterError
 from distpriv.modeling import EventSecret, MeanGrid, MeanSecret, event_weights, model_query
+from distpriv.population.exact import pair_deltas
 
 from ._real_subsets import mc_delta
 from .test_mean_reference import (

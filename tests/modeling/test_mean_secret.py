@@ -20,12 +20,12 @@ import pytest
 
 from cli_helpers import one_line_error, run
 from distpriv.central.apgm_models import gaussian_conditional
-from distpriv.central.robust import confidence_set
 from distpriv.errors import AssumptionWarning, ConfigError, ParameterError, ParameterTypeError
 from distpriv.modeling import MeanSecret, ProportionSecret, Secret, model_query
 from distpriv.pipeline.config import load_release_config
 from distpriv.pipeline.report import secret_dict
-from distpriv.pipeline.steps import _secret
+from distpriv.pipeline.stages.steps import _secret
+from distpriv.population.confidence import confidence_set
 
 
 def gaussian_table(n_rows: int, seed: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:

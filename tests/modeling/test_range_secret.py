@@ -11,11 +11,11 @@ import pytest
 import distpriv as dp
 from distpriv.accounting import gaussian_pair_profile
 from distpriv.accounting.pair_screen import renyi_delta_bounds
-from distpriv.central import exact as exact_mod
-from distpriv.central import pair_pruning
-from distpriv.central.exact import pair_deltas
 from distpriv.errors import ParameterError
 from distpriv.modeling import ProportionSecret, model_query
+from distpriv.population import exact as exact_mod
+from distpriv.population import pair_pruning
+from distpriv.population.exact import pair_deltas
 from distpriv.querymodel import GaussianQueryModel
 
 from ._real_subsets import PREDICATE, STATS, adult_features, mc_delta, subsets

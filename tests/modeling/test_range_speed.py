@@ -13,14 +13,16 @@ import pytest
 import distpriv as dp
 from distpriv._validation import check_covariance
 from distpriv.accounting import gaussian_pair_profile
-from distpriv.central import _member_search, exact_calibration, floored, pair_pruning
-from distpriv.central import exact as exact_mod
+from distpriv.central import exact_calibration, floored
 from distpriv.central import optimal as optimal_mod
-from distpriv.central.exact import pair_deltas
 from distpriv.central.optimal import calibrate_optimal
-from distpriv.central.pair_pruning import implied_constraints
-from distpriv.central.robust import population_model
 from distpriv.errors import ParameterError
+from distpriv.population import exact as exact_mod
+from distpriv.population import member_search as _member_search
+from distpriv.population import pair_pruning
+from distpriv.population.confidence import population_model
+from distpriv.population.exact import pair_deltas
+from distpriv.population.pair_pruning import implied_constraints
 from distpriv.querymodel import GaussianQueryModel
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05

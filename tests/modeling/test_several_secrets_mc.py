@@ -32,8 +32,8 @@ import distpriv as dp
 from distpriv import ProportionSecret, SeveralSecrets, model_query
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.attacks import verify_on_data
-from distpriv.central.robust import confidence_set, population_set
 from distpriv.datasets.adult import load_adult
+from distpriv.population.confidence import confidence_set, population_set
 from distpriv.querymodel import SampledQueryModel
 
 EPS, DELTA, N = 1.0, 1e-3, 100

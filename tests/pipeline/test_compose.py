@@ -14,11 +14,11 @@ from scipy.stats import multivariate_normal
 from distpriv import calibrate
 from distpriv.accounting import gaussian_pair_epsilon, gaussian_pair_profile
 from distpriv.attacks import GaussianLikelihoodRatio, clopper_pearson
+from distpriv.composition.accountant import ReleaseSpec, compose, gaussian_pair_composition
 from distpriv.errors import CompositionError, ParameterError
 from distpriv.modeling import Query, model_query
 from distpriv.noise import Noise
 from distpriv.pipeline.ledger import Budget
-from distpriv.pipeline.ledger.compose import ReleaseSpec, compose, gaussian_pair_composition
 
 STATS = {
     "avg_age": "avg(age)",
@@ -429,7 +429,7 @@ def test_composition_keeps_the_population_set():
 def joint_set():
     """The joint population set (opt-in; the box is the default): the behaviour tested
     here is the joint set's (its members depend on the noise and on ε)."""
-    from distpriv.central.robust import population_set
+    from distpriv.population.confidence import population_set
 
     with population_set("joint"):
         yield
@@ -443,9 +443,9 @@ def test_composed_epsilon_does_not_depend_on_the_budget(joint_set):
     the set's worst member at the stated ε meets δ there (the accountant confirms the
     claim); δ at the budget's ε is that of the members worst at the budget's ε. The
     reference is the exact accountant, both directions, on the members of
-    :func:`distpriv.central.robust.population_model` at each ε."""
-    from distpriv.central.robust import population_model
-    from distpriv.pipeline.ledger.compose import joint_model
+    :func:`distpriv.population.confidence.population_model` at each ε."""
+    from distpriv.composition.accountant import joint_model
+    from distpriv.population.confidence import population_model
 
     stats = dict(list(STATS.items())[:2])
     m = mech(stats, "daum")

@@ -115,7 +115,7 @@ def verified(tmp_path_factory):
         outcomes.append(run_verify(*args, **kwargs))
         return outcomes[-1]
 
-    import distpriv.pipeline.verify_command as verify_command
+    import distpriv.pipeline.commands.verify as verify_command
 
     with pytest.MonkeyPatch.context() as mp:
         # two looks of the sequential check (3,000 then 6,000 datasets per value)
@@ -151,7 +151,7 @@ def test_verify_draws_no_noise_and_writes_only_its_report(verified):
     )
     if ver["stopped"] == "first look clear":
         assert ver["looks"] == 1 and ver["verdict"] == "no evidence"
-    from distpriv.rendering import _verification_line
+    from distpriv.report.text import _verification_line
 
     line = _verification_line(ver)
     assert f"{ver['n_samples']} resampled datasets per value" in line

@@ -26,10 +26,10 @@ import pytest
 
 from distpriv.modeling import tables
 from distpriv.pipeline import run_release
-from distpriv.pipeline.html import render_html
 from distpriv.pipeline.ledger import Ledger
-from distpriv.pipeline.sources import fingerprint
-from distpriv.rendering import render_release
+from distpriv.pipeline.stages.data import fingerprint
+from distpriv.report.html import render_html
+from distpriv.report.text import render_release
 
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support:FutureWarning")
 
@@ -353,7 +353,7 @@ def test_overlap_and_duplicate_rate_in_one_scan_match_pandas(tmp_path, n_rows):
     below 400,000 rows and a hash-partition sample estimate above, checked against pandas'
     exact count (the released table has fewer columns: rows are compared on shared ones)."""
     from distpriv.modeling.tables import Table
-    from distpriv.pipeline.sources import _hash_mask, table_overlap
+    from distpriv.pipeline.stages.data import _hash_mask, table_overlap
 
     rng = np.random.default_rng(5)
     base = rng.integers(0, 10**9, size=n_rows)
@@ -379,7 +379,7 @@ def test_overlap_and_duplicate_rate_in_one_scan_match_pandas(tmp_path, n_rows):
 
 def test_overlap_through_spark_equals_duckdb(spark):
     from distpriv.modeling.tables import Table
-    from distpriv.pipeline.sources import table_overlap
+    from distpriv.pipeline.stages.data import table_overlap
 
     rng = np.random.default_rng(6)
     a = rng.integers(0, 300, size=2_000)  # many chance duplicates

@@ -127,7 +127,7 @@ def test_every_kind_of_connection_is_locked(folder):
 
 
 def test_load_frame_reads_through_a_locked_connection(folder, monkeypatch):
-    from distpriv.pipeline import sources
+    from distpriv.pipeline.stages import data as sources
 
     seen: list[dict[str, str]] = []
 

@@ -60,7 +60,7 @@ def test_markup_in_title_and_names_is_printed_literally(tmp_path, capsys):
 
 
 def test_a_failure_after_the_computation_writes_nothing(tmp_path, capsys, monkeypatch):
-    import distpriv.rendering as rendering
+    import distpriv.report.text as rendering
 
     def broken(*args, **kwargs):
         raise OSError("terminal went away")

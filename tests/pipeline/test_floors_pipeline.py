@@ -7,7 +7,7 @@ from pathlib import Path
 
 import distpriv as dp
 from distpriv.pipeline import run_release
-from distpriv.pipeline.html import render_html
+from distpriv.report.html import render_html
 
 ROOT = Path(__file__).resolve().parents[2]
 ADULT = ROOT / "examples" / "adult-income.toml"

@@ -12,7 +12,7 @@ import pytest
 from distpriv import GaussianQueryModel, calibrate
 from distpriv._html import CSP, fmt_number
 from distpriv.errors import AssumptionWarning, ParameterError, ParameterTypeError
-from distpriv.pipeline.html import render_html, utility_curve, utility_figure_svg
+from distpriv.report.html import render_html, utility_curve, utility_figure_svg
 
 
 class _Page(HTMLParser):
@@ -120,7 +120,7 @@ def test_release_page_content(model):
 
 
 def test_release_page_with_choice_and_figure(model):
-    from distpriv.pipeline.auto import choose_mechanism
+    from distpriv.pipeline.stages.calibrate import choose_mechanism
 
     choice = choose_mechanism(model, epsilon=1.0, delta=1e-3)
     utility = utility_curve(model, delta=1e-3, epsilon=1.0, chosen=choice.name, epsilons=(0.5, 2.0))

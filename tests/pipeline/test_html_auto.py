@@ -11,7 +11,7 @@ import pytest
 from distpriv import GaussianQueryModel, calibrate
 from distpriv.central import MECHANISMS, mechanism_info
 from distpriv.errors import DistPrivError, MechanismNotApplicableError, ParameterError
-from distpriv.pipeline.auto import choose_mechanism
+from distpriv.pipeline.stages.calibrate import choose_mechanism
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +207,7 @@ def test_auto_on_200_unequal_statistics_keeps_the_choice():
 
 
 def test_a_candidate_that_fails_numerically_is_dropped_with_its_reason(paper_model, monkeypatch):
-    import distpriv.pipeline.auto as auto
+    import distpriv.pipeline.stages.calibrate as auto
 
     real = auto.calibrate
 

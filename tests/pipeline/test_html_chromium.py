@@ -22,7 +22,7 @@ from distpriv.pipeline.browser import (
     chromium_screenshot,
     page_requests,
 )
-from distpriv.pipeline.html import render_html
+from distpriv.report.html import render_html
 
 CONFIG = Path(__file__).resolve().parents[2] / "examples" / "adult-income.toml"
 
@@ -39,7 +39,7 @@ def chromium():
 def release_report() -> dict:
     """An Adult release through the real pipeline and the --html path (release_page)."""
     from distpriv.pipeline import run_release
-    from distpriv.pipeline.html import release_page
+    from distpriv.report.html import release_page
 
     public, _ = release_page(run_release(CONFIG, insecure_seed=7), epsilons=(0.5, 2.0))
     return public

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from distpriv.pipeline.progress import ProgressDisplay, progress_enabled
+from distpriv.report.progress import ProgressDisplay, progress_enabled
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "adult-income.toml"

@@ -14,8 +14,8 @@ import pytest
 
 import distpriv as dp
 from distpriv.pipeline import run_release
-from distpriv.pipeline.html import plain_tick_label, render_html, utility_figure_svg
 from distpriv.pipeline.report import public_warnings
+from distpriv.report.html import plain_tick_label, render_html, utility_figure_svg
 
 ROOT = Path(__file__).resolve().parents[2]
 ADULT = ROOT / "examples" / "adult-income.toml"

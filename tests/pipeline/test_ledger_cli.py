@@ -14,10 +14,10 @@ import pytest
 
 from cli_helpers import run
 from distpriv.cli import main
+from distpriv.composition.accountant import ReleaseSpec, compose
 from distpriv.pipeline import run_release
 from distpriv.pipeline.ledger import Ledger
-from distpriv.pipeline.ledger.compose import ReleaseSpec, compose
-from distpriv.pipeline.sources import load_frame
+from distpriv.pipeline.stages.data import load_frame
 
 CONFIG = """
 title = "ledger test"
@@ -149,7 +149,7 @@ def test_eight_concurrent_releases_with_a_budget_for_three(setting):
         "--quiet",
     ]
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["distpriv.cli", "distpriv.pipeline.run", __name__])
+    ctx.set_forkserver_preload(["distpriv.cli", "distpriv.pipeline.commands.run", __name__])
     start = ctx.Event()
     pipes, procs = [], []
     for _ in range(8):

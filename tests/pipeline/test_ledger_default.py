@@ -29,7 +29,7 @@ from distpriv.pipeline.ledger import (
     public_account,
     release_with_ledger,
 )
-from distpriv.pipeline.sources import fingerprint, load_frame
+from distpriv.pipeline.stages.data import fingerprint, load_frame
 
 CONFIG = """
 title = "default ledger test"

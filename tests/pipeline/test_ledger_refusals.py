@@ -13,7 +13,7 @@ import pytest
 
 from cli_helpers import run
 from distpriv.pipeline.ledger import DEFAULT_LEDGER_NAME, Ledger
-from distpriv.pipeline.sources import load_frame
+from distpriv.pipeline.stages.data import load_frame
 
 CONFIG = """
 title = "refusal test"
@@ -102,12 +102,12 @@ def test_the_first_successful_release_creates_the_ledger(tables, tmp_path, capsy
 def test_ctrl_c_during_the_html_stage_says_the_release_was_recorded(
     tables, tmp_path, capsys, monkeypatch
 ):
-    import distpriv.pipeline.html
+    import distpriv.report.html
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(distpriv.pipeline.html, "release_page", interrupted)
+    monkeypatch.setattr(distpriv.report.html, "release_page", interrupted)
     cfg = _config(tmp_path, tables)
     led, out_json, page = tmp_path / "l.sqlite", tmp_path / "r.json", tmp_path / "r.html"
     argv = ["release", cfg, "--ledger", led, "--out", out_json, "--html", page]
@@ -158,7 +158,7 @@ def test_a_failed_write_after_the_record_says_the_release_was_recorded(
     tables, tmp_path, capsys, monkeypatch
 ):
     import distpriv.cli
-    from distpriv.pipeline.output import OutputError
+    from distpriv.report.output import OutputError
 
     def full(files, **kwargs):
         raise OutputError(f"--out {str(files[0][0])!r}: No space left on device")

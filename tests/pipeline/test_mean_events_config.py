@@ -12,7 +12,7 @@ from distpriv.errors import ConfigError
 from distpriv.modeling import EventSecret, MeanSecret
 from distpriv.pipeline.config import load_release_config
 from distpriv.pipeline.report import secret_dict
-from distpriv.pipeline.steps import _secret
+from distpriv.pipeline.stages.steps import _secret
 
 BASE = """
 [data]

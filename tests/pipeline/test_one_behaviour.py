@@ -12,8 +12,8 @@ import pytest
 
 import distpriv as dp
 from distpriv.pipeline import run_release
-from distpriv.pipeline.auto import choose_mechanism
 from distpriv.pipeline.config import load_release_config
+from distpriv.pipeline.stages.calibrate import choose_mechanism
 
 ROOT = Path(__file__).resolve().parents[2]
 AUTO = ROOT / "examples" / "adult-auto.toml"

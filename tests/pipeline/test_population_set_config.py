@@ -13,8 +13,8 @@ import pytest
 import distpriv as dp
 from cli_helpers import run
 from distpriv.accounting import gaussian_pair_delta
-from distpriv.central.robust import population_model, selected_set
 from distpriv.pipeline.config import load_release_config
+from distpriv.population.confidence import population_model, selected_set
 
 from .test_release import csv, synthetic, write_config
 

@@ -1,4 +1,4 @@
-"""The price per statistic before releasing (issue 25, item 5): pipeline.price.
+"""The price per statistic before releasing (issue 25, item 5): pipeline.price.table.
 References: the library's calibration run by hand on hand-sliced models, R² by regression
 (not the inverse-covariance formula the module uses). ``distpriv verify`` on the clinic
 case (sklearn's breast-cancer table): tests/pipeline/test_price_clinic.py."""
@@ -12,7 +12,7 @@ import pytest
 
 import distpriv as dp
 from distpriv import GaussianQueryModel, calibrate
-from distpriv.pipeline.price import price_report
+from distpriv.pipeline.price.table import price_report
 from distpriv.querymodel import MomentUncertainty
 
 EPS, DELTA = 1.0, 1e-3
@@ -175,7 +175,7 @@ def test_release_html_does_not_publish_the_price(tmp_path):
     from pathlib import Path
 
     from distpriv.pipeline import run_release
-    from distpriv.pipeline.html import release_page
+    from distpriv.report.html import release_page
 
     src = Path(__file__).resolve().parents[2] / "examples" / "hospital"
     for f in src.iterdir():
@@ -205,12 +205,12 @@ def test_noise_between_the_gap_and_the_spread_stays_informative():
 
 def test_what_if_calibrations_are_certified_and_do_not_leak_into_strict_checks():
     """The price table's recalibrations check at the search's accuracy (issue 28 item 4,
-    central.exact.what_if_accuracy): still certified (the strict accountant confirms the
+    population.exact.what_if_accuracy): still certified (the strict accountant confirms the
     noise), equal to the strict calibration to its resolution, and a check remembered in
     the block never answers a strict one outside it."""
-    from distpriv.central._calibration_cache import shared_calibration
-    from distpriv.central.exact import _WHAT_IF, pair_deltas, what_if_accuracy
-    from distpriv.central.robust import population_model
+    from distpriv.accounting.calibration_cache import shared_calibration
+    from distpriv.population.confidence import population_model
+    from distpriv.population.exact import _WHAT_IF, pair_deltas, what_if_accuracy
 
     model = _model(np.random.default_rng(5))
     strict = quiet("expm-g", model)

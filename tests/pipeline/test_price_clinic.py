@@ -76,7 +76,7 @@ def verified(tmp_path_factory):
     datasets per value (the price does not depend on it)."""
     import distpriv.noise as noise_module
     import distpriv.pipeline as pipeline
-    import distpriv.pipeline.verify_command as verify_command
+    import distpriv.pipeline.commands.verify as verify_command
 
     folder = tmp_path_factory.mktemp("clinic")
     for name in ("clinic.toml", "clinic.csv"):
@@ -368,7 +368,7 @@ def test_verify_page_in_chromium(verified, tmp_path):
 
 def test_verify_page_escapes_statistic_names(verified):
     from distpriv.pipeline.outcomes import VerifyOutcome
-    from distpriv.pipeline.verify_page import verify_page
+    from distpriv.report.verify_page import verify_page
 
     out = verified["outcome"]
     evil = "<img src=x onerror=alert(1)>"
@@ -417,8 +417,8 @@ def test_verify_html_refusals_write_nothing(stubbed, tmp_path, capsys):
 
 @pytest.mark.parametrize("when", ["rendering", "writing"])
 def test_verify_html_interrupted_leaves_no_file(stubbed, tmp_path, capsys, monkeypatch, when):
-    import distpriv.pipeline.output as output
-    import distpriv.pipeline.verify_page as verify_page
+    import distpriv.report.output as output
+    import distpriv.report.verify_page as verify_page
 
     page, out = tmp_path / "p.html", tmp_path / "o.json"
     if when == "rendering":

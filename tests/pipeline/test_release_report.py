@@ -103,7 +103,7 @@ def _mc_delta(mean_p, cov_p, mean_q, cov_q, epsilon, n, rng):
 def joint_set():
     """The joint population set (opt-in; the box is the default): the behaviour tested
     here is the joint set's (its members depend on the noise and on ε)."""
-    from distpriv.central.robust import population_set
+    from distpriv.population.confidence import population_set
 
     with population_set("joint"):
         yield
@@ -117,7 +117,7 @@ def test_a_release_that_needs_no_noise_says_so(joint_set):
     what exact values can reveal: one public warning, of its own kind, which says so and
     points to the mechanisms that keep noise at the lattice floor; ``auto`` (the default
     mechanism) releases full-rank noise at the floor, with no warning."""
-    from distpriv.central.robust import population_model
+    from distpriv.population.confidence import population_model
 
     data, model = synthetic(20, seed=1), synthetic(4000)
     rep, raised = _recorded(

@@ -15,7 +15,7 @@ from distpriv.errors import ConfigError, ParameterError, ParameterTypeError
 from distpriv.pipeline.config import load_release_config
 from distpriv.pipeline.ledger import Ledger, release_with_ledger
 from distpriv.pipeline.report import secret_dict
-from distpriv.pipeline.steps import _secret
+from distpriv.pipeline.stages.steps import _secret
 
 FEMALE = "sex = 'Female'"
 RICH = "income = '>50K'"

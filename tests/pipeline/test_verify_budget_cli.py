@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import distpriv.pipeline.verify_command as verify_command
+import distpriv.pipeline.commands.verify as verify_command
 from cli_helpers import one_line_error, run
 from distpriv import ParameterError, ParameterTypeError
 from distpriv.pipeline import run_verify

@@ -14,7 +14,8 @@ import pytest
 
 from distpriv.modeling import strata
 from distpriv.modeling.tables import Table
-from distpriv.pipeline import run_verify, verify_command
+from distpriv.pipeline import run_verify
+from distpriv.pipeline.commands import verify as verify_command
 
 HOSPITAL = Path(__file__).resolve().parents[2] / "examples" / "hospital"
 USED = ["height", "weight", "blood_pressure", "gender"]
@@ -79,7 +80,7 @@ def test_the_check_reuses_the_models_missing_count(tmp_path, monkeypatch, missin
 
 
 def test_a_report_about_other_columns_or_policy_is_not_used():
-    from distpriv.pipeline.sources import open_table
+    from distpriv.pipeline.stages.data import open_table
 
     table = open_table(str(HOSPITAL / "model.csv"), split_seed=0, what="model")
     report = {"policy": "drop", "columns": sorted(USED), "missing_counts": {"weight": 5}}

@@ -11,8 +11,8 @@ import pytest
 
 from distpriv import GaussianQueryModel, SampledQueryModel, calibrate
 from distpriv.attacks import verify_on_data
-from distpriv.pipeline.html import render_html
-from distpriv.rendering import _verification_line
+from distpriv.report.html import render_html
+from distpriv.report.text import _verification_line
 
 from .test_html import release_report
 
@@ -63,7 +63,7 @@ def test_release_verify_refuses_a_violation(tmp_path, monkeypatch, capsys):
     # one line, a non-zero exit, and no file written.
     from pathlib import Path
 
-    import distpriv.pipeline.verify_command as run_mod
+    import distpriv.pipeline.commands.verify as run_mod
     from distpriv.cli import main
 
     monkeypatch.setattr(run_mod, "VERIFY_SAMPLES", 3000)  # the fast version of the check

@@ -1,7 +1,7 @@
 """The accountant: calibration constants and the exact privacy profile of two Gaussians.
 
 One package, one concern: "how much noise, and what does it buy". Right or an upper bound,
-always (DESIGN.md §4).
+always (docs/architecture.md §4).
 
 * :mod:`.calibration` — the classical constant c = √(2 ln(1.25/δ)), the admissible
   Mahalanobis distance D*(ε, δ) (Balle & Wang 2018, Thm 8; Chen & Ohrimenko 2023,
@@ -13,8 +13,7 @@ always (DESIGN.md §4).
   coefficients), :mod:`._inversion` (the inversion and its error bound), :mod:`._region`
   (the exact 1-D region).
 
-Every public name is importable from ``distpriv.accounting`` (and, for the profile, from
-``distpriv.pair_profile``, its home before this package existed).
+Every public name is importable from ``distpriv.accounting``.
 """
 
 from __future__ import annotations

@@ -317,7 +317,7 @@ def _whitening_error(dec: _Decomposition, loss: _Loss, epsilon: float, floor: fl
 # The accuracy the whitening's weighted error must meet for the double whitening to be
 # kept (the same level as before issue 25, now weighted by the tail probability).
 _WHITENING_ACCURACY = 1e-10
-# A profile asked at this accuracy or looser is a scale search's (central/exact.py asks
+# A profile asked at this accuracy or looser is a scale search's (population/exact.py asks
 # 1e-4 of the target δ): there the double whitening is kept on the bar every profile of
 # more than 24 statistics already uses (its unweighted first-order bound ≤ 1e-6, checked
 # by the caller), its error bound still added to δ.

@@ -9,7 +9,7 @@ in both directions iff, with the Mahalanobis distance D = ‖S^(-1/2)(μᵢ − 
 is calibrated by the largest admissible distance D*(ε, δ): ``"analytic"``, the exact root of
 that profile, or ``"classical"``, ε / c with the constant c = √(2 ln(1.25/δ)) used by
 Chen & Ohrimenko 2023 (Thm 4.2, 4.4, 4.5) and Zhang et al. 2022 (Alg. 1), which is only
-proven for ε < 1 and can under-noise above it (DESIGN.md §4). ``CALIBRATIONS`` names the
+proven for ε < 1 and can under-noise above it (docs/architecture.md §4). ``CALIBRATIONS`` names the
 calibrations a mechanism accepts, ``"exact"`` among them (the exact profile of the model's
 own, possibly unequal, covariances).
 

@@ -416,7 +416,7 @@ def gaussian_pair_profile(
 
     References
     ----------
-    Balle & Wang (2018), Thm 8; Imhof (1961); Davies (1980); DESIGN.md §4.
+    Balle & Wang (2018), Thm 8; Imhof (1961); Davies (1980); docs/architecture.md §4.
     """
     eps = check_real(epsilon, "epsilon", low=0.0)
     tl = check_real(tol, "tol", low=0.0, low_inclusive=False)

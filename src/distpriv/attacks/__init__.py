@@ -11,7 +11,6 @@ from .._lazy import attach
 # Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
 # pandas, DuckDB or sklearn. Submodule -> the names it defines.
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "lattice": ("LatticeDecoder", "detect_lattice", "lattice_decoder"),
     "audit": (
         "UNDEFENDED",
         "AuditAttackResult",
@@ -56,7 +55,6 @@ __all__ = [
     "EpsilonBound",
     "EventSampler",
     "GaussianLikelihoodRatio",
-    "LatticeDecoder",
     "MeanSampler",
     "MechanismAudit",
     "MixtureLikelihoodRatio",
@@ -70,10 +68,8 @@ __all__ = [
     "audit_pairs",
     "choose_pairs",
     "clopper_pearson",
-    "detect_lattice",
     "detectable_delta",
     "epsilon_lower_bound",
-    "lattice_decoder",
     "look_schedule",
     "make_classifier",
     "verify_on_data",
@@ -97,7 +93,6 @@ if TYPE_CHECKING:
     from .audit_several import SeveralAuditReport, audit_attributes
     from .bounds import EpsilonBound, accuracy_allowed, clopper_pearson, epsilon_lower_bound
     from .classifiers import CLASSIFIERS, make_classifier
-    from .lattice import LatticeDecoder, detect_lattice, lattice_decoder
     from .likelihood import GaussianLikelihoodRatio
     from .verify import (
         DataLevelCheck,

@@ -2,7 +2,7 @@
 
 Each check returns an :class:`~distpriv.guarantees.Assumption` with the measured quantity
 behind the verdict, so that the guarantee can state honestly what was verified
-(DESIGN.md §3, "Honest guarantees"; Chen & Ohrimenko 2023 §4.4).
+(docs/architecture.md §3, "Honest guarantees"; Chen & Ohrimenko 2023 §4.4).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..accounting import classical_covers, max_distance
+from ..accounting.calibration_cache import active_cache, fingerprint
 from ..accounting.pair_profile import covariance_gap, gaussian_delta
 from ..errors import AssumptionWarning, ParameterTypeError
 from ..guarantees import Assumption, PrivacyGuarantee
 from ..querymodel import GaussianQueryModel, SampledQueryModel
-from ._calibration_cache import active_cache, fingerprint
 
 QueryModel = GaussianQueryModel | SampledQueryModel
 
@@ -106,13 +106,13 @@ def covariance_gaps(model: GaussianQueryModel) -> np.ndarray:
 
     max_k |a_k − b_k| after whitening both covariances of the pair jointly
     (:func:`distpriv.accounting.covariance_gap`): exactly 0 for equal matrices, and a
-    statistic measured in small units counts as much as any other (DESIGN.md §4).
+    statistic measured in small units counts as much as any other (docs/architecture.md §4).
     """
     idx = model.pair_index
     cache = active_cache()
     key = None
     if cache is not None:
-        # A pure function of the covariances and the pairs (central/_calibration_cache.py):
+        # A pure function of the covariances and the pairs (accounting/calibration_cache.py):
         # every mechanism of one ``auto`` call checks it on the same model (a range secret:
         # 190 pairs, one joint whitening each, for each of ~35 calibrations).
         key = ("covariance_gaps", fingerprint(np.asarray(model.covariances), np.asarray(idx)))
@@ -195,7 +195,7 @@ def standardise(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(D^(-1/2) S D^(-1/2), D^(-1/2)) with D = diag(S); exactly-zero variances kept as 0.
 
     Rank and null-space decisions are made on the standardised matrix, so that they do
-    not depend on the units of the statistics (DESIGN.md §4).
+    not depend on the units of the statistics (docs/architecture.md §4).
     """
     var = np.diagonal(cov).copy()
     inv = np.zeros_like(var)

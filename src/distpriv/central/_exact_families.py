@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import AssumptionWarning, MechanismNotApplicableError
+from ..population.exact import PairCheck, pair_deltas, search_tolerance, smallest_scale
 from ._rank_bound import rank_limited_floor
 from .base import CalibratedMechanism
-from .exact import PairCheck, pair_deltas, search_tolerance, smallest_scale
 
 __all__ = ["scale_at_cost"]
 

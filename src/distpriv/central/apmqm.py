@@ -12,7 +12,7 @@ private.
 What the mechanism is calibrated on (:class:`ColumnQuery`, :class:`AttributeNetworkModel`)
 is in :mod:`distpriv.central.attribute_network`. The school of Example 1
 (:func:`distpriv.datasets.school_network`) is worked-example data and lives in
-:mod:`distpriv.datasets.networks` (a layer above this one, DESIGN.md §2).
+:mod:`distpriv.datasets.networks` (a layer above this one, docs/architecture.md §2).
 """
 
 from __future__ import annotations

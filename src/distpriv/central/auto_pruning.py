@@ -19,14 +19,15 @@ least scale of the family with tr(W Σ_Z(s_B)) ≥ B. If the family's noise at s
 the target on the worst members of the confidence set for that noise, then no s ≤ s_B
 passes (δ(ε) of each member only grows as noise is removed: post-processing), so the
 calibrated noise costs more than B and the candidate cannot be chosen: its calibration
-is skipped and its row says why. The check is :func:`~distpriv.central.exact.pair_deltas`'s
+is skipped and its row says why. The check is :func:`~distpriv.population.exact.pair_deltas`'s
 verdict at the search's accuracy, as the calibration's own search and the floored
 mechanisms' pruning (:func:`~distpriv.central.floored._search_best`) decide, stopped at the
 first failing pair (:func:`failing_pair`). The choice is the full
 search's (``tests/pipeline/test_auto_pruning.py`` compares), and every published noise is
 still the accountant's verdict: nothing chosen is pruned.
 
-The default of :func:`~distpriv.pipeline.auto.choose_mechanism` (``prune=True``; ``auto``
+The default of :func:`~distpriv.pipeline.stages.calibrate.choose_mechanism`
+(``prune=True``; ``auto``
 of a release configuration too, ``prune = false`` in its ``[mechanism]`` table for the
 full comparison). A pruned row is not calibrated: it has no E‖Z‖² (``mse`` NaN, ``None``
 in the report), its reason begins "not calibrated: cannot be chosen" and says why, and for
@@ -47,15 +48,15 @@ import numpy as np
 from ..accounting.pair_profile import pair_profiles_unchecked
 from ..accounting.pair_screen import renyi_delta_bounds
 from ..errors import AssumptionWarning, DistPrivError
+from ..population.confidence import DEFAULT_BETA, population_model
+from ..population.exact import search_tolerance
+from ..population.pair_pruning import dominating_pairs
 from ..querymodel import GaussianQueryModel
 from ._common import gaussian_assumption
 from ._exact_families import _family, scale_at_cost
-from .exact import search_tolerance
 from .floor_levels import check_floor, continuous_floor, lattice_steps
 from .floored import DEFAULT_FLOOR, FLOORED_MECHANISMS, _candidates
-from .pair_pruning import dominating_pairs
 from .registry import mechanism_info
-from .robust import DEFAULT_BETA, population_model
 
 __all__ = [
     "PRUNABLE",
@@ -175,8 +176,8 @@ def failing_pair(
     screen=delta).worst > delta`` (what the calibration's own search decides at a scale)
     without computing every pair: a pair counts when its profile at the search's accuracy
     exceeds ``delta`` and its certified Rényi bound does not screen it out (as
-    :func:`~distpriv.central.pair_pruning.screened_profiles` would), and pairs dominated by
-    another (:func:`~distpriv.central.pair_pruning.dominating_pairs`) are never computed
+    :func:`~distpriv.population.pair_pruning.screened_profiles` would), and pairs dominated by
+    another (:func:`~distpriv.population.pair_pruning.dominating_pairs`) are never computed
     (pair_deltas reports the dominating pair's profile for them). The pairs are tried last
     first: the population set's members for a noise (:func:`population_model`) come after
     the fitted pairs, and those members are what a noise at the best's error fails on.

@@ -99,7 +99,7 @@ class CalibratedMechanism:
             ``None`` (the default, and the only choice for a published release): Z comes
             from the secure sampler, :func:`distpriv.noise.secure_add` — OpenDP's discrete
             Gaussian/Laplace on a grid of 2^-40 noise scales, OS entropy, correlated
-            Gaussian noise drawn in whitened coordinates and mapped back (DESIGN.md §4).
+            Gaussian noise drawn in whitened coordinates and mapped back (docs/architecture.md §4).
             An int seed or a Generator: numpy float draws, reproducible — a simulation for
             experiments and tests, NOT private (the seed reveals the noise).
 

@@ -5,7 +5,7 @@ Thm 4.2; along the mean differences for DirM, Thm 4.3; along the eigenvectors of
 EigM, Thm 4.5, and APGM, Zhang et al. 2022 Alg. 1; along one direction for DauM, Alg. 1;
 the convex program's covariance for optimal-g), and its scale is the least one at which
 every pair of Ψ, in both directions, meets (ε, δ) under the exact privacy profile of the
-outputs N(μ_θ, Σ_θ + Σ_Z) with each θ's own covariance (:mod:`distpriv.central.exact`).
+outputs N(μ_θ, Σ_θ + Σ_Z) with each θ's own covariance (:mod:`distpriv.population.exact`).
 The papers' (equal-covariance) calibration gives the starting point of the search.
 """
 
@@ -21,6 +21,24 @@ import numpy as np
 
 from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise
+from ..population.confidence import (
+    checked_members,
+    confidence_set,
+    population_model,
+    population_premise,
+    set_corners,
+)
+from ..population.exact import (
+    EXACT_THEOREM,
+    PairCheck,
+    exact_assumption,
+    gaussian_premise,
+    pair_deltas,
+    published_noise,
+    search_tolerance,
+    smallest_scale,
+)
+from ..population.member_search import moments_model, smallest_scale_on_set, worst_member_delta
 from ._common import FALLBACK_NOTE, QueryModel
 from ._exact_families import (
     _FLOOR_MARGIN,
@@ -31,26 +49,8 @@ from ._exact_families import (
     _set_program,
     scale_at_cost,
 )
-from ._member_search import moments_model, smallest_scale_on_set, worst_member_delta
 from ._rank_bound import rank_limited_floor
 from .base import CalibratedMechanism
-from .exact import (
-    EXACT_THEOREM,
-    PairCheck,
-    exact_assumption,
-    gaussian_premise,
-    pair_deltas,
-    published_noise,
-    search_tolerance,
-    smallest_scale,
-)
-from .robust import (
-    checked_members,
-    confidence_set,
-    population_model,
-    population_premise,
-    set_corners,
-)
 
 __all__ = ["EXACT_MECHANISMS", "calibrate_exact", "scale_at_cost"]
 
@@ -151,7 +151,7 @@ def _calibrate_robust(
 ) -> tuple[np.ndarray, float, PairCheck, str]:
     """Calibrate on the worst members of the population confidence set (active set).
 
-    The candidates (:func:`~distpriv.central.robust.population_model`) depend on the
+    The candidates (:func:`~distpriv.population.confidence.population_model`) depend on the
     noise, and checking all of them at every step of the scale search is 5× the work of
     the plain calibration; so the search runs on the candidates that bind (starting from
     the worst one at the papers' noise), and every candidate is re-checked at the final
@@ -165,7 +165,7 @@ def _calibrate_robust(
     # guarantee reports, is published_noise's on the noise as published.
     loose = search_tolerance(delta)
     # The worst member at the papers' noise starts the active set: found among those of
-    # largest certified bound (central/_member_search.py), not by a full check.
+    # largest certified bound (population/member_search.py), not by a full check.
     first, first_delta = worst_member_delta(every, guess, epsilon=epsilon, delta=delta)
     # optimal-g first shapes its noise for the members (cutting planes); should the members
     # not settle while the shape moves with them, the fitted shapes alone (which do).
@@ -240,7 +240,7 @@ def _calibrate_robust(
 def _published_check(
     gm: Any, cov: np.ndarray, beta: float, epsilon: float, delta: float
 ) -> PairCheck:
-    """:func:`~distpriv.central.exact.published_noise`'s first check, on the same arguments
+    """:func:`~distpriv.population.exact.published_noise`'s first check, on the same arguments
     (the noise as sampled, the worst members of the set for that noise, the strict
     accuracy), so that within one :func:`~distpriv.central.calibrate` (one calibration
     cache) published_noise finds it remembered. Issue 28 item 4: the robust calibration
@@ -303,7 +303,7 @@ def _scale_for_set(
     """Least s with s²·shape meeting the target on the set's worst members for s²·shape."""
     fam = _scaled(shape)
     label = f"{method}; scaled for the set's members of this noise"
-    # An active set of members, one full check per round (central/_member_search.py);
+    # An active set of members, one full check per round (population/member_search.py);
     # should it not settle, the search on every member of each noise below.
     try:
         found = smallest_scale_on_set(
@@ -382,14 +382,14 @@ def calibrate_exact(
         When ``gm.uncertainty`` is set (a model built from a modelling table that samples
         the population) and β is not ``None``, the target is met on the worst members of
         a (1 − β) confidence set for the population's moments
-        (:func:`~distpriv.central.robust.population_model`), so that it holds on the
+        (:func:`~distpriv.population.confidence.population_model`), so that it holds on the
         population with probability ≥ 1 − β over the draw of the table.
 
     Returns
     -------
     CalibratedMechanism
         Headline (ε, δ) verified for every pair, both directions, by
-        :func:`~distpriv.central.exact.pair_deltas`; ``calibration="exact"``.
+        :func:`~distpriv.population.exact.pair_deltas`; ``calibration="exact"``.
 
     Raises
     ------

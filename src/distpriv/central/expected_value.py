@@ -36,7 +36,7 @@ def gaussian_diagnostics(
 
     On ill-conditioned covariances the computed distance can exceed D* by rounding; that
     is reported (``distance_excess``), not raised: the headline of every Gaussian
-    mechanism is checked afterwards by the exact profile (:mod:`distpriv.central.exact`).
+    mechanism is checked afterwards by the exact profile (:mod:`distpriv.population.exact`).
     """
     dist = pair_distances(model, noise.covariance, include_model=include_model)
     worst = float(dist.max())

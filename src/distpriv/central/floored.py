@@ -4,7 +4,8 @@ DauM (Chen & Ohrimenko 2023, Alg. 1 / Thm A.1), Gaussian DirM (Thm 4.3) and opti
 (Cor. A.1 + a convex program) usually add noise of rank one: the other m − 1 directions of
 the statistics are published exactly. On grid-valued statistics (counts step by 1, means
 of integer columns over n rows by 1/n) those exact directions pin the release to one grid
-point, and the noise protects nothing (DESIGN.md §4; every Adult daum release is decoded).
+point, and the noise protects nothing (docs/architecture.md §4; every Adult daum release is
+decoded).
 The Gaussian model cannot see this: its exact guarantee is about N(μ_θ, Σ_θ), not the grid.
 
 The mechanisms here add, independently of the main noise, a *floor*: Gaussian noise with
@@ -17,7 +18,7 @@ independent noise is post-processing, so under the Gaussian model the floor can 
 improve the guarantee of the main shape; the exact calibration then lowers the main
 shape's scale to the least one at which the exact privacy profile of the outputs
 N(μ_θ, Σ_θ + s²Σ_main + F) meets (ε, δ) for every pair, both directions
-(:func:`distpriv.central.exact.smallest_scale`) — the headline is verified, not argued.
+(:func:`distpriv.population.exact.smallest_scale`) — the headline is verified, not argued.
 
 * ``daum-floor``: DauM's direction v, Σ_Z = s² v vᵀ + F.
 * ``dirm-g-floor``: DirM's span V of the mean differences, Σ_Z = s² V Vᵀ + F.
@@ -49,11 +50,8 @@ from ..errors import (
     PrivacyLeakWarning,
 )
 from ..noise import Noise
-from ..querymodel import GaussianQueryModel
-from ._common import FALLBACK_NOTE, QueryModel, gaussian_assumption
-from ._member_search import smallest_scale_on_set
-from .base import CalibratedMechanism
-from .exact import (
+from ..population.confidence import checked_members
+from ..population.exact import (
     EXACT_THEOREM,
     PairCheck,
     exact_assumption,
@@ -64,6 +62,10 @@ from .exact import (
     smallest_scale,
     verified_headline,
 )
+from ..population.member_search import smallest_scale_on_set
+from ..querymodel import GaussianQueryModel
+from ._common import FALLBACK_NOTE, QueryModel, gaussian_assumption
+from .base import CalibratedMechanism
 from .exact_calibration import calibrate_exact, scale_at_cost
 from .expected_value import calibrate_dirm, calibrate_expm
 from .floor_levels import (
@@ -74,7 +76,6 @@ from .floor_levels import (
     lattice_steps,
 )
 from .optimal import calibrate_optimal
-from .robust import checked_members
 from .uncertainty import calibrate_daum, calibrate_eigm
 
 __all__ = [
@@ -240,9 +241,9 @@ def _fixed(label: str, cov: np.ndarray) -> _Cand:
 
 
 def _population(model: Any, gm: Any, beta: float | None) -> tuple[Any, ...]:
-    """The population premise (issue 18's central/robust.py), when that module exists."""
+    """The population premise (issue 18's population/confidence.py), when that module exists."""
     try:
-        from .robust import population_premise
+        from ..population.confidence import population_premise
     except ImportError:  # before the robust calibration: the fitted model only
         return ()
     premise = population_premise(model, gm, beta=beta)
@@ -308,7 +309,7 @@ def calibrate_floored(
         With a model that carries the sampling uncertainty of its moments (issue 18's
         ``model.uncertainty``), the exact calibration meets (ε, δ) on the worst members of
         the (1 − β) confidence set for the population's moments
-        (``distpriv.central.robust``), like the other exact calibrations; ``None``: on the
+        (``distpriv.population.confidence``), like the other exact calibrations; ``None``: on the
         fitted moments only.
     **options
         ``direction`` (daum-floor) or ``weights`` (optimal-g-full).
@@ -400,12 +401,12 @@ def _population_search(
 ) -> tuple[float, PairCheck]:
     """Least scale meeting (ε, δ) for every member of the (1 − β) population set.
 
-    The worst members (``central.robust.population_model``, issue 18) depend on the noise:
+    The worst members (``population.confidence.population_model``, issue 18) depend on the noise:
     search on the members worst for the current noise, re-check at the answer, repeat.
     """
-    from .robust import population_model  # issue 18 (robust calibration)
+    from ..population.confidence import population_model  # issue 18 (robust calibration)
 
-    # An active set of members, one full check per round (central/_member_search.py);
+    # An active set of members, one full check per round (population/member_search.py);
     # should it not settle, the search on every member of each noise below.
     found = smallest_scale_on_set(
         gm,
@@ -491,7 +492,7 @@ def _search_best(
         raise MechanismNotApplicableError("; ".join(errors))
     _, _, label, s, _ = best
     noise_of = next(c[3] for c in cands if c[0] == label)
-    # Checked again as published (central.exact.published_noise): the Noise drops tiny
+    # Checked again as published (population.exact.published_noise): the Noise drops tiny
     # eigenvalues of the searched covariance.
     noise, check = published_noise(
         lambda f: noise_of(s * math.sqrt(f)), target, epsilon=epsilon, delta=delta, name=name

@@ -29,10 +29,11 @@ import numpy as np
 
 from .._roots import brentq  # scipy.optimize's, without its import cost
 from .._validation import check_array
+from ..accounting.calibration_cache import active_cache, fingerprint, uncertainty_parts
 from ..errors import MechanismNotApplicableError, ParameterError
 from ..noise import Noise
+from ..population.pair_pruning import implied_constraints
 from ..querymodel import GaussianQueryModel
-from ._calibration_cache import active_cache, fingerprint, uncertainty_parts
 from ._common import (
     QueryModel,
     calibration_assumptions,
@@ -45,7 +46,6 @@ from ._common import (
 from ._optimal_solver import solve_structured
 from .base import CalibratedMechanism
 from .expected_value import gaussian_diagnostics
-from .pair_pruning import implied_constraints
 
 __all__ = ["calibrate_optimal", "single_pair_optimum"]
 
@@ -213,7 +213,7 @@ def calibrate_optimal(
     cache = active_cache()
     if cache is None or not isinstance(model, GaussianQueryModel):
         return _calibrate_optimal(model, epsilon, delta, calibration, weights)
-    # A pure function of these (central/_calibration_cache.py): optimal-g-full and the
+    # A pure function of these (accounting/calibration_cache.py): optimal-g-full and the
     # set's program repeat optimal-g's solves within one call.
     wmat = _weights_matrix(weights, model.dim)
     key = (
@@ -274,7 +274,7 @@ def _calibrate_optimal(
         method = "closed form (single pair, rank one)"
     elif m <= _GENERIC_MAX_DIM:
         # Constraints implied by a longer parallel one are dropped (exact; every one is
-        # re-checked by the isotropic correction below): central/pair_pruning.py.
+        # re-checked by the isotropic correction below): population/pair_pruning.py.
         sdp = implied_constraints(constraints)
         sigma, method = _solve_sdp(sdp, wmat, d_target * (1 - _SOLVER_MARGIN))
     else:

@@ -12,11 +12,11 @@ import numpy as np
 
 from .._threads import on_one_blas_thread
 from .._validation import check_choice, check_epsilon, check_real
+from ..accounting.calibration_cache import sharing_calibration
 from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
+from ..population.confidence import DEFAULT_BETA, check_beta
 from ..querymodel import GaussianQueryModel, SampledQueryModel
-from ._calibration_cache import sharing_calibration
 from .attribute_network import AttributeNetworkModel
-from .robust import DEFAULT_BETA, check_beta
 
 if TYPE_CHECKING:
     from .base import CalibratedMechanism
@@ -396,7 +396,7 @@ def calibrate(
         population (``model.uncertainty`` set, :func:`distpriv.model_query` with
         ``population=False``, the default): the exact calibration then meets (ε, δ) on the
         worst members of a (1 − β) confidence set for the population's moments
-        (:mod:`distpriv.central.robust`), so the guarantee holds on the population with
+        (:mod:`distpriv.population.confidence`), so the guarantee holds on the population with
         probability ≥ 1 − β over the draw of the table. Default 0.05. ``None``: calibrate
         on the fitted moments only (the premise says so). Ignored by models without
         uncertainty (given directly, or declared the whole population) and by the
@@ -521,7 +521,7 @@ def calibrate(
             d_star=mech.diagnostics.get("allowed_distance"),
         )
     if exact_ok:
-        from .exact import verified_headline
+        from ..population.exact import verified_headline
 
         # The headline is what holds: checked under the exact profile of each theta's
         # own covariance; a target that is not met becomes "requested".

@@ -3,7 +3,7 @@
 When f_θ = N(μ_θ, Σ_θ) with Σ_θᵢ = Σ_θⱼ on each pair, the released F + Z is Gaussian with
 covariance Σ_θ + Σ_Z, and (Cor. A.1) the release is (ε, δ)-private as soon as
 (μᵢ − μⱼ)ᵀ(Σ_θ + Σ_Z)⁻¹(μᵢ − μⱼ) ≤ D*(ε, δ)² for every pair, where D* = ε/c classically
-(Thm 4.4) or the exact root of δ(ε; D) = δ (analytic; DESIGN.md §4). The model's own
+(Thm 4.4) or the exact root of δ(ε; D) = δ (analytic; docs/architecture.md §4). The model's own
 randomness then replaces part of the noise.
 """
 
@@ -124,7 +124,7 @@ def daum_variance(
         σ² = (q − D²) / (a (D² − q⊥))     when q > D²  (0 otherwise),
 
     which for d = αv is α²/D² − 1/a, the closed form of Alg. 1's positive-definiteness
-    condition (DESIGN.md §4). q⊥ is computed as a projected norm rather than as
+    condition (docs/architecture.md §4). q⊥ is computed as a projected norm rather than as
     b² − a q, which cancels catastrophically when q ≫ D². Returns +inf when
     q⊥ ≥ D² (no multiple of vvᵀ suffices).
 

@@ -3,7 +3,7 @@
 Why: :func:`~distpriv.datasets.load_adult` parses the files with pandas, and ``import pandas``
 alone costs about 0.3–0.4 s of CPU — more than half of what ``import numpy, pandas``, the
 yardstick of a cold ``distpriv verify`` (issue 28 item 4), costs. The pipeline's tables live in
-DuckDB anyway (:func:`distpriv.pipeline.sources.open_table`), so DuckDB reads the two gzip
+DuckDB anyway (:func:`distpriv.pipeline.stages.data.open_table`), so DuckDB reads the two gzip
 files itself, applies :func:`load_adult`'s cleaning in SQL and keeps the rows of one split,
 in the order :func:`~distpriv.datasets.split` gives them (same permutation, from
 ``distpriv.datasets.adult._split_positions``). ``tests/datasets/test_adult_duckdb.py``

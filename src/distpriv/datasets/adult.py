@@ -1,6 +1,6 @@
 """The UCI Adult (Census Income) data set, bundled with the package, and seeded splits.
 
-The raw files ship gzip-compressed in ``distpriv/datasets/data`` (DESIGN.md §3, "Data"):
+The raw files ship gzip-compressed in ``distpriv/datasets/data`` (docs/architecture.md §3, "Data"):
 nothing is downloaded at run time. :func:`load_adult` applies the cleaning used by
 Chen & Ohrimenko 2023, §5.1, and :func:`paper_split` reproduces their allocation of the
 45,222 clean rows into auxiliary, test and modelling data.

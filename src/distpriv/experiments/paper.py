@@ -8,8 +8,8 @@ import numpy as np
 
 from ..central import default_options
 from ..modeling import Query
-from ..pipeline.demo import ADULT_STATISTICS, INCOME_SECRET
-from ..pipeline.sources import resolve_source, table_facts
+from ..pipeline.commands.demo import ADULT_STATISTICS, INCOME_SECRET
+from ..pipeline.stages.data import resolve_source, table_facts
 
 __all__ = ["ADULT_STATISTICS", "INCOME_SECRET", "group_sensitivities", "resolve_source"]
 

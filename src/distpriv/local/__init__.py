@@ -3,7 +3,7 @@
 Each user perturbs one point (a location, a record) before sending it, so that the
 collector cannot tell which distribution λ (e.g. the locations of men or of women) the
 point came from: distribution privacy (DistP) is the DP of the lifted mechanism
-A#(λ) = λA. The flow (DESIGN.md §2): ``Domain + distributions λ → local mechanism →
+A#(λ) = λA. The flow (docs/architecture.md §2): ``Domain + distributions λ → local mechanism →
 DistP profile / quality loss / attack``.
 
 Modules: :mod:`~distpriv.local.domains` (X, Y, metric, grids, scenarios),

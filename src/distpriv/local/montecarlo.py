@@ -1,7 +1,8 @@
 """Monte Carlo DistP of the tupling mechanism, with confidence intervals.
 
 The likelihood ratio of a tuple ȳ is Q(λ₀)[ȳ]/Q(λ₁)[ȳ] = Σ_i w₀[y_i] / Σ_i w₁[y_i] with
-w_b = A#(λ_b)/ν (KM 2019a, proof of Props. 10–11; DESIGN.md §4). :func:`tupling_monte_carlo`
+w_b = A#(λ_b)/ν (KM 2019a, proof of Props. 10–11; docs/architecture.md §4).
+:func:`tupling_monte_carlo`
 draws tuples from Q(λ₀) and from Q(λ₁) in vectorised numpy blocks and keeps the ratios;
 :class:`TuplingMonteCarlo` turns them into ε(δ) with a confidence interval, δ(ε),
 divergences and the Bayes attack. Exact enumeration for small domains is in

@@ -7,7 +7,7 @@ input distribution λ is (proof of Props. 10–11)
     Q(λ)[ȳ] = (1/(k+1)) Σ_i A#(λ)[y_i] Π_{j≠i} ν[y_j] = (Π_j ν[y_j]) · S_λ(ȳ) / (k+1),
 
 with S_λ(ȳ) = Σ_i w_λ[y_i] and w_λ = A#(λ)/ν. So the likelihood ratio of a tuple is
-S_λ₀(ȳ)/S_λ₁(ȳ) — for uniform ν, Σ_i A#(λ₀)[y_i] / Σ_i A#(λ₁)[y_i] (DESIGN.md §4) — and
+S_λ₀(ȳ)/S_λ₁(ȳ) — for uniform ν, Σ_i A#(λ₀)[y_i] / Σ_i A#(λ₁)[y_i] (docs/architecture.md §4) — and
 DistP can be evaluated
 
 * by vectorised Monte Carlo over tuples, with confidence intervals from a Chernoff bound

@@ -21,7 +21,7 @@ k rows, Var = k²σ²/N_s + kσ²/n_samples) — the bootstrap of the whole esti
 B more Monte Carlo models (all members' datasets of one θ go to the engine in one batch).
 The
 result is a :class:`~distpriv.querymodel.BootstrapUncertainty`, which the calibration turns
-into a (1 − β) set (:mod:`distpriv.central.robust_bootstrap`).
+into a (1 − β) set (:mod:`distpriv.population.bootstrap`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ lattice (grid) each statistic lives on (:mod:`distpriv.modeling.lattice`). They 
 about the modelling table, computed once when a model is built from it
 (:func:`distpriv.model_query` stores them as ``model.facts``) so that the library, the
 configuration path and ``auto`` calibrate with the same options (issue 26 item 5; moved
-here from ``pipeline/sources.py``, where the pipeline computed them on its own).
+here from ``pipeline/stages/data.py``, where the pipeline computed them on its own).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Counts step by 1, sums of an integer column by the column's step, means of them over n
 rows by step/n. Noise that leaves some directions of the statistics uncovered (rank-one
 DauM/DirM, Chen & Ohrimenko 2023 Alg. 1, Thm 4.3) publishes those directions exactly, and
-on such a grid they can pin the whole release (DESIGN.md §4). The floored mechanisms
+on such a grid they can pin the whole release (docs/architecture.md §4). The floored mechanisms
 (:mod:`distpriv.central.floored`) add a little independent noise, proportional to the
 step, in every coordinate; this module finds the step.
 

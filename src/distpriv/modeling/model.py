@@ -334,7 +334,7 @@ def _feature_uncertainty(sampler: Any) -> MomentUncertainty:
         covs.append(c.T @ c / max(rows.size - 1, 1))
         sizes.append(int(rows.size))
     weights = [(k, sampler.n - k) for k in sampler.counts]
-    # Third and fourth cross moments: the tight set's correlations (central/_robust_corr.py).
+    # Third and fourth cross moments: the tight set's correlations (population/_corr.py).
     shape = None
     if sampler.features.shape[1] <= MAX_STATISTICS:
         shape = np.stack(
@@ -426,7 +426,7 @@ def _analytic_model(
             np.stack([row_kurtosis(st) for st in (tm.a, tm.b)]),
             method=_UNCERTAINTY_METHOD,
             # Third and fourth cross moments (one more aggregate): the tight set's
-            # correlations (central/_robust_corr.py).
+            # correlations (population/_corr.py).
             shape_correlation=_stacked([shape_correlation_of_stratum(st) for st in (tm.a, tm.b)]),
         )
     how = (

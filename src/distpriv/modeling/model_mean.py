@@ -28,10 +28,10 @@ The population layer (the modelling table = N rows sampled from the population):
 IF_v(x, s) = (e^{λs}/E e^{λs}) [(x − μ_λ) − b_λ (s − v)]; a pair's gap n(μ_λi − μ_λj) is
 estimated with the asymptotic error N(0, n² Cov(IF_i − IF_j) / N) (the delta method, van
 der Vaart, *Asymptotic Statistics*, Thm 20.8), and each θ's variances with the
-kurtosis factor of :mod:`distpriv.central.robust` at the tilt's effective sample size
+kurtosis factor of :mod:`distpriv.population.confidence` at the tilt's effective sample size
 1/Σ w_r². :func:`_uncertainty` writes these as a
 :class:`~distpriv.querymodel.MomentUncertainty` whose confidence set contains them (an
-equivalent, slightly larger set), so :mod:`distpriv.central.robust` covers them with 1 − β.
+equivalent, slightly larger set), so :mod:`distpriv.population.confidence` covers them with 1 − β.
 """
 
 from __future__ import annotations

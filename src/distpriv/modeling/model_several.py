@@ -14,7 +14,7 @@ property; the strata of different attributes overlap, those of one attribute are
 disjoint), and a hypothesis of attribute i weighs only i's two strata. A pair's mean gap
 then involves only its attribute's two (independent) strata, as for one proportion
 secret; the confidence set covers every attribute's pairs at once
-(:func:`distpriv.central.robust.confidence_set` counts the independent gap directions,
+(:func:`distpriv.population.confidence.confidence_set` counts the independent gap directions,
 one per attribute, and takes its Scheffé radius at level β/(2·directions), Bonferroni over
 attributes; the variance factors are Bonferroni over all 2·|C|·m strata and statistics).
 """

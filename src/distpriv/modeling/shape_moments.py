@@ -1,6 +1,6 @@
 """Third and fourth cross moments of the strata's row features (issue 25, the price).
 
-The "tight" population set (:mod:`distpriv.central._robust_corr`) combines a pair's errors
+The "tight" population set (:mod:`distpriv.population._corr`) combines a pair's errors
 — the mean gap's and every stratum's log-variances' — with their correlations instead of
 the worst case. By the delta method, for a stratum of N rows with row feature y (mean 0,
 variances σ², kurtosis κ), the stratum mean m̂ and the log-variances log σ̂² have

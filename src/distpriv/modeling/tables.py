@@ -483,7 +483,7 @@ def as_table(data: Any) -> Table:
 def sample_table(table: Table, n: int, rng: np.random.Generator, what: str) -> Table:
     """A uniformly random ``n``-row subset of ``table``, selected in its engine.
 
-    The positions are drawn as :func:`distpriv.pipeline.sources.sample_subset` draws
+    The positions are drawn as :func:`distpriv.pipeline.stages.data.sample_subset` draws
     them (so a seeded release is unchanged) and bound as a parameter; only the ``n``
     chosen rows leave the engine.
     """

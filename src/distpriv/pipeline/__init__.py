@@ -14,35 +14,10 @@ from .._lazy import attach
 # Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
 # pandas, DuckDB or sklearn. Submodule -> the names it defines.
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "auto": (
-        "AutoChoice",
-        "choose_mechanism",
-    ),
-    "ledger.compose": (
-        "ComposedGuarantee",
-        "ReleaseSpec",
-        "compose",
-    ),
-    "config": (
-        "ModelConfig",
-        "ReleaseConfig",
-        "load_model_config",
-        "load_release_config",
-    ),
-    "demo": (
-        "ADULT_STATISTICS",
-        "INCOME_SECRET",
-        "DemoReport",
-        "DemoRow",
-    ),
-    "html": ("render_html",),
-    "ledger": (
-        "Budget",
-        "Ledger",
-        "LedgerEntry",
-        "parse_budget",
-        "release_with_ledger",
-    ),
+    "stages.calibrate": ("AutoChoice", "choose_mechanism"),
+    "config": ("ModelConfig", "ReleaseConfig", "load_model_config", "load_release_config"),
+    "commands.demo": ("ADULT_STATISTICS", "INCOME_SECRET", "DemoReport", "DemoRow"),
+    "ledger": ("Budget", "Ledger", "LedgerEntry", "parse_budget", "release_with_ledger"),
     "outcomes": (
         "AuditOutcome",
         "CalibrateOutcome",
@@ -50,84 +25,33 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ReleaseOutcome",
         "VerifyOutcome",
     ),
-    "release": (
-        "ReleaseReport",
-        "build_model",
-        "calibrate_for",
-        "release",
-    ),
-    # Each command from its own module (issue 28 item 4): `distpriv verify` must not import
-    # the audit's, the release's or the ledger's modules (pipeline.run re-exports them all).
-    "audit_command": ("run_audit",),
-    "calibrate_command": (
-        "run_calibrate",
-        "run_demo",
-    ),
-    "run": ("run_release",),
-    "verify_command": ("run_verify",),
-    "sources": (
-        "fingerprint",
-        "load_frame",
-        "resolve_source",
-        "table_facts",
-    ),
+    "commands.release": ("ReleaseReport", "build_model", "calibrate_for", "release"),
+    # Each command from its own module: `distpriv verify` must not import the audit's, the
+    # release's or the ledger's modules.
+    "commands.audit": ("run_audit",),
+    "commands.calibrate": ("run_calibrate", "run_demo"),
+    "commands.run": ("run_release",),
+    "commands.verify": ("run_verify",),
+    "stages.data": ("fingerprint", "load_frame", "resolve_source", "table_facts"),
 }
 
-__all__ = [
-    "ADULT_STATISTICS",
-    "INCOME_SECRET",
-    "AuditOutcome",
-    "AutoChoice",
-    "Budget",
-    "CalibrateOutcome",
-    "ComposedGuarantee",
-    "DemoOutcome",
-    "DemoReport",
-    "DemoRow",
-    "Ledger",
-    "LedgerEntry",
-    "ModelConfig",
-    "ReleaseConfig",
-    "ReleaseOutcome",
-    "ReleaseReport",
-    "ReleaseSpec",
-    "VerifyOutcome",
-    "build_model",
-    "calibrate_for",
-    "choose_mechanism",
-    "compose",
-    "fingerprint",
-    "load_frame",
-    "load_model_config",
-    "load_release_config",
-    "parse_budget",
-    "release",
-    "release_with_ledger",
-    "render_html",
-    "resolve_source",
-    "run_audit",
-    "run_calibrate",
-    "run_demo",
-    "run_release",
-    "run_verify",
-    "table_facts",
-]
+# The one export list: __all__ and the type checkers' imports below follow _EXPORTS
+# (tests/test_typing_exports.py checks the TYPE_CHECKING block against it).
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)
 
 if TYPE_CHECKING:
     # The names as attach() resolves them at run time, for type checkers (which do not
     # follow a module __getattr__: without this every public name would be Any).
-    from .audit_command import run_audit
-    from .auto import AutoChoice, choose_mechanism
-    from .calibrate_command import run_calibrate, run_demo
+    from .commands.audit import run_audit
+    from .commands.calibrate import run_calibrate, run_demo
+    from .commands.demo import ADULT_STATISTICS, INCOME_SECRET, DemoReport, DemoRow
+    from .commands.release import ReleaseReport, build_model, calibrate_for, release
+    from .commands.run import run_release
+    from .commands.verify import run_verify
     from .config import ModelConfig, ReleaseConfig, load_model_config, load_release_config
-    from .demo import ADULT_STATISTICS, INCOME_SECRET, DemoReport, DemoRow
-    from .html import render_html
     from .ledger import Budget, Ledger, LedgerEntry, parse_budget, release_with_ledger
-    from .ledger.compose import ComposedGuarantee, ReleaseSpec, compose
     from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome, VerifyOutcome
-    from .release import ReleaseReport, build_model, calibrate_for, release
-    from .run import run_release
-    from .sources import fingerprint, load_frame, resolve_source, table_facts
-    from .verify_command import run_verify
+    from .stages.calibrate import AutoChoice, choose_mechanism
+    from .stages.data import fingerprint, load_frame, resolve_source, table_facts
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

@@ -296,7 +296,7 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
         if key not in mech:
             raise ConfigError(f"{where}: [mechanism] needs {key!r}")
     name = mech.pop("name")
-    if name not in (*MECHANISMS, "auto"):  # "auto": distpriv.pipeline.auto
+    if name not in (*MECHANISMS, "auto"):  # "auto": distpriv.pipeline.stages.calibrate
         raise ConfigError(
             f"{where}: [mechanism] name {name!r} is not one of {', '.join(MECHANISMS)} or auto"
         )
@@ -317,7 +317,7 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
     # The population confidence set (issue 25; distpriv.population_set): not a mechanism
     # option, load_release_config takes it out.
     if "population_set" in mech:
-        from ..central import POPULATION_SETS  # the confidence sets' module (scipy): only then
+        from ..population import POPULATION_SETS  # the confidence sets' module (scipy): only then
 
         pset = mech["population_set"]
         if not isinstance(pset, str) or pset not in POPULATION_SETS:

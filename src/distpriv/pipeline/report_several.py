@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..central.exact import pair_deltas
-from ..central.robust import checked_members
+from ..population.confidence import checked_members
+from ..population.exact import pair_deltas
 
 __all__ = ["attribute_guarantees"]
 

@@ -4,7 +4,7 @@ One file per curator (by default ``distpriv-ledger.sqlite`` next to the config; 
 ``distpriv release`` records itself unless the curator opts out). Each row is one release:
 the data's keyed account, the secret and its pairs, the statistics, the mechanism and its
 noise, the guarantee of the release alone, the guarantee of all releases of the same data
-and secret composed exactly after it (:mod:`distpriv.pipeline.ledger.compose`), the time (UTC)
+and secret composed exactly after it (:mod:`distpriv.composition.accountant`), the time (UTC)
 and the library version. Budgets (ε, δ) per data and secret are rows too.
 docs/composition.md explains why releases must be composed; SECURITY.md what the ledger
 cannot stop.

@@ -7,7 +7,7 @@ The ledger groups releases by (data, secret) and composes every release of a gro
   150 rows in reverse order open a fresh account and escape composition;
 * be keyed with a secret the curator keeps (the ledger's 32-byte identity key), or anyone
   who can guess the released table can hash it and confirm the guess from the account
-  name shown in a public report (DESIGN.md §4).
+  name shown in a public report (docs/architecture.md §4).
 
 The fingerprint itself is computed by the engine,
 ``distpriv.modeling.identity.multiset_fingerprint(source, *, key)`` (one pass, in DuckDB or

@@ -3,7 +3,7 @@
 The glue between a release and the ledger: which ledger a release goes into (always one,
 unless the curator opts out: :func:`open_ledger`, :func:`default_ledger_path`), the data's
 keyed account (:mod:`.identity`), and the locked step that composes exactly
-(:func:`distpriv.pipeline.ledger.compose.compose`), checks the budget, draws the noise and
+(:func:`distpriv.composition.accountant.compose`), checks the budget, draws the noise and
 records (:func:`ledgered_draw`).
 
 Distribution privacy does not compose sequentially (Kifer & Machanavajjhala 2014, the
@@ -71,7 +71,7 @@ class LedgeredRelease:
     report : distpriv.modeling.release.ReleaseReport
     entry : LedgerEntry
         The row recorded for it.
-    composed : distpriv.pipeline.ledger.compose.ComposedGuarantee
+    composed : distpriv.composition.accountant.ComposedGuarantee
     budget : Budget or None
         The budget that was checked (the recorded one, or the one given with the first
         release of this data and secret).
@@ -129,7 +129,7 @@ def ledgered_draw(
     (:meth:`Ledger.guarded_release`): a mechanism already calibrated on the new release's
     own model, and F(data) already computed. The joint model of all the releases of the
     same data and secret is built inside the transaction
-    (:func:`distpriv.pipeline.ledger.compose.compose`).
+    (:func:`distpriv.composition.accountant.compose`).
 
     Parameters
     ----------
@@ -159,13 +159,13 @@ def ledgered_draw(
     beta : float or None
         The composition holds on the population with confidence 1 − β: it is evaluated
         on the worst members of the same confidence set as the calibration
-        (:func:`distpriv.pipeline.compose.compose`); ``None``: on the fitted moments.
+        (:func:`distpriv.composition.compose`); ``None``: on the fitted moments.
 
     Returns
     -------
     (LedgerEntry, Release, ComposedGuarantee, effective budget or None)
     """
-    from .compose import ReleaseSpec, compose, noise_to_dict
+    from ...composition.accountant import ReleaseSpec, compose, noise_to_dict
 
     stats = tuple((s.name, s.expression) for s in query.statistics)
     new = NewRelease(
@@ -261,20 +261,20 @@ def release_with_ledger(
 ) -> LedgeredRelease:
     """:func:`distpriv.pipeline.release` judged together with the ledger's earlier releases.
 
-    ``population`` and ``beta`` as in :func:`distpriv.pipeline.release` (the confidence on
+    ``population`` and ``beta`` as in :func:`distpriv.pipeline.commands.release` (the confidence on
     the population); declared ranges of the query clamp the released values the same way.
 
     The modelling and calibration of the new release happen first (outside the lock);
     then, in one ledger transaction (:func:`ledgered_draw`), the earlier releases of the
     same data and secret are composed exactly with this one
-    (:func:`distpriv.pipeline.ledger.compose.compose`), the release is refused if the composed
+    (:func:`distpriv.composition.accountant.compose`), the release is refused if the composed
     guarantee exceeds the budget, and only then is the noise drawn and the row recorded.
 
     Parameters
     ----------
     data, query, secret, model_data, mechanism, epsilon, delta, subset_size, method,
     n_samples, options, rng, missing
-        As for :func:`distpriv.pipeline.release`: ``rng=None`` draws the noise from the
+        As for :func:`distpriv.pipeline.commands.release`: ``rng=None`` draws the noise from the
         secure sampler; a seed gives a reproducible simulation that is NOT private.
     ledger : Ledger or path
     budget : Budget, optional
@@ -297,7 +297,7 @@ def release_with_ledger(
         The earlier releases cannot be composed exactly with this one.
     """
     from ...modeling.tables import as_table
-    from ..release import ReleaseReport, method_for, prepare_release
+    from ..commands.release import ReleaseReport, method_for, prepare_release
 
     # lazily: a release refused before its record leaves no new ledger file behind
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger, lazy=True)

@@ -435,7 +435,7 @@ class Ledger:
         new : NewRelease
         compose : callable (earlier entries, effective budget) -> ComposedGuarantee
             Returns an object with ``alone``/``epsilon``/``delta``/``within(budget)``/
-            ``to_dict()`` (:class:`distpriv.pipeline.ledger.compose.ComposedGuarantee`).
+            ``to_dict()`` (:class:`distpriv.composition.accountant.ComposedGuarantee`).
         draw : callable () -> Release-like
             Draws the noise and returns the release (an object with ``value``).
         budget : Budget, optional

@@ -1,0 +1,561 @@
+"""Model, calibrate, compute F on the data, add noise: one protected release end to end.
+
+The library entry point :func:`release`; the CLI and :func:`distpriv.pipeline.run_release`
+add configuration, provenance, checks and the two reports on top of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..._validation import check_positive_int, check_rng
+from ...central import (
+    CalibratedMechanism,
+    TableFacts,
+    calibrate,
+    default_options,
+    mechanism_info,
+    model_view_for,
+)
+from ...errors import AssumptionWarning, ParameterError, PrivacyLeakWarning
+from ...guarantees import Release, to_jsonable
+from ...modeling import DataQueryModel, Query, Secret, model_query
+from ...modeling.bootstrap import DEFAULT_BOOTSTRAP
+from ...modeling.tables import Table, as_table
+from ..stages.calibrate import AUTO, choose_for_table
+from ..stages.data import check_model_support, warn_overlap_tables
+
+__all__ = [
+    "ReleaseReport",
+    "build_model",
+    "calibrate_for",
+    "checked_noise",
+    "method_for",
+    "release",
+    "release_warnings",
+    "warn_partial_noise",
+]
+
+
+@dataclass(frozen=True)
+class ReleaseReport:
+    """A protected release with everything the curator needs to audit it.
+
+    Attributes
+    ----------
+    release : Release
+        The noisy statistics and their guarantee (what may be published).
+    mechanism : CalibratedMechanism
+    model : DataQueryModel
+        The query model the mechanism was calibrated on (curator only: its moments and
+        stratum sizes are facts about the modelling table that no guarantee covers).
+    true_value : ndarray, shape (m,)
+        F(data), never published.
+    n_rows : int
+        Rows of the released dataset.
+    choice : AutoChoice or None
+        ``mechanism="auto"``: the comparison of the candidates.
+    warnings : tuple of (str, str)
+        (one-line text, category name) of each distinct warning raised while the release
+        was made (they are also emitted as Python warnings). :meth:`to_dict` states those
+        that the public report of ``distpriv release`` states, in the same public words
+        (:func:`distpriv.pipeline.report.public_warnings`); :meth:`diagnostics` all of them.
+    """
+
+    release: Release
+    mechanism: CalibratedMechanism
+    model: DataQueryModel = field(repr=False)
+    true_value: np.ndarray = field(repr=False)  # never in a display that may be shared
+    n_rows: int
+    choice: Any = field(default=None, repr=False)
+    warnings: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    def _repr_html_(self) -> str:
+        """The publishable part as compact HTML (for notebooks); never the true values.
+
+        Each statistic with its noise and the 95 % interval of the noise around the
+        released value (:func:`distpriv.pipeline.report.intervals95`, as in the public
+        report of ``distpriv release``).
+        """
+        from ..._html import repr_report
+
+        public = {"kind": "release", **self.to_dict()}
+        public["statistics"] = self._public_statistics()
+        return repr_report(public, private_hidden=True, private_method=".diagnostics()")
+
+    def _public_statistics(self) -> list[dict[str, Any]]:
+        """Name, released value, noise sd and 95 % interval for the true value per statistic.
+
+        The interval is the released value ± the half-width of the noise's central 95 %
+        (:func:`~distpriv.pipeline.report.intervals95`: exact for Gaussian or one Laplace
+        term, Chebyshev otherwise), intersected with a declared range. Around a value that
+        was clamped to its range it is at least as wide as around the unclamped one.
+        """
+        from ..report import intervals95
+
+        half, how = intervals95(self.mechanism)
+        value = np.asarray(self.release.value, dtype=float).reshape(-1)
+        query = getattr(self.model, "query", None)
+        m = value.size
+        if query is not None:
+            lo, hi = query.range_bounds()
+        else:
+            lo, hi = np.full(m, -np.inf), np.full(m, np.inf)
+        sd = np.sqrt(np.clip(np.diag(self.mechanism.noise_covariance), 0.0, None))
+        return [
+            {
+                "name": name,
+                "value": float(value[k]),
+                "noise_sd": float(sd[k]),
+                "interval95": [
+                    float(np.clip(value[k] - half[k], lo[k], hi[k])),
+                    float(np.clip(value[k] + half[k], lo[k], hi[k])),
+                ],
+                "interval95_method": how[k],
+            }
+            for k, name in enumerate(self.release.statistics)
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The publishable part: statistics, noisy values, noise, guarantee, warnings."""
+        from ..report import public_warnings
+
+        return to_jsonable(
+            {
+                "statistics": list(self.release.statistics),
+                "released": self.release.value,
+                "sampler": self.release.sampler,
+                "secure": self.release.secure,
+                "mechanism": self.mechanism.name,
+                "noise_covariance": self.mechanism.noise_covariance,
+                "expected_l2_error": self.mechanism.expected_l2_error(),
+                "guarantee": self.release.guarantee.to_dict(),
+                "warnings": public_warnings(self.warnings),
+            }
+        )
+
+    def diagnostics(self, *, include_true: bool = False) -> dict[str, Any]:
+        """The curator's private diagnostics (model moments, stratum sizes, true values)."""
+        out = {
+            "n_rows": self.n_rows,
+            "model": self.model.to_dict(),
+            "calibration_diagnostics": to_jsonable(self.mechanism.diagnostics),
+            "warnings": [text for text, _ in self.warnings],
+        }
+        if include_true:
+            out["true_values"] = to_jsonable(self.true_value)
+        return out
+
+
+def method_for(mechanism: str, method: str) -> str:
+    """The modelling method a mechanism needs: Monte Carlo for the samples view."""
+    return "montecarlo" if mechanism_info(mechanism).model_view == "samples" else method
+
+
+def build_model(
+    model_data: Any,
+    query: Query,
+    secret: Secret,
+    *,
+    mechanism: str,
+    subset_size: int,
+    method: str = "analytic",
+    n_samples: int = 1000,
+    rng: np.random.Generator | int | None = None,
+    missing: str = "error",
+    population: bool = False,
+    pool_size: int | None = None,
+    bootstrap: int | None = DEFAULT_BOOTSTRAP,
+) -> DataQueryModel:
+    """The query model ``mechanism`` is calibrated on (Chen & Ohrimenko 2023 App. C.1).
+
+    The Gaussian family uses ``method``; mechanisms whose registry entry asks for the
+    samples view (the Wasserstein mechanisms) get Monte Carlo datasets whatever ``method``
+    says, since they need the distribution itself. ``missing`` is the NULL policy
+    (``"error"`` or ``"drop"``, :func:`distpriv.model_query`). ``population``: the
+    modelling table is the whole population (finite-population correction against it,
+    exact moments); by default it is a sample, and the model carries the uncertainty of
+    its moments (issue #18). ``pool_size``: Monte Carlo
+    datasets drawn from a row pool of that many rows per stratum, sampled in the engine
+    (for tables too large for memory); ignored by the analytic method. ``bootstrap``:
+    resamples of the population layer of non-linear statistics (``None``: off).
+    """
+    meth = method_for(mechanism, method)
+    return model_query(
+        model_data,
+        query,
+        secret,
+        subset_size=subset_size,
+        method=meth,
+        n_samples=n_samples,
+        rng=rng,
+        missing=missing,
+        population=population,
+        pool_size=pool_size if meth == "montecarlo" else None,
+        bootstrap=bootstrap,
+    )
+
+
+def model_bootstrap(model: dict[str, Any]) -> int | None:
+    """The ``[model] bootstrap`` of a configuration: resamples, or ``None`` for "none"."""
+    value = model.get("bootstrap", DEFAULT_BOOTSTRAP)
+    return None if value == "none" else int(value)
+
+
+def calibrate_for(
+    mechanism: str,
+    model: DataQueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    options: Mapping[str, Any] | None = None,
+    facts: TableFacts | None = None,
+    beta: float | str | None = "default",
+) -> CalibratedMechanism:
+    """Calibrate ``mechanism`` on the view of ``model`` its registry entry names.
+
+    Options not given are filled from the registry's defaults for the table (``facts``,
+    computed once per table by :func:`distpriv.pipeline.stages.data.table_facts`).
+    ``beta`` (confidence 1 − β on the population, :func:`distpriv.calibrate`) overrides a
+    ``beta`` among the options; by default the options' or the library's (0.05).
+    """
+    opts = dict(options or {})
+    if beta != "default":
+        opts["beta"] = beta
+    if facts is not None:
+        opts = {**default_options(mechanism, facts), **opts}
+    target = model_view_for(mechanism, model)
+    return checked_noise(calibrate(mechanism, target, epsilon=epsilon, delta=delta, **opts))
+
+
+def checked_noise(mech: CalibratedMechanism) -> CalibratedMechanism:
+    """Refuse a calibration whose noise is not a usable number (ε far too small or large).
+
+    ε = 1e-300 asks for Laplace scales of ~1e300, whose variance overflows; ε = 1e300 for
+    scales that underflow to 0. Either way the guarantee would be stated for noise that
+    cannot be drawn, so the calibration is refused, naming ε.
+    """
+    eps = mech.guarantee.epsilon
+    problem = None
+    with np.errstate(all="ignore"):
+        try:
+            ok = bool(np.all(np.isfinite(mech.noise_covariance)))
+            ok = ok and bool(np.isfinite(mech.expected_l2_error()))
+        except (ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
+            ok = False
+    if not ok:
+        problem = "too small" if eps < 1.0 else "too large"
+        raise ParameterError(
+            f"epsilon={eps!r} is {problem} for mechanism {mech.name!r}: the noise it needs "
+            "is not a representable number"
+        )
+    return mech
+
+
+def warn_partial_noise(mech: CalibratedMechanism, verified: bool) -> None:
+    """Warn when the noise leaves statistics' directions uncovered (published exactly)."""
+    rank, m = mech.noise_rank, mech.dim
+    if rank >= m:
+        return
+    tail = (
+        "the data-level check (--verify) runs below"
+        if verified
+        else "run with --verify (distpriv.verify_on_data in Python), or choose a mechanism "
+        "with full-rank noise"
+    )
+    if rank == 0:
+        # The calibration found that the model alone meets the target on the population's
+        # confidence set (the data's own variation hides the secret): the least noise is
+        # none. That is a valid result, but the curator must see that nothing is added and
+        # what an exact value can reveal; auto and the floored mechanisms keep noise at
+        # the lattice floor in every direction instead.
+        warnings.warn(
+            f"{mech.name}: no noise is added: the model alone meets (epsilon, delta) on the "
+            "population's confidence set (the data's own variation hides the secret), so "
+            "every statistic is published exactly; on grid-valued statistics (counts, means "
+            "of integer columns) an exact value can reveal what the Gaussian model does not "
+            f"see; {tail} (auto, daum-floor and optimal-g-full keep noise at the lattice "
+            "floor in every direction)",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        return
+    warnings.warn(
+        f"{mech.name}: the noise covers {rank} of {m} directions; the statistics' other "
+        "components are published exactly, and on grid-valued statistics (counts, means of "
+        "integer columns) they can reveal the statistics themselves, which the Gaussian "
+        f"model does not see; {tail}",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
+
+
+def warn_dropped(rows: int, n: int) -> None:
+    """Warn when ``missing="drop"`` left fewer released rows than the model describes."""
+    if rows != n:
+        warnings.warn(
+            f"[data] missing = 'drop' removed {n - rows} of the {n} released rows: the "
+            f"statistics are computed on {rows} rows while the model describes datasets of "
+            f"{n} rows (the guarantee assumes the dropped rows carry no information)",
+            AssumptionWarning,
+            stacklevel=3,
+        )
+
+
+def release_warnings(
+    model_table: Table,
+    released: Table,
+    model: DataQueryModel,
+    mech: CalibratedMechanism,
+    *,
+    rows_used: int | None = None,
+    verified: bool = False,
+    support: bool = True,
+) -> int:
+    """The warnings of a release, one home for :func:`release` and ``run_release``.
+
+    :class:`~distpriv.errors.PrivacyLeakWarning` when the modelling table holds the released
+    rows (beyond chance), when it has too few rows per stratum for the subset size, and
+    when the noise leaves directions uncovered; an
+    :class:`~distpriv.errors.AssumptionWarning` when dropping missing values left fewer
+    released rows than the model describes.
+
+    Parameters
+    ----------
+    model_table, released : Table
+        The modelling and released tables.
+    model : DataQueryModel
+    mech : CalibratedMechanism
+    rows_used : int, optional
+        Released rows the statistics were computed on (after ``missing="drop"``).
+    verified : bool
+        The data-level check runs (changes the advice of the partial-noise warning).
+    support : bool
+        Check the model's support (``False`` when the caller already has).
+
+    Returns
+    -------
+    int
+        Released rows also found in the modelling table (curator-private).
+    """
+    overlap = warn_overlap_tables(model_table, released)
+    if support:
+        for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
+            check_model_support(part.stratum_sizes, part.counts, model.subset_size)
+    warn_partial_noise(mech, verified)
+    if rows_used is not None:
+        warn_dropped(rows_used, released.n_rows)
+    return overlap
+
+
+def release(
+    data: Any,
+    query: Query | Mapping[str, str],
+    secret: Secret,
+    *,
+    model_data: Any,
+    mechanism: str,
+    epsilon: float,
+    delta: float = 0.0,
+    subset_size: int | None = None,
+    method: str = "analytic",
+    n_samples: int = 1000,
+    options: Mapping[str, Any] | None = None,
+    rng: np.random.Generator | int | None = None,
+    missing: str = "error",
+    population: bool = False,
+    beta: float | None = 0.05,
+) -> ReleaseReport:
+    """Release F(data) under distribution privacy w.r.t. the secret.
+
+    Models f_θ on ``model_data`` (:func:`distpriv.model_query`, Chen & Ohrimenko 2023
+    App. C.1), calibrates ``mechanism`` (:func:`distpriv.calibrate`, e.g. Thm 4.5 for
+    EigM), computes F on ``data`` and adds the noise.
+
+    Parameters
+    ----------
+    data : DataFrame, Arrow table or CSV/Parquet path
+        The dataset to release, of ``subset_size`` rows.
+    query : Query or mapping of name → SQL aggregate
+    secret : Secret
+    model_data : DataFrame, Arrow table or CSV/Parquet path
+        Public or auxiliary data describing how datasets like ``data`` are distributed
+        (not the released rows).
+    mechanism : str
+        A name in :data:`distpriv.MECHANISMS`, or ``"auto"``: the least-error mechanism whose
+        guarantee verifies
+        (:func:`distpriv.pipeline.stages.calibrate.choose_mechanism`, as ``mechanism =
+        "auto"`` in a config; its options are ``weights``, ``calibration`` and
+        ``allow_partial_noise``; the comparison is in ``ReleaseReport.choice``). The
+        registry says which view of the model a mechanism needs: the Wasserstein mechanisms
+        are calibrated on Monte Carlo samples (whatever ``method`` says), the others on the
+        Gaussian model.
+    epsilon, delta : float
+        Privacy parameters.
+    subset_size : int, optional
+        n; defaults to the number of rows of ``data``, and must equal it.
+    method, n_samples
+        Passed to :func:`distpriv.model_query`.
+    options : mapping, optional
+        Mechanism options (``calibration``, ``group_size``, …).
+    rng : int, Generator or None
+        ``None`` (default): the noise comes from the secure sampler
+        (:meth:`CalibratedMechanism.release`), a private release. A seed or Generator
+        drives the modelling and a numpy simulation of the noise: reproducible, for
+        experiments and tests only, and NOT private (``release.secure`` is ``False``).
+    missing : {"error", "drop"}
+        NULL/NaN in a column a statistic or the secret uses: an error naming the column and
+        count (default), or drop those rows, in the modelling and the released data alike.
+    population : bool
+        ``True`` declares ``model_data`` the whole population the released data is drawn
+        from (finite-population correction against it); default ``False``: it is a sample
+        of that population, and the model carries the uncertainty of its moments.
+    beta : float or None
+        The default (exact) calibration holds on the population with probability
+        ≥ 1 − β over the draw of ``model_data`` (default 0.05; ``None``: on the fitted
+        moments only). See :func:`distpriv.calibrate`.
+
+    Returns
+    -------
+    ReleaseReport
+
+    Warns
+    -----
+    PrivacyLeakWarning, AssumptionWarning
+        The same warnings as :func:`distpriv.pipeline.run_release`, from the same function
+        (:func:`release_warnings`): released rows in the modelling table, a model resting
+        on too few rows, noise that leaves directions uncovered, rows dropped for missing
+        values; and the model's own (:func:`distpriv.model_query`).
+
+    Notes
+    -----
+    Records nothing in any ledger: the library path has no config beside which a default
+    ledger could live, so repeated calls are *not* composed with each other. To record and
+    compose (docs/composition.md), call :func:`distpriv.release_with_ledger` with the same
+    arguments and ``ledger=PATH``, or :func:`distpriv.pipeline.run_release` with a config
+    (its default ledger is ``distpriv-ledger.sqlite`` next to the config).
+    """
+    from ..report import collect_warnings
+
+    with collect_warnings() as caught:
+        prep = prepare_release(
+            data,
+            query,
+            secret,
+            model_data=model_data,
+            mechanism=mechanism,
+            epsilon=epsilon,
+            delta=delta,
+            subset_size=subset_size,
+            method=method,
+            n_samples=n_samples,
+            options=options,
+            rng=rng,
+            missing=missing,
+            population=population,
+            beta=beta,
+        )
+    rel = prep.mechanism.release(prep.value, rng=prep.rng)
+    if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
+        rel = dataclasses.replace(rel, value=prep.query.clamp(rel.value)[0])
+    return ReleaseReport(
+        release=rel,
+        mechanism=prep.mechanism,
+        model=prep.model,
+        true_value=prep.value,
+        n_rows=prep.table.n_rows,
+        choice=prep.choice,
+        warnings=caught.items,
+    )
+
+
+@dataclass(frozen=True)
+class PreparedRelease:
+    """Everything of a release but the noise: the table, query, model, calibrated mechanism,
+    true value F(data) (private) and the generator (``None``: secure sampler)."""
+
+    table: Table
+    query: Query
+    model: DataQueryModel
+    mechanism: CalibratedMechanism
+    value: np.ndarray
+    rng: np.random.Generator | None
+    choice: Any = None  # mechanism="auto": the AutoChoice (comparison table)
+
+
+def prepare_release(
+    data: Any,
+    query: Query | Mapping[str, str],
+    secret: Secret,
+    *,
+    model_data: Any,
+    mechanism: str,
+    epsilon: float,
+    delta: float = 0.0,
+    subset_size: int | None = None,
+    method: str = "analytic",
+    n_samples: int = 1000,
+    options: Mapping[str, Any] | None = None,
+    rng: np.random.Generator | int | None = None,
+    missing: str = "error",
+    population: bool = False,
+    beta: float | None = 0.05,
+) -> PreparedRelease:
+    """Model, calibrate and evaluate F(data), drawing no noise (parameters as :func:`release`).
+
+    The one home of these steps for :func:`release` and the ledger's
+    :func:`~distpriv.pipeline.ledger.release_with_ledger`, which draws the noise inside its
+    budget transaction.
+    """
+    table = as_table(data)
+    n = table.n_rows if subset_size is None else check_positive_int(subset_size, "subset_size")
+    if n != table.n_rows:
+        raise ParameterError(
+            f"data has {table.n_rows} rows but subset_size={n}: the query model describes "
+            f"datasets of {n} rows, so only such a dataset can be released under it"
+        )
+    q = query if isinstance(query, Query) else Query(query)
+    auto = mechanism == AUTO
+    if not auto:
+        mechanism_info(mechanism)  # fail fast on an unknown name, before modelling
+    gen = None if rng is None else check_rng(rng)
+    model = build_model(
+        model_data,
+        q,
+        secret,
+        # auto: the Gaussian model of the requested method (any Gaussian-view name will do)
+        mechanism="eigm" if auto else mechanism,
+        subset_size=n,
+        method=method,
+        n_samples=n_samples,
+        rng=gen,
+        missing=missing,
+        population=population,
+    )
+    # F(data) first: a problem with the released table is reported before calibration's.
+    evaluation = q.evaluation(table, missing=missing)
+    value = evaluation.value
+    choice = None
+    if auto:
+        choice = choose_for_table(
+            model,
+            epsilon=epsilon,
+            delta=delta,
+            options={"beta": beta, **dict(options or {})},
+            facts=model.facts,
+        )
+        mech = checked_noise(choice.mechanism)
+    else:
+        # Default options (lattice, group-DP sensitivities) come from model.facts.
+        mech = calibrate_for(
+            mechanism, model, epsilon=epsilon, delta=delta, options=options, beta=beta
+        )
+    # The same warnings as the configuration path (run_release), from the same function.
+    release_warnings(as_table(model_data), table, model, mech, rows_used=evaluation.n_rows)
+    return PreparedRelease(table, q, model, mech, value, gen, choice)

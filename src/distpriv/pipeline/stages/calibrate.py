@@ -1,0 +1,564 @@
+"""``mechanism = "auto"``: the least-error mechanism whose guarantee verifies on the model.
+
+Every registered mechanism that takes this kind of model is calibrated at the requested
+(ε, δ); a mechanism is a candidate when its guarantee *verifies*: every assumption of its
+theorem was checked on the model and holds (``guarantee.holds is True``) and the verified
+headline (ε, δ) is no weaker than the request. Among the candidates the one with the least
+expected squared error E[Zᵀ W Z] = Σᵢ wᵢ Var(Zᵢ) is chosen (W = I by default, or a
+diagonal of user weights). Mechanisms whose guarantee rests on a failed or unverifiable
+assumption are never chosen, however small their noise: their headline is not proven
+(Chen & Ohrimenko 2023, §4.4).
+
+By default (``prune=True``) a mechanism that provably cannot be chosen is not calibrated
+(:mod:`distpriv.central.auto_pruning`): its row says "not calibrated" and why, with the
+error it would exceed when the certificate gives one; the choice and its noise are those
+of the full comparison (``prune=False``, every row calibrated).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..._threads import on_one_blas_thread
+from ..._validation import check_array, check_delta, check_epsilon
+from ...accounting.calibration_cache import sharing_calibration
+from ...central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
+from ...central.registry import default_options
+from ...errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
+from ...modeling.lattice import detect_lattice
+from ...querymodel import GaussianQueryModel, SampledQueryModel
+
+__all__ = [
+    "AUTO",
+    "AutoChoice",
+    "Candidate",
+    "calibrate_candidates",
+    "choose_for_table",
+    "choose_mechanism",
+]
+
+AUTO = "auto"
+# What ``[mechanism] name = "auto"`` accepts besides epsilon and delta.
+AUTO_OPTIONS = ("weights", "calibration", "allow_partial_noise", "beta", "floor", "prune")
+
+# Relative slack for "the verified headline is no weaker than the request": the verified
+# numbers are rounded up by the accountant, never down.
+_TOLERANCE = 1e-9
+
+ProgressCallback = Callable[[int, int], None]
+
+# Numerical failures of a calibration that drop the candidate (with the reason) instead of
+# ending the comparison; programming errors (TypeError, AttributeError...) still propagate.
+_NUMERIC_FAILURES: tuple[type[Exception], ...] = (
+    ArithmeticError,
+    np.linalg.LinAlgError,
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One mechanism calibrated at the requested (ε, δ), or why it could not be.
+
+    Attributes
+    ----------
+    mechanism : str
+        Registry name.
+    mse : float
+        Expected (weighted) squared error E[Zᵀ W Z]; ``nan`` when not calibrated.
+    verified : bool
+        The guarantee holds on the model and meets the request.
+    epsilon, delta : float
+        The guarantee's headline (``nan`` when not calibrated).
+    reason : str
+        Why it is not a candidate (empty when it is).
+    calibrated : CalibratedMechanism or None
+    """
+
+    mechanism: str
+    mse: float
+    verified: bool
+    epsilon: float
+    delta: float
+    reason: str
+    calibrated: CalibratedMechanism | None = field(default=None, repr=False, compare=False)
+    # Dimension of the noise's range, and whether only partial noise kept it from verifying
+    # (the rank-one optimum that the floored mechanisms are priced against).
+    noise_rank: int | None = None
+    partial_noise: bool = False
+    # Not calibrated because it provably cannot be chosen (central/auto_pruning.py), and
+    # the least E[Zᵀ W Z] its calibration could have (its error is more than this), when the
+    # certificate gives one.
+    pruned: bool = False
+    mse_above: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row of the public report's ``choice`` table (JSON-safe)."""
+
+        def safe(x: float | None) -> float | None:
+            return x if x is not None and math.isfinite(x) else None
+
+        return {
+            "mechanism": self.mechanism,
+            "mse": safe(self.mse),
+            "verified": self.verified,
+            "epsilon": safe(self.epsilon),
+            "delta": safe(self.delta),
+            "reason": self.reason,
+            "noise_rank": self.noise_rank,
+            "calibrated": self.calibrated is not None,
+            "pruned": self.pruned,
+            "mse_above": safe(self.mse_above),
+        }
+
+
+@dataclass(frozen=True)
+class AutoChoice:
+    """The chosen mechanism and the comparison that led to it.
+
+    Attributes
+    ----------
+    mechanism : CalibratedMechanism
+        The chosen, calibrated mechanism.
+    candidates : tuple of Candidate
+        Every mechanism considered, in registry order.
+    epsilon, delta : float
+        The request.
+    weights : tuple of float or None
+        Diagonal of W in E[Zᵀ W Z] (``None``: W = I).
+    """
+
+    mechanism: CalibratedMechanism
+    candidates: tuple[Candidate, ...]
+    epsilon: float
+    delta: float
+    weights: tuple[float, ...] | None = None
+
+    @property
+    def pruned(self) -> tuple[str, ...]:
+        """Mechanisms not calibrated because they provably cannot be chosen (``prune``)."""
+        return tuple(c.mechanism for c in self.candidates if c.pruned)
+
+    @property
+    def name(self) -> str:
+        """Registry name of the chosen mechanism."""
+        return self.mechanism.name
+
+    @property
+    def rank_one_optimum(self) -> float | None:
+        """Least error among mechanisms that verify but leave directions uncovered (or None).
+
+        The price of full-rank noise is measured against it (issue 21): the ``vs_rank_one``
+        column of :meth:`rows`. ``None`` as well when the mechanisms of partial noise were
+        not calibrated (pruned: they cannot be chosen without ``allow_partial_noise``);
+        ``choose_mechanism(..., prune=False)`` calibrates them.
+        """
+        m = self.mechanism.dim
+        errs = [
+            c.mse
+            for c in self.candidates
+            if c.noise_rank is not None
+            and c.noise_rank < m
+            and (c.verified or c.partial_noise)
+            and math.isfinite(c.mse)
+        ]
+        return min(errs) if errs else None
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The comparison table (the public report's ``choice``), with ``vs_rank_one``."""
+        ref = self.rank_one_optimum
+        out = []
+        for c in self.candidates:
+            row = c.to_dict()
+            ok = ref is not None and ref > 0 and math.isfinite(c.mse)
+            row["vs_rank_one"] = c.mse / ref if ok and ref is not None else None
+            out.append(row)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: the chosen name, the request, the weights and the table."""
+        return {
+            "chosen": self.name,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "weights": None if self.weights is None else list(self.weights),
+            "criterion": "least expected squared error E[Z^T W Z] among verified mechanisms",
+            "rank_one_optimum": self.rank_one_optimum,
+            "pruned": list(self.pruned),
+            "rows": self.rows(),
+        }
+
+
+def _check_weights(weights: Any, m: int) -> np.ndarray | None:
+    if weights is None:
+        return None
+    w = check_array(weights, "weights", shape=(m,))
+    if np.any(w <= 0):
+        raise ParameterError(
+            f"weights must be {m} positive numbers (one per statistic), got {w.tolist()}"
+        )
+    return w
+
+
+def _views(model: Any) -> tuple[Any, Any]:
+    """(model for the Gaussian mechanisms, model for the Wasserstein ones).
+
+    The Wasserstein mechanisms use Monte Carlo samples when the model has them (Chen &
+    Ohrimenko 2023 Thm 3.1/3.2) and the Gaussian model otherwise (Thm 3.3 for
+    approx-wasserstein; wasserstein then refuses unequal covariances itself).
+    """
+    to_sampled = getattr(model, "to_sampled", None)
+    if to_sampled is not None and getattr(model, "samples", None) is not None:
+        return model, to_sampled()
+    return model, model
+
+
+def _partial_noise(mech: CalibratedMechanism) -> str:
+    """Why ``auto`` passes over a mechanism whose noise leaves directions uncovered ('' if not)."""
+    rank, m = mech.noise_rank, mech.dim
+    if rank >= m:
+        return ""
+    return (
+        f"noise covers {rank} of {m} directions: the other components are published exactly "
+        "and, on grid-valued statistics, can reveal the statistics (see verify_on_data); "
+        "pick it by name, or pass allow_partial_noise=True, if the statistics are continuous"
+    )
+
+
+def _verdict(g: Any, epsilon: float, delta: float) -> tuple[bool, str]:
+    if g.holds is False:
+        failed = ", ".join(a.name for a in g.failed)
+        return False, f"assumption(s) fail on the model: {failed}"
+    if g.holds is None:
+        unknown = ", ".join(a.name for a in g.assumptions if a.holds is None)
+        return False, f"assumption(s) cannot be verified on the model: {unknown}"
+    if g.epsilon > epsilon * (1 + _TOLERANCE) or g.delta > delta * (1 + _TOLERANCE):
+        return False, (
+            f"verified guarantee ({g.epsilon:.4g}, {g.delta:.3g}) is weaker than the "
+            f"request ({epsilon:g}, {delta:g})"
+        )
+    if g.notion != "distribution privacy":
+        # A guarantee of another notion over the same pairs (attribute privacy, group DP): say so.
+        return True, f"{g.notion} w.r.t. the same pairs"
+    return True, ""
+
+
+@on_one_blas_thread
+@sharing_calibration
+def calibrate_candidates(
+    model: GaussianQueryModel | SampledQueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    weights: Any = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    mechanisms: Sequence[str] | None = None,
+    progress: ProgressCallback | None = None,
+    allow_partial_noise: bool = False,
+    prune: bool = False,
+) -> tuple[Candidate, ...]:
+    """Calibrate every applicable mechanism at (ε, δ) and say which verify.
+
+    Parameters
+    ----------
+    model : GaussianQueryModel or SampledQueryModel
+        The query model (a ``DataQueryModel`` with Monte Carlo samples also lets the
+        Wasserstein mechanisms take part).
+    epsilon, delta : float
+        The requested guarantee (keyword-only).
+    weights : array_like, shape (m,), optional
+        Positive per-statistic weights wᵢ of E[Σᵢ wᵢ Zᵢ²] (also passed to ``optimal-g``,
+        which then minimises the same criterion).
+    options : mapping of name → mapping, optional
+        Options per mechanism (e.g. ``{"groupdp-l": {"group_size": 100, ...}}``).
+    mechanisms : sequence of str, optional
+        Restrict the comparison (default: every registered mechanism).
+    progress : callable(done, total), optional
+        Called after each mechanism.
+    allow_partial_noise : bool, default False
+        Let mechanisms whose noise covers fewer than m directions (daum, dirm, a rank-one
+        optimal-g) be chosen. Off by default: the uncovered components are published exactly,
+        and on grid-valued statistics they can reveal F(Data) (on Adult the data-level check
+        certifies δ(1) ≥ 0.26 for daum); the Gaussian model cannot see this.
+    prune : bool, default False
+        Skip the calibration of candidates that provably cannot be chosen
+        (:mod:`distpriv.central.auto_pruning`): fixed-shape families (expm-g, eigm, apgm,
+        daum-floor, dirm-g-floor) whose noise fails at the best verified error so far, and
+        noise of rank below m whatever its scale (daum, dirm-g, noiseless) unless
+        ``allow_partial_noise``. A skipped row is not calibrated (``mse`` NaN,
+        ``pruned=True``, ``calibrated=None``), its reason says why, and ``mse_above`` is
+        the error its calibration would exceed when the certificate gives one. The choice
+        and its noise are the full search's; ``progress`` then follows
+        :func:`~distpriv.central.auto_pruning.calibration_order`. Off here (every
+        mechanism's error, e.g. for the utility curves); on in :func:`choose_mechanism`.
+
+    Returns
+    -------
+    tuple of Candidate
+        In the order of ``mechanisms``. A mechanism that cannot be calibrated (an error of
+        the library, or a numerical failure such as an overflow) is a row with its reason.
+    """
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    names = list(MECHANISMS if mechanisms is None else mechanisms)
+    for name in names:
+        mechanism_info(name)
+    w = _check_weights(weights, model.dim)
+    opts = {k: dict(v) for k, v in (options or {}).items()}
+    gaussian_view, sampled_view = _views(model)
+    # central/auto_pruning imports the floored mechanisms (scipy.linalg): not on the paths
+    # that calibrate one named mechanism (tests/test_cli_startup.py, issue 28 item 4).
+    from ...central.auto_pruning import calibration_order, dominated, partial_rank
+
+    floor_lattice = None
+    done: dict[str, Candidate] = {}
+    nan = float("nan")
+    best: Candidate | None = None
+    for k, name in enumerate(calibration_order(names, prune)):
+        spec = mechanism_info(name)
+        mine = dict(opts.get(name, {}))
+        if "weights" in spec.options and w is not None:
+            mine.setdefault("weights", w)
+        if "lattice" in spec.options and "lattice" not in mine and not _has_lattice(model):
+            # No lattice from the table: detect it on the model's Monte Carlo samples.
+            if floor_lattice is None:
+                floor_lattice = _sample_lattice(model)
+            if floor_lattice is not None:
+                mine["lattice"] = floor_lattice
+        # The registry says which view each mechanism is calibrated on.
+        target = sampled_view if spec.model_view == "samples" else gaussian_view
+        reason = ""
+        mech = None
+        above: float | None = None
+        if prune:
+            reason = partial_rank(name, target, mine, allow_partial_noise)
+        if prune and best is not None and not reason:
+            reason = dominated(
+                name, target, mine, w, best.mse, best.mechanism, epsilon=eps, delta=dlt
+            )
+            above = best.mse if reason else None
+        skipped = bool(reason)
+        if skipped:
+            pass  # provably not the choice: not calibrated (central/auto_pruning.py)
+        elif spec.gaussian and dlt == 0.0:
+            reason = "adds Gaussian noise and needs delta > 0"
+        else:
+            try:
+                with warnings.catch_warnings():
+                    # An assumption failing is recorded in the guarantee and in the table.
+                    warnings.simplefilter("ignore")
+                    mech = calibrate(name, target, epsilon=eps, delta=dlt, **mine)
+            except DistPrivError as exc:
+                reason = " ".join(str(exc).split())
+            except _NUMERIC_FAILURES as exc:
+                # A numerical failure of one calibration (an overflow, a singular matrix)
+                # drops that candidate with its reason, never the whole comparison.
+                text = " ".join(str(exc).split()) or "no message"
+                reason = f"could not be calibrated ({type(exc).__name__}: {text})"
+        if mech is None:
+            done[name] = Candidate(
+                name, nan, False, nan, nan, reason, pruned=skipped, mse_above=above
+            )
+        else:
+            cov = np.diag(mech.noise_covariance)
+            mse = float(cov.sum() if w is None else (w * cov).sum())
+            ok, why = _verdict(mech.guarantee, eps, dlt)
+            partial = "" if allow_partial_noise else _partial_noise(mech)
+            only_partial = bool(ok and partial)
+            if ok and partial:
+                ok, why = False, partial
+            g = mech.guarantee
+            done[name] = Candidate(
+                name,
+                mse,
+                ok,
+                float(g.epsilon),
+                float(g.delta),
+                why,
+                mech,
+                noise_rank=mech.noise_rank,
+                partial_noise=only_partial,
+            )
+            if ok and (best is None or mse < best.mse):
+                best = done[name]
+        if progress is not None:
+            progress(k + 1, len(names))
+    return tuple(done[n] for n in names)
+
+
+@on_one_blas_thread
+def choose_mechanism(
+    model: GaussianQueryModel | SampledQueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    weights: Any = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    mechanisms: Sequence[str] | None = None,
+    progress: ProgressCallback | None = None,
+    allow_partial_noise: bool = False,
+    prune: bool = True,
+) -> AutoChoice:
+    """Choose the least-error mechanism whose guarantee verifies at (ε, δ).
+
+    The comparison follows Chen & Ohrimenko 2023 (Table 2 compares the mechanisms by
+    their error at equal (ε, δ)), restricted to guarantees that are proven on this model:
+    every assumption of the mechanism's theorem holds (§4.4) and the verified headline
+    meets the request.
+
+    Parameters
+    ----------
+    model, epsilon, delta, weights, options, mechanisms, progress, allow_partial_noise
+        As in :func:`calibrate_candidates`.
+    prune : bool, default True
+        As in :func:`calibrate_candidates`, but on by default: the same choice and noise,
+        without calibrating what provably cannot be chosen (those rows say "not
+        calibrated" and why, and carry no error; the rank-one optimum of the ``vs_rank_one``
+        column needs daum's calibration). ``prune=False``: every row calibrated.
+
+    Returns
+    -------
+    AutoChoice
+        The chosen calibrated mechanism and the comparison table. Ties keep registry
+        order.
+
+    Raises
+    ------
+    MechanismNotApplicableError
+        No mechanism verifies; the message gives each mechanism's reason.
+    """
+    cands = calibrate_candidates(
+        model,
+        epsilon=epsilon,
+        delta=delta,
+        weights=weights,
+        options=options,
+        mechanisms=mechanisms,
+        progress=progress,
+        allow_partial_noise=allow_partial_noise,
+        prune=prune,
+    )
+    ok = [c for c in cands if c.verified]
+    if not ok:
+        reasons = "; ".join(f"{c.mechanism}: {c.reason}" for c in cands)
+        raise MechanismNotApplicableError(
+            f"mechanism='auto': no mechanism's guarantee verifies on this model at "
+            f"epsilon={float(epsilon):g}, delta={float(delta):g} ({reasons})"
+        )
+    best = min(ok, key=lambda c: c.mse)  # min keeps the first of equal errors
+    if best.calibrated is None:  # pragma: no cover - a verified candidate is a calibrated one
+        raise RuntimeError(f"auto: verified candidate {best.mechanism!r} has no calibration")
+    w = _check_weights(weights, model.dim)
+    return AutoChoice(
+        mechanism=best.calibrated,
+        candidates=cands,
+        epsilon=float(epsilon),
+        delta=float(delta),
+        weights=None if w is None else tuple(float(x) for x in w),
+    )
+
+
+def choose_for_table(
+    model: GaussianQueryModel | SampledQueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    options: Mapping[str, Any] | None = None,
+    facts: Any = None,
+    progress: ProgressCallback | None = None,
+    lattice: Any = None,
+) -> AutoChoice:
+    """``mechanism = "auto"`` of a release configuration.
+
+    Parameters
+    ----------
+    model : GaussianQueryModel or SampledQueryModel
+        The model built from the modelling table.
+    epsilon, delta : float
+        The configuration's request.
+    options : mapping, optional
+        The ``[mechanism]`` table's other keys: ``weights`` (one positive number per
+        statistic), ``calibration`` (for the Gaussian mechanisms),
+        ``allow_partial_noise`` (see :func:`calibrate_candidates`), ``floor`` (the floored
+        mechanisms' noise floor in grid steps, default
+        :data:`~distpriv.central.floored.DEFAULT_FLOOR`) and ``prune`` (default true: see
+        :func:`choose_mechanism`; false calibrates every row of the comparison); nothing
+        else.
+    facts : TableFacts, optional
+        Facts about the modelling table for the registry's default options (the group-DP
+        baselines' group size and sensitivities), as for a named mechanism.
+    progress : callable(done, total), optional
+    lattice : sequence of float, optional
+        The grid step of each statistic (NaN: none) for the floored mechanisms, when
+        neither ``facts`` nor the model (``model.facts``, :func:`distpriv.model_query`)
+        carry it.
+
+    Raises
+    ------
+    ConfigError
+        An option ``auto`` does not take.
+    MechanismNotApplicableError
+        No mechanism verifies.
+    """
+    opts = dict(options or {})
+    unknown = sorted(set(opts) - set(AUTO_OPTIONS))
+    if unknown:
+        raise ConfigError(
+            f"[mechanism] option(s) {', '.join(map(repr, unknown))} do not apply to "
+            f"name = 'auto'; it takes: {', '.join(AUTO_OPTIONS)}"
+        )
+    per: dict[str, dict[str, Any]] = {}
+    for name in MECHANISMS:
+        spec = mechanism_info(name)
+        mine = dict(default_options(name, facts)) if facts is not None else {}
+        if "calibration" in opts and spec.gaussian:
+            mine["calibration"] = opts["calibration"]
+        if "beta" in opts:  # confidence on the population: the same for every candidate
+            mine["beta"] = opts["beta"]
+        if "floor" in opts and "floor" in spec.options:  # grid steps (central/floored.py)
+            mine["floor"] = opts["floor"]
+        if lattice is not None and "lattice" in spec.options and "lattice" not in mine:
+            mine["lattice"] = lattice  # the grid detected on the table (library release)
+        if mine:
+            per[name] = mine
+    return choose_mechanism(
+        model,
+        epsilon=epsilon,
+        delta=delta,
+        weights=opts.get("weights"),
+        options=per,
+        progress=progress,
+        allow_partial_noise=_flag(opts.get("allow_partial_noise", False)),
+        prune=_flag(opts.get("prune", True), "prune"),
+    )
+
+
+def _has_lattice(model: Any) -> bool:
+    """The model carries its table's lattice (``model.facts``, :func:`distpriv.model_query`),
+    which :func:`distpriv.calibrate` uses: the same grid as the configuration path."""
+    facts = getattr(model, "facts", None)
+    return getattr(facts, "lattice_steps", None) is not None
+
+
+def _sample_lattice(model: Any) -> tuple[float, ...] | None:
+    """Lattice steps detected on a model's Monte Carlo samples (NaN: none), or None."""
+    samples = getattr(model, "samples", None)
+    if not samples:
+        return None
+    pooled = np.vstack(samples)
+    steps = []
+    for k in range(pooled.shape[1]):
+        lat = detect_lattice(pooled[:, k])
+        steps.append(math.nan if lat.step is None else lat.step)
+    return tuple(steps)
+
+
+def _flag(value: Any, key: str = "allow_partial_noise") -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"[mechanism] {key} must be true or false, got {value!r}")
+    return value

@@ -1,0 +1,285 @@
+"""Steps shared by the curator's commands (split from ``run.py``, code moved verbatim).
+
+Reading the configuration and the secret, opening the tables, building the model and
+calibrating the mechanism (fixed or ``auto``), the warnings collected on the way.
+docs/architecture.md §2: config → data → model → calibrate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..._validation import check_positive_int
+from ...central import CalibratedMechanism, mechanism_info
+from ...errors import (
+    ConfigError,
+    ParameterError,
+)
+from ...modeling import DataQueryModel, ProportionSecret, Query, Secret
+from ...modeling import tables as _tables_mod
+from ...modeling.identity import multiset_fingerprint
+from ...modeling.tables import Table
+from ..commands.release import build_model, calibrate_for, method_for, model_bootstrap
+from ..config import BUILTIN_PREFIX, ReleaseConfig, load_release_config
+from ..report import collect_warnings as _collect_warnings  # noqa: F401  (the commands import it here)
+from .calibrate import AUTO, AutoChoice, choose_for_table
+from .data import (
+    MIN_ROWS_PER_DRAWN_ROW,
+    check_memory,
+    check_model_support,
+    engine_table_facts,
+    open_table,
+    sample_table,
+)
+
+__all__: list[str] = []  # private steps of the commands
+
+
+def _config(config: str | Path | ReleaseConfig) -> ReleaseConfig:
+    return config if isinstance(config, ReleaseConfig) else load_release_config(config)
+
+
+def _population_set(cfg: ReleaseConfig) -> AbstractContextManager[None]:
+    """The command's population set (``[mechanism] population_set``) for everything in the
+    ``with`` block: calibration, ``auto``'s comparison, the price, the ledger's composition."""
+    from ...population import population_set
+
+    return population_set(cfg.population_set)
+
+
+def _proportion_secret(spec: dict[str, Any]) -> Secret:
+    if "values" not in spec and "range" not in spec:
+        raise ConfigError("[secret] needs 'values' (or 'range' = [low, high])")
+    return ProportionSecret(
+        spec["predicate"],
+        spec.get("values"),
+        pairs=spec.get("pairs"),
+        within=spec.get("within"),
+        range=spec.get("range"),
+    )
+
+
+def _mean_secret(spec: dict[str, Any]) -> Secret:
+    from ...modeling.secret_mean import MeanSecret
+
+    return MeanSecret(
+        spec["expression"],
+        spec["values"],
+        pairs=spec.get("pairs"),
+        within=spec.get("within"),
+    )
+
+
+# ``[secret] kind`` → what builds the secret from the config's [secret] table (whose keys
+# config.SECRET_KEYS has checked for that kind).
+def _several_secrets(spec: dict[str, Any]) -> Secret:
+    from ...modeling.secret_several import several_from_spec
+
+    return several_from_spec(spec["attributes"], what="[secret] attributes")
+
+
+def _event_secret(spec: dict[str, Any]) -> Secret:
+    from ...modeling.secret_events import EventSecret
+    from ...modeling.secret_mean_events import MeanGrid
+
+    # An event about a proportion (predicate) or about an average (expression, step).
+    if ("predicate" in spec) == ("expression" in spec):
+        raise ConfigError(
+            "[secret] kind = \"event\" needs exactly one of 'predicate' (ranges of a share) "
+            "or 'expression' (ranges of an average)"
+        )
+    if "step" in spec and "expression" not in spec:
+        raise ConfigError("[secret] 'step' applies only to events about an 'expression'")
+    if "predicate" in spec:
+        return EventSecret(spec["predicate"], spec["events"], pairs=spec.get("pairs"))
+    measured = MeanGrid(spec["expression"], step=spec.get("step"))
+    return EventSecret(measured, spec["events"], pairs=spec.get("pairs"))
+
+
+SECRET_BUILDERS: dict[str, Callable[[dict[str, Any]], Secret]] = {
+    "proportion": _proportion_secret,
+    "mean": _mean_secret,
+    "several": _several_secrets,
+    "event": _event_secret,
+}
+
+
+def _secret(cfg: ReleaseConfig) -> Secret:
+    spec = {k: v for k, v in cfg.secret.items() if k != "kind"}
+    secret = SECRET_BUILDERS[cfg.secret.get("kind", "proportion")](spec)
+    grid = getattr(secret, "grid", None)
+    if getattr(secret, "is_grid", False) and grid is not None:
+        try:  # a range or events: the values on the subset's grid
+            secret = grid(_subset_size(cfg))
+        except ParameterError as exc:
+            raise ConfigError(f"{cfg.path}: [secret] {exc}") from exc
+    return secret
+
+
+def _subset_size(cfg: ReleaseConfig) -> int:
+    try:
+        return check_positive_int(cfg.model["subset_size"], "subset_size")
+    except (ParameterError, TypeError) as exc:
+        raise ConfigError(f"{cfg.path}: [model] {exc}") from exc
+
+
+def _check_model_memory(cfg: ReleaseConfig, secret: Secret, n: int, method: str) -> int:
+    n_samples = check_positive_int(cfg.model.get("n_samples", 1000), "n_samples", minimum=2)
+    if method == "montecarlo":
+        # Index arrays (n_samples, n) int64 and the statistics, per secret value.
+        need = len(secret.values) * n_samples * (n + len(cfg.query)) * 8.0 * 2
+        check_memory(need, f"[model] n_samples={n_samples} with subset_size={n}")
+    return n_samples
+
+
+# Rows per stratum of the Monte Carlo row pool drawn in the engine when the modelling table
+# is too large for memory (at least MIN_ROWS_PER_DRAWN_ROW per row a dataset draws).
+POOL_ROWS = 200_000
+
+
+def _pool_size(table: Table, n: int) -> int | None:
+    """``None`` (the whole table) when it fits the row-level path, else an engine pool size."""
+    if table.n_rows <= _tables_mod.MAX_IN_MEMORY_ROWS:
+        return None
+    return max(POOL_ROWS, MIN_ROWS_PER_DRAWN_ROW * n)
+
+
+def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table, Table, str]:
+    """Modelling and released tables (in their engines) and the released one's source
+    (issue #19 item 1: nothing large is loaded into pandas). Their row overlap is checked
+    with the release's other warnings
+    (:func:`~distpriv.pipeline.commands.release.release_warnings`)."""
+    model = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
+    subset_rng = np.random.default_rng(cfg.insecure_seed)  # fresh OS entropy unless insecure
+    released, source = _released_table(cfg, data, n, subset_rng)
+    if released.n_rows != n:
+        raise ParameterError(
+            f"data has {released.n_rows} rows but subset_size={n}: the query model "
+            f"describes datasets of {n} rows, so only such a dataset can be released"
+        )
+    return model, released, source
+
+
+def _model_fingerprint(table: Table, query: Query, secret: Secret, key: bytes) -> str:
+    """Keyed fingerprint of the modelling table as the release reads it (the columns the
+    statistics and the secret use), by the engine's native row hash: the modelling table
+    can be large, and its identity need not match across engines."""
+    columns = sorted({table.column_name(c) for c in query.columns | secret.columns})
+    return multiset_fingerprint(table, key=key, columns=columns, portable=False)
+
+
+def _released_table(
+    cfg: ReleaseConfig, data: str | Path | None, n: int, rng: np.random.Generator
+) -> tuple[Table, str]:
+    if data is not None:
+        return open_table(str(data), what="--data"), str(data)
+    if cfg.release_source is None:
+        raise ConfigError(f"{cfg.path}: no table to release: give --data PATH or [data] release")
+    table = open_table(cfg.release_source, split_seed=cfg.split_seed, what="[data] release")
+    if cfg.release_source.startswith(BUILTIN_PREFIX):  # a random n-row dataset of the split
+        table = sample_table(table, n, rng, "[data] release")
+    return table, cfg.release_source
+
+
+def _model_and_mechanism(
+    cfg: ReleaseConfig,
+    model_frame: Table,
+    query: Query,
+    secret: Secret,
+    n: int,
+    progress: Callable[[int, int], None] | None = None,
+    support: bool = True,
+) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice | None]:
+    """The model and the calibrated mechanism (fixed or ``auto``); ``support``: warn here
+    when the model rests on too few rows (``run_release`` warns with the release's other
+    warnings instead)."""
+    if cfg.mechanism == AUTO:
+        return _auto_model_and_mechanism(cfg, model_frame, query, secret, n, progress, support)
+    method = method_for(cfg.mechanism, cfg.model.get("method", "analytic"))
+    n_samples = _check_model_memory(cfg, secret, n, method)
+    model = build_model(
+        model_frame,
+        query,
+        secret,
+        mechanism=cfg.mechanism,
+        subset_size=n,
+        method=method,
+        n_samples=n_samples,
+        rng=cfg.model.get("seed", 0),
+        missing=cfg.missing,
+        population=cfg.model.get("population", False),
+        pool_size=_pool_size(model_frame, n),
+        bootstrap=model_bootstrap(cfg.model),
+    )
+    if support:
+        for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
+            check_model_support(part.stratum_sizes, part.counts, n)
+    # The model carries its table's facts (model_query); the call names the problem when
+    # the statistics have none (not linear) and the mechanism needs them.
+    facts = (
+        model.facts or engine_table_facts(model_frame, query, n, missing=cfg.missing)
+        if mechanism_info(cfg.mechanism).defaults
+        else None
+    )
+    mech = calibrate_for(
+        cfg.mechanism,
+        model,
+        epsilon=cfg.epsilon,
+        delta=cfg.delta,
+        options=cfg.options,
+        facts=facts,
+    )
+    return model, mech, None
+
+
+def _auto_model_and_mechanism(
+    cfg: ReleaseConfig,
+    model_frame: Table,
+    query: Query,
+    secret: Secret,
+    n: int,
+    progress: Callable[[int, int], None] | None,
+    support: bool = True,
+) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice]:
+    """``mechanism = "auto"``: the least-error mechanism that verifies (stages.calibrate)."""
+    method = cfg.model.get("method", "analytic")
+    model = build_model(
+        model_frame,
+        query,
+        secret,
+        mechanism="eigm",  # any Gaussian-view mechanism: the model of the configured method
+        subset_size=n,
+        method=method,
+        n_samples=_check_model_memory(cfg, secret, n, method),
+        rng=cfg.model.get("seed", 0),
+        missing=cfg.missing,
+        population=cfg.model.get("population", False),
+        pool_size=_pool_size(model_frame, n),
+        bootstrap=model_bootstrap(cfg.model),
+    )
+    if support:
+        for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
+            check_model_support(part.stratum_sizes, part.counts, n)
+    choice = choose_for_table(
+        model,
+        epsilon=cfg.epsilon,
+        delta=cfg.delta,
+        options=cfg.options,
+        facts=model.facts or engine_table_facts(model_frame, query, n, missing=cfg.missing),
+        progress=progress,
+    )
+    return model, choice.mechanism, choice
+
+
+def _complete(table: Table, cfg: ReleaseConfig, query: Query, secret: Secret) -> Table:
+    """The modelling table under the missing-value policy (a filter in the engine), for the
+    ledger's joint model, which applies no policy of its own."""
+    if cfg.missing == "error":
+        return table
+    used = query.columns | secret.columns
+    return table.complete(used, missing=cfg.missing, what="modelling data")[0]
