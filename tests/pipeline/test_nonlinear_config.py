@@ -34,9 +34,7 @@ def test_bad_bootstrap_is_one_line(tmp_path, capsys, bad):
 
 
 def test_bootstrap_none_switches_the_layer_off(tmp_path):
-    from distpriv.pipeline.commands.release import model_bootstrap
-
     cfg = tmp_path / "c.toml"
     cfg.write_text(EXAMPLE.read_text().replace("bootstrap = 30", 'bootstrap = "none"'))
-    assert model_bootstrap(load_release_config(cfg).model) is None
-    assert model_bootstrap(load_release_config(EXAMPLE).model) == 30
+    assert load_release_config(cfg).plan.model.bootstrap is None
+    assert load_release_config(EXAMPLE).plan.model.bootstrap == 30

@@ -28,15 +28,27 @@ from __future__ import annotations
 import math
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ..central import MECHANISMS
 from ..errors import ConfigError, DistPrivError
 from ..querymodel import GaussianQueryModel
-
-# The commands' population set when [mechanism] population_set is not given.
-DEFAULT_POPULATION_SET = "box"
+from .plan import (
+    DEFAULT_BETA,
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_METHOD,
+    DEFAULT_N_SAMPLES,
+    DEFAULT_POPULATION_SET,
+    DEFAULT_SEED,
+    AuditSpec,
+    CalibrationSpec,
+    LedgerSpec,
+    ModelSpec,
+    OutputSpec,
+    ReleasePlan,
+)
 
 __all__ = [
     "BUILTIN_PREFIX",
@@ -58,6 +70,10 @@ class ModelConfig:
     options: dict[str, dict[str, Any]]
     title: str
     path: str
+
+    def options_for(self, mechanism: str) -> dict[str, Any]:
+        """The file's options of ``mechanism`` (its ``[options.<name>]`` table), or none."""
+        return dict(self.options.get(mechanism, {}))
 
 
 def _read_toml(path: str | Path, kind: str) -> tuple[Path, dict[str, Any]]:
@@ -218,6 +234,58 @@ class ReleaseConfig:
     # [mechanism] population_set: the population confidence set the commands calibrate,
     # compose and report with (distpriv.population_set; "box" by default).
     population_set: str = DEFAULT_POPULATION_SET
+
+    @cached_property
+    def plan(self) -> ReleasePlan:
+        """The release's settings, typed and with their defaults (:mod:`.plan`): the one
+        place the raw [model], [mechanism], [ledger] and [output] tables are read."""
+        return _plan(self)
+
+
+def _plan(cfg: ReleaseConfig) -> ReleasePlan:
+    mod, led, aud, opts = cfg.model, cfg.ledger, cfg.audit, dict(cfg.options)
+    audit_defaults = AuditSpec()
+    bootstrap = mod.get("bootstrap", DEFAULT_BOOTSTRAP)
+    budget = led.get("budget")
+    beta = opts.pop("beta", DEFAULT_BETA)
+    return ReleasePlan(
+        model=ModelSpec(
+            subset_size=mod["subset_size"],
+            method=mod.get("method", DEFAULT_METHOD),
+            n_samples=mod.get("n_samples", DEFAULT_N_SAMPLES),
+            seed=mod.get("seed", DEFAULT_SEED),
+            population=bool(mod.get("population", False)),
+            missing=cfg.missing,
+            bootstrap=None if bootstrap in (None, "none") else int(bootstrap),
+        ),
+        calibration=CalibrationSpec(
+            mechanism=cfg.mechanism,
+            epsilon=cfg.epsilon,
+            delta=cfg.delta,
+            beta=beta,
+            population_set=cfg.population_set,
+            options=opts,
+        ),
+        ledger=LedgerSpec(
+            enabled=led.get("enabled", True),
+            path=led.get("path"),
+            budget=None if budget is None else (float(budget[0]), float(budget[1])),
+            data_name=led.get("data_name"),
+        ),
+        output=OutputSpec(
+            title=cfg.title, include_true=cfg.include_true, insecure_seed=cfg.insecure_seed
+        ),
+        audit=AuditSpec(
+            mechanisms=tuple(aud.get("mechanisms") or ()),
+            repetitions=aud.get("repetitions", audit_defaults.repetitions),
+            n_shadow=aud.get("n_shadow", audit_defaults.n_shadow),
+            n_test=aud.get("n_test", audit_defaults.n_test),
+            classifiers=tuple(aud.get("classifiers") or audit_defaults.classifiers),
+            confidence=aud.get("confidence", audit_defaults.confidence),
+            seed=aud.get("seed"),
+            pairs=aud.get("pairs"),
+        ),
+    )
 
 
 def _table(

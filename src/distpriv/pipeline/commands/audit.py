@@ -33,17 +33,17 @@ from ..stages.data import (
     load_frame,
     open_table,
 )
+from ..stages.model import build_query_model
 from ..stages.steps import (
-    _check_model_memory,
     _collect_warnings,
     _config,
     _model_fingerprint,
-    _pool_size,
     _population_set,
     _secret,
     _subset_size,
+    model_spec,
 )
-from .release import build_model, calibrate_for, method_for, model_bootstrap
+from .release import calibrate_for
 
 __all__ = ["run_audit"]
 
@@ -62,10 +62,11 @@ def _audit_sources(cfg: ReleaseConfig) -> tuple[str, str]:
 
 def _audit_options(cfg: ReleaseConfig, name: str) -> dict[str, Any]:
     # The config's options belong to its mechanism; others get only its calibration.
+    options = cfg.plan.calibration.mechanism_options()
     if name == cfg.mechanism:
-        return dict(cfg.options)
-    if "calibration" in cfg.options and mechanism_info(name).gaussian:
-        return {"calibration": cfg.options["calibration"]}
+        return options
+    if "calibration" in options and mechanism_info(name).gaussian:
+        return {"calibration": options["calibration"]}
     return {}
 
 
@@ -96,30 +97,17 @@ def _calibrate_all(
     secret: Secret,
     n: int,
 ) -> tuple[list[CalibratedMechanism], DataQueryModel, list[str]]:
-    base = cfg.model.get("method", "analytic")
     models: dict[str, DataQueryModel] = {}
     facts = None
     if any(nm == AUTO or mechanism_info(nm).defaults for nm in names):
         facts = engine_table_facts(model_frame, query, n, missing=cfg.missing)  # once per table
     mechs, notes = [], []
     for name in [*names, None]:
-        method = method_for(name, base) if name not in (None, AUTO) else base
+        view = name if name not in (None, AUTO) else "eigm"  # auto, None: the configured method
+        method = cfg.plan.model.for_mechanism(view).method
         if method not in models:
-            n_samples = _check_model_memory(cfg, secret, n, method)
-            models[method] = build_model(
-                model_frame,
-                query,
-                secret,
-                mechanism="eigm" if (name or cfg.mechanism) == AUTO else (name or cfg.mechanism),
-                subset_size=n,
-                method=method,
-                n_samples=n_samples,
-                rng=cfg.model.get("seed", 0),
-                missing=cfg.missing,
-                population=cfg.model.get("population", False),
-                pool_size=_pool_size(model_frame, n),
-                bootstrap=model_bootstrap(cfg.model),
-            )
+            spec = model_spec(cfg, n, view, secret)
+            models[method] = build_query_model(spec, model_frame, query, secret)
         if name is None:
             break
         if name == AUTO:
@@ -151,7 +139,7 @@ def _calibrate_all(
             )
         except MechanismNotApplicableError as exc:
             notes.append(f"{name} not audited: {exc}")
-    return mechs, models[base], notes
+    return mechs, models[cfg.plan.model.method], notes
 
 
 def _pairs_of(secret: Secret) -> tuple[Any, ...]:
@@ -194,17 +182,17 @@ def run_audit(
     from ...attacks.audit_pairs import audit_pairs, parse_pairs
 
     cfg = _config(config)
-    aud = cfg.audit
-    names = list(mechanisms or aud.get("mechanisms") or [cfg.mechanism])
+    aud = cfg.plan.audit
+    names = list(mechanisms or aud.mechanisms or [cfg.mechanism])
     if names == ["all"]:
         names = list(MECHANISMS)
     for name in names:
         if name != AUTO:  # "auto": the mechanism the release would choose, audited below
             mechanism_info(name)
-    seed = aud.get("seed") if seed is None else seed
-    if pairs is None and "pairs" in aud:
+    seed = aud.seed if seed is None else seed
+    if pairs is None and aud.pairs is not None:
         try:
-            which = parse_pairs(aud["pairs"])
+            which = parse_pairs(aud.pairs)
         except ParameterError as exc:
             raise ConfigError(f"{cfg.path}: [audit] {exc}") from None
     else:
@@ -214,10 +202,10 @@ def run_audit(
     with _collect_warnings() as caught, _population_set(cfg):
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         reps = check_positive_int(
-            aud.get("repetitions", 10) if repetitions is None else repetitions, "repetitions"
+            aud.repetitions if repetitions is None else repetitions, "repetitions"
         )
-        n_shadow = check_positive_int(aud.get("n_shadow", 200), "n_shadow", minimum=2)
-        n_test = check_positive_int(aud.get("n_test", 200), "n_test", minimum=2)
+        n_shadow = check_positive_int(aud.n_shadow, "n_shadow", minimum=2)
+        n_test = check_positive_int(aud.n_test, "n_test", minimum=2)
         reps = check_audit_size(reps, n_shadow, n_test)  # bounded work, before any data
         check_memory((n_shadow + n_test) * n * 8.0 * 3, f"n_shadow + n_test with subset_size={n}")
         model_frame = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
@@ -238,8 +226,8 @@ def run_audit(
             repetitions=reps,
             n_shadow=n_shadow,
             n_test=n_test,
-            classifiers=tuple(classifiers or aud.get("classifiers") or ("logistic",)),
-            confidence=aud.get("confidence", 0.95) if confidence is None else confidence,
+            classifiers=tuple(classifiers or aud.classifiers),
+            confidence=aud.confidence if confidence is None else confidence,
             rng=gen,
             progress=progress,
             **extra,
@@ -259,7 +247,7 @@ def run_audit(
     if secret.kind == "several":  # each attribute's guarantee beside its attacks
         from .audit_kinds import several_audit_blocks
 
-        beta = cfg.options.get("beta", 0.05)
+        beta = cfg.plan.calibration.beta
         notes += several_audit_blocks(public, model, mechs, beta=beta)
     public["notes"] = [*public.get("notes", []), *notes]
     private = {

@@ -81,7 +81,7 @@ def run_calibrate(
                 else "a parameter network, not a query model (see distpriv.central.apmqm)"
             )
         )
-    options = dict(cfg.options.get(mechanism, {}))
+    options = cfg.options_for(mechanism)
     if calibration is not None:
         if not spec.gaussian:
             raise ParameterError(f"--calibration applies to Gaussian mechanisms, not {mechanism!r}")

@@ -25,11 +25,13 @@ from ...central import (
 )
 from ...errors import AssumptionWarning, ParameterError, PrivacyLeakWarning
 from ...guarantees import Release, to_jsonable
-from ...modeling import DataQueryModel, Query, Secret, model_query
+from ...modeling import DataQueryModel, Query, Secret
 from ...modeling.bootstrap import DEFAULT_BOOTSTRAP
 from ...modeling.tables import Table, as_table
+from ..plan import ModelSpec
 from ..stages.calibrate import AUTO, choose_for_table
 from ..stages.data import check_model_support, warn_overlap_tables
+from ..stages.model import build_query_model
 
 __all__ = [
     "ReleaseReport",
@@ -186,26 +188,17 @@ def build_model(
     (for tables too large for memory); ignored by the analytic method. ``bootstrap``:
     resamples of the population layer of non-linear statistics (``None``: off).
     """
-    meth = method_for(mechanism, method)
-    return model_query(
-        model_data,
-        query,
-        secret,
+    spec = ModelSpec(
         subset_size=subset_size,
-        method=meth,
+        method=method,
         n_samples=n_samples,
-        rng=rng,
-        missing=missing,
+        seed=rng if rng is None or isinstance(rng, int) else None,
         population=population,
-        pool_size=pool_size if meth == "montecarlo" else None,
+        missing=missing,
         bootstrap=bootstrap,
-    )
-
-
-def model_bootstrap(model: dict[str, Any]) -> int | None:
-    """The ``[model] bootstrap`` of a configuration: resamples, or ``None`` for "none"."""
-    value = model.get("bootstrap", DEFAULT_BOOTSTRAP)
-    return None if value == "none" else int(value)
+    ).for_mechanism(mechanism)
+    generator = rng if isinstance(rng, np.random.Generator) else None
+    return build_query_model(spec, model_data, query, secret, rng=generator, pool=pool_size)
 
 
 def calibrate_for(

@@ -49,7 +49,7 @@ from ..stages.steps import (
 )
 from .audit import run_audit
 from .calibrate import run_calibrate, run_demo
-from .release import ReleaseReport, method_for, release_warnings
+from .release import ReleaseReport, release_warnings
 from .verify import _verify, run_verify
 
 __all__ = ["run_audit", "run_calibrate", "run_demo", "run_release", "run_verify"]
@@ -95,15 +95,15 @@ def _draw(
         secret=secret,
         model_frame=_complete(model_table, cfg, query, secret),
         subset_size=released.n_rows,
-        method=method_for(mech.name, cfg.model.get("method", "analytic")),
-        n_samples=cfg.model.get("n_samples", 1000),
+        method=cfg.plan.model.for_mechanism(mech.name).method,
+        n_samples=cfg.plan.model.n_samples,
         noise_rng=noise_rng,
-        model_rng=cfg.model.get("seed", 0),
+        model_rng=cfg.plan.model.seed,
         fingerprints=keyed,
         model=model,
-        population=bool(cfg.model.get("population", False)),
+        population=cfg.plan.model.population,
         # The calibration's confidence on the population, kept by the composition.
-        beta=cfg.options.get("beta", 0.05),
+        beta=cfg.plan.calibration.beta,
     )
     return rel, block, used[-1]
 
@@ -215,7 +215,7 @@ def run_release(
             from ..report_several import attribute_guarantees
 
             public["secret"]["attributes"] = attribute_guarantees(
-                public["secret"]["attributes"], model, mech, beta=cfg.options.get("beta", 0.05)
+                public["secret"]["attributes"], model, mech, beta=cfg.plan.calibration.beta
             )
         if ledger_block is None:  # the curator opted out: the report says so
             from ..ledger import not_recorded

@@ -32,11 +32,11 @@ from ..stages.data import (
     check_memory,
     open_table,
 )
+from ..stages.model import pool_size
 from ..stages.steps import (
     _collect_warnings,
     _config,
     _model_and_mechanism,
-    _pool_size,
     _population_set,
     _secret,
     _subset_size,
@@ -112,7 +112,7 @@ def _verify_check(
     batch = max([sizes[0], *(b - a for a, b in itertools.pairwise(sizes))])
     need = len(secret.values) * batch * (n + len(cfg.query)) * 8.0 * 2
     check_memory(need, f"--verify ({batch} datasets per value of {n} rows)")
-    pool = _pool_size(model_frame, n)
+    pool = pool_size(model_frame, n)
     if pool is None and isinstance(secret, ProportionSecret):
         return verify_sequential(
             _sampler_draw(cfg, model_frame, query, secret, n, missing_report),

@@ -7,6 +7,7 @@ docs/architecture.md §2: config → data → model → calibrate.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -21,21 +22,21 @@ from ...errors import (
     ParameterError,
 )
 from ...modeling import DataQueryModel, ProportionSecret, Query, Secret
-from ...modeling import tables as _tables_mod
 from ...modeling.identity import multiset_fingerprint
 from ...modeling.tables import Table
-from ..commands.release import build_model, calibrate_for, method_for, model_bootstrap
+from ..commands.release import calibrate_for
 from ..config import BUILTIN_PREFIX, ReleaseConfig, load_release_config
+from ..plan import ModelSpec
 from ..report import collect_warnings as _collect_warnings  # noqa: F401  (the commands import it here)
 from .calibrate import AUTO, AutoChoice, choose_for_table
 from .data import (
-    MIN_ROWS_PER_DRAWN_ROW,
     check_memory,
     check_model_support,
     engine_table_facts,
     open_table,
     sample_table,
 )
+from .model import build_query_model
 
 __all__: list[str] = []  # private steps of the commands
 
@@ -123,13 +124,13 @@ def _secret(cfg: ReleaseConfig) -> Secret:
 
 def _subset_size(cfg: ReleaseConfig) -> int:
     try:
-        return check_positive_int(cfg.model["subset_size"], "subset_size")
+        return check_positive_int(cfg.plan.model.subset_size, "subset_size")
     except (ParameterError, TypeError) as exc:
         raise ConfigError(f"{cfg.path}: [model] {exc}") from exc
 
 
 def _check_model_memory(cfg: ReleaseConfig, secret: Secret, n: int, method: str) -> int:
-    n_samples = check_positive_int(cfg.model.get("n_samples", 1000), "n_samples", minimum=2)
+    n_samples = check_positive_int(cfg.plan.model.n_samples, "n_samples", minimum=2)
     if method == "montecarlo":
         # Index arrays (n_samples, n) int64 and the statistics, per secret value.
         need = len(secret.values) * n_samples * (n + len(cfg.query)) * 8.0 * 2
@@ -137,16 +138,12 @@ def _check_model_memory(cfg: ReleaseConfig, secret: Secret, n: int, method: str)
     return n_samples
 
 
-# Rows per stratum of the Monte Carlo row pool drawn in the engine when the modelling table
-# is too large for memory (at least MIN_ROWS_PER_DRAWN_ROW per row a dataset draws).
-POOL_ROWS = 200_000
-
-
-def _pool_size(table: Table, n: int) -> int | None:
-    """``None`` (the whole table) when it fits the row-level path, else an engine pool size."""
-    if table.n_rows <= _tables_mod.MAX_IN_MEMORY_ROWS:
-        return None
-    return max(POOL_ROWS, MIN_ROWS_PER_DRAWN_ROW * n)
+def model_spec(cfg: ReleaseConfig, n: int, mechanism: str, secret: Secret) -> ModelSpec:
+    """The plan's model spec for datasets of ``n`` rows and ``mechanism``'s view, with its
+    Monte Carlo memory checked before anything is drawn."""
+    spec = dataclasses.replace(cfg.plan.model, subset_size=n).for_mechanism(mechanism)
+    _check_model_memory(cfg, secret, n, spec.method)
+    return spec
 
 
 def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table, Table, str]:
@@ -200,22 +197,8 @@ def _model_and_mechanism(
     warnings instead)."""
     if cfg.mechanism == AUTO:
         return _auto_model_and_mechanism(cfg, model_frame, query, secret, n, progress, support)
-    method = method_for(cfg.mechanism, cfg.model.get("method", "analytic"))
-    n_samples = _check_model_memory(cfg, secret, n, method)
-    model = build_model(
-        model_frame,
-        query,
-        secret,
-        mechanism=cfg.mechanism,
-        subset_size=n,
-        method=method,
-        n_samples=n_samples,
-        rng=cfg.model.get("seed", 0),
-        missing=cfg.missing,
-        population=cfg.model.get("population", False),
-        pool_size=_pool_size(model_frame, n),
-        bootstrap=model_bootstrap(cfg.model),
-    )
+    spec = model_spec(cfg, n, cfg.mechanism, secret)
+    model = build_query_model(spec, model_frame, query, secret)
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
             check_model_support(part.stratum_sizes, part.counts, n)
@@ -247,21 +230,9 @@ def _auto_model_and_mechanism(
     support: bool = True,
 ) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice]:
     """``mechanism = "auto"``: the least-error mechanism that verifies (stages.calibrate)."""
-    method = cfg.model.get("method", "analytic")
-    model = build_model(
-        model_frame,
-        query,
-        secret,
-        mechanism="eigm",  # any Gaussian-view mechanism: the model of the configured method
-        subset_size=n,
-        method=method,
-        n_samples=_check_model_memory(cfg, secret, n, method),
-        rng=cfg.model.get("seed", 0),
-        missing=cfg.missing,
-        population=cfg.model.get("population", False),
-        pool_size=_pool_size(model_frame, n),
-        bootstrap=model_bootstrap(cfg.model),
-    )
+    # any Gaussian-view mechanism: the model of the configured method
+    spec = model_spec(cfg, n, "eigm", secret)
+    model = build_query_model(spec, model_frame, query, secret)
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
             check_model_support(part.stratum_sizes, part.counts, n)

@@ -1,0 +1,217 @@
+"""The release plan: every setting of a release, typed, frozen, with its default in one place.
+
+A release passes through several stages (data, model, calibration, verification, ledger,
+output) and each needs some of its settings. They used to be read from the configuration's
+raw tables wherever they were needed, each read restating its default; two routes to the
+query model (the release's and the ledger's joint model) could then disagree on an option.
+Here they are read once: :func:`distpriv.pipeline.config.load_release_config` builds a
+:class:`ReleasePlan` from the TOML file (config.py is the only reader of raw tables), the
+library's functions build one from their keyword arguments, and every stage takes the part it
+needs. A plan holds no data and no secrets: only how to model, calibrate, record and write.
+
+Layout::
+
+    ReleasePlan
+      model        ModelSpec        how f_θ is modelled (Chen & Ohrimenko 2023, App. C.1)
+      calibration  CalibrationSpec  the mechanism, ε, δ, β, the population set, its options
+      ledger       LedgerSpec       where releases are recorded and the budget they spend
+      output       OutputSpec       what the reports include
+      audit        AuditSpec        the defaults of ``distpriv audit``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+__all__ = [
+    "DEFAULT_BETA",
+    "DEFAULT_BOOTSTRAP",
+    "DEFAULT_METHOD",
+    "DEFAULT_MISSING",
+    "DEFAULT_N_SAMPLES",
+    "DEFAULT_POPULATION_SET",
+    "DEFAULT_SEED",
+    "AuditSpec",
+    "CalibrationSpec",
+    "LedgerSpec",
+    "ModelSpec",
+    "OutputSpec",
+    "ReleasePlan",
+]
+
+# The defaults of a release, stated once. They match the library's own defaults
+# (distpriv.model_query, distpriv.calibrate); tests/pipeline/test_plan.py checks that.
+DEFAULT_METHOD = "analytic"
+DEFAULT_N_SAMPLES = 1000
+DEFAULT_SEED = 0
+DEFAULT_MISSING = "error"
+DEFAULT_BOOTSTRAP: int | None = 50
+DEFAULT_BETA: float | None = 0.05
+DEFAULT_POPULATION_SET = "box"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How the query model of a release is built from its modelling table.
+
+    Attributes
+    ----------
+    subset_size : int
+        n, rows of the released dataset (the model describes datasets of n rows).
+    method : {"analytic", "montecarlo"}
+        Exact moments of linear statistics, or Monte Carlo datasets. Mechanisms that need
+        the samples view (the Wasserstein mechanisms) get Monte Carlo whatever this says
+        (:meth:`for_mechanism`).
+    n_samples : int
+        Monte Carlo datasets per value of the secret.
+    seed : int or None
+        Randomness of the modelling (never of any published noise); ``None``: fresh
+        entropy from the operating system.
+    population : bool
+        The modelling table is the whole population (finite-population correction against
+        it, exact moments); by default it is a sample and the model carries the uncertainty
+        of its moments.
+    missing : {"error", "drop"}
+        The NULL policy of the statistics' and the secret's columns.
+    bootstrap : int or None
+        Resamples of the population layer of non-linear statistics; ``None``: off.
+    """
+
+    subset_size: int
+    method: str = DEFAULT_METHOD
+    n_samples: int = DEFAULT_N_SAMPLES
+    seed: int | None = DEFAULT_SEED
+    population: bool = False
+    missing: str = DEFAULT_MISSING
+    bootstrap: int | None = DEFAULT_BOOTSTRAP
+
+    def for_mechanism(self, mechanism: str) -> ModelSpec:
+        """The spec a mechanism is calibrated on: Monte Carlo for the samples view."""
+        from ..central import mechanism_info  # the registry: only when a model is built
+
+        if mechanism != "auto" and mechanism_info(mechanism).model_view == "samples":
+            return replace(self, method="montecarlo")
+        return self
+
+
+@dataclass(frozen=True)
+class CalibrationSpec:
+    """What is calibrated: the mechanism and the guarantee asked of it.
+
+    Attributes
+    ----------
+    mechanism : str
+        A registered mechanism (:data:`distpriv.MECHANISMS`) or ``"auto"``.
+    epsilon, delta : float
+        The (ε, δ) of distribution privacy asked for every pair of the secret's Ψ.
+    beta : float or None
+        Confidence 1 − β that the guarantee holds on the population (``None``: on the
+        fitted moments only).
+    population_set : {"box", "joint", "tight"}
+        The population confidence set (:func:`distpriv.population_set`).
+    options : mapping
+        The mechanism's own options (read-only), without ``beta``.
+    """
+
+    mechanism: str
+    epsilon: float
+    delta: float = 0.0
+    beta: float | None = DEFAULT_BETA
+    population_set: str = DEFAULT_POPULATION_SET
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+
+    def mechanism_options(self) -> dict[str, Any]:
+        """The options a mechanism's calibration takes, β included."""
+        return {**self.options, "beta": self.beta}
+
+
+@dataclass(frozen=True)
+class LedgerSpec:
+    """Where a release is recorded and what it may spend.
+
+    Attributes
+    ----------
+    enabled : bool
+        ``False``: record nothing (the report says so).
+    path : str or None
+        The ledger file; ``None``: the default beside the configuration.
+    budget : tuple of (float, float) or None
+        (ε, δ) the account of this data and secret may reach.
+    data_name : str or None
+        Key the data by this name instead of by its keyed fingerprint.
+    """
+
+    enabled: bool = True
+    path: str | None = None
+    budget: tuple[float, float] | None = None
+    data_name: str | None = None
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """What the reports of a release include.
+
+    Attributes
+    ----------
+    title : str
+    include_true : bool
+        The true values of the statistics in the curator's private diagnostics.
+    insecure_seed : int or None
+        A reproducible, NOT private noise seed (experiments and tests only).
+    """
+
+    title: str = ""
+    include_true: bool = False
+    insecure_seed: int | None = None
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """The defaults of ``distpriv audit`` for this configuration (Chen & Ohrimenko 2023 §5.3).
+
+    Attributes
+    ----------
+    mechanisms : tuple of str
+        Mechanisms to attack; empty: the configured one.
+    repetitions : int
+        Attacks per mechanism and pair.
+    n_shadow, n_test : int
+        Shadow datasets the attacker trains on, and test datasets per value of the secret.
+    classifiers : tuple of str
+    confidence : float
+        Level of the accuracy's interval.
+    seed : int or None
+        Randomness of the audit (its datasets and its noise: the audit publishes nothing).
+    pairs : str or int or None
+        Which pairs of the secret to attack; ``None``: ``"auto"``.
+    """
+
+    mechanisms: tuple[str, ...] = ()
+    repetitions: int = 10
+    n_shadow: int = 200
+    n_test: int = 200
+    classifiers: tuple[str, ...] = ("logistic",)
+    confidence: float = 0.95
+    seed: int | None = None
+    pairs: Any = None
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """Every setting of a release: built once, passed to every stage."""
+
+    model: ModelSpec
+    calibration: CalibrationSpec
+    ledger: LedgerSpec = field(default_factory=LedgerSpec)
+    output: OutputSpec = field(default_factory=OutputSpec)
+    audit: AuditSpec = field(default_factory=AuditSpec)
+
+    def with_mechanism(self, mechanism: str) -> ReleasePlan:
+        """The same plan for another mechanism (the audit's candidates, ``auto``'s)."""
+        return replace(self, calibration=replace(self.calibration, mechanism=mechanism))
