@@ -71,7 +71,7 @@ each, five of them), and the mechanism-aware classifier and likelihood-ratio tes
 notebook does not run.
 
 Third round, ``verify`` only (branch ``coldverify``): brentq ported from scipy's C
-(``distpriv._roots``, bit-identical iterates), so the calibrations no longer import
+(``distpriv.util.roots``, bit-identical iterates), so the calibrations no longer import
 scipy.optimize, and scipy.integrate is imported only where QUADPACK runs (together
 scipy.optimize, scipy.sparse.linalg, scipy.spatial, scipy.fft, scipy.constants: about
 0.25 s); the bundled Adult table parsed with its int columns and ``?`` marker in pandas' C
@@ -231,7 +231,7 @@ fingerprint. What changed, each measured in process on the paper's setting:
   collector off and freezes what they leave (``distpriv/_import_gc.py``), freezes the
   survivors of any collection that runs inside another import (a ``gc`` callback), and
   unfreezes it all when the command returns;
-* ``distpriv._threads.one_blas_thread`` is a no-op while the entry point has loaded
+* ``distpriv.util.threads.one_blas_thread`` is a no-op while the entry point has loaded
   numpy's OpenBLAS on one thread: threadpoolctl's import, its scan of the libraries and 79
   limit/restore pairs were 19.9 ms, now 1.5 ms;
 * the check's sampler reuses the model's count of missing values (its aggregate query)
@@ -305,7 +305,7 @@ verify's CPU. All three runs are within the 3x target, by 3-16 %.
 
 Sixth round (9ed300f): ``distpriv verify`` no longer imports pandas (0.3-0.4 s of CPU, most
 of the yardstick itself). The bundled Adult data of an ``adult:<split>`` source is parsed by
-DuckDB's CSV reader (``distpriv.datasets._adult_duckdb``: the same rows in the same order as
+DuckDB's CSV reader (``distpriv.datasets.adult_duckdb``: the same rows in the same order as
 ``paper_split``, tested per part and seed against pandas' parse), and the check's row-level
 path receives a DuckDB table's rows as Arrow with a positional row id instead of a pandas
 frame; ``tests/test_cli_startup.py`` fails if ``verify`` imports pandas. The lead on an idle

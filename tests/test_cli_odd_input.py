@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import one_line_error, run
-from distpriv._text import parse_decimal, parse_nonnegative_int, printable
 from distpriv.errors import ParameterError
+from distpriv.util.text import parse_decimal, parse_nonnegative_int, printable
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"

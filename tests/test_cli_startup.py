@@ -174,19 +174,19 @@ def test_lazy_map_and_all_agree():
 
 
 def test_function_named_like_its_module_stays_the_function():
-    """`distpriv.pipeline.commands.release` was the function under eager imports; importing the
-    submodule of the same name must not rebind it to the module."""
+    """`distpriv.pipeline.release` is the function; importing the submodule that defines it,
+    or a submodule named like a function of its package, must not rebind the name."""
     importlib.import_module("distpriv.pipeline.commands.release")
     importlib.import_module("distpriv.attacks.audit")
     importlib.import_module("distpriv.local.evaluate")
-    assert callable(distpriv.pipeline.commands.release) and not isinstance(
-        distpriv.pipeline.commands.release, type(os)
+    assert callable(distpriv.pipeline.release) and not isinstance(
+        distpriv.pipeline.release, type(os)
     )
     from distpriv.attacks import audit
     from distpriv.local import evaluate
 
     assert callable(audit) and callable(evaluate)
-    assert distpriv.release is distpriv.pipeline.commands.release
+    assert distpriv.release is distpriv.pipeline.release
 
 
 def test_from_import_star_still_works():
@@ -322,11 +322,11 @@ def test_import_distpriv_imports_nothing_heavy():
 # What `distpriv verify` of the paper's setting must not import (issue 28 item 4): the
 # mechanisms it does not calibrate (scipy.stats for APGM and the fallback, networkx for
 # APMQM, POT for Wasserstein), the audit's classifiers, and the other commands' modules;
-# scipy.optimize (brentq is distpriv._roots' port) and scipy.integrate (QUADPACK only where
+# scipy.optimize (brentq is distpriv.util.roots' port) and scipy.integrate (QUADPACK only where
 # the inversion's oscillatory tail or Laplace noise's norm needs it), each of which pulls
 # scipy.sparse.linalg, scipy.spatial and scipy.fft; scipy.linalg (about 0.1 s: its
 # batching decorator parses its functions' docstrings), whose one use on this path was
-# the check's 5 × 5 Gaussian density (numpy's eigh now, distpriv._distributions); pandas
+# the check's 5 × 5 Gaussian density (numpy's eigh now, distpriv.util.distributions); pandas
 # (0.3-0.4 s, most of the yardstick `import numpy, pandas`): the bundled Adult data is
 # parsed by DuckDB and the check's rows come to it as Arrow.
 VERIFY_MUST_NOT_IMPORT = (
@@ -509,12 +509,12 @@ def test_the_entry_point_freezes_only_what_survives_collections_inside_imports(
 
 
 def _lazy_probe_package(tmp_path, name: str) -> None:
-    """A package with one lazy export (distpriv._lazy) whose module records whether the
+    """A package with one lazy export (distpriv.util.lazy) whose module records whether the
     collector was on while it was imported."""
     pkg = tmp_path / name
     pkg.mkdir()
     (pkg / "__init__.py").write_text(
-        "from distpriv._lazy import attach\n"
+        "from distpriv.util.lazy import attach\n"
         "__getattr__, __dir__ = attach(__name__, {'sub': ['VALUE']})\n"
     )
     (pkg / "sub.py").write_text(
@@ -531,7 +531,7 @@ def test_lazy_exports_load_without_collections_only_while_a_command_runs(monkeyp
 
     import distpriv.cli as cli
     from distpriv import __main__ as entry
-    from distpriv import _import_gc
+    from distpriv.util import import_gc as _import_gc
 
     monkeypatch.syspath_prepend(str(tmp_path))
     _lazy_probe_package(tmp_path, "_cold_lazy_in")
@@ -585,7 +585,7 @@ _BLAS_PROBE = textwrap.dedent(
             {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
         )
         seen["during"] = os.environ.get("OPENBLAS_NUM_THREADS")
-        from distpriv import _threads
+        from distpriv.util import threads as _threads
 
         seen["no_limits"] = isinstance(_threads.one_blas_thread(), nullcontext)
         return 0
@@ -593,7 +593,7 @@ _BLAS_PROBE = textwrap.dedent(
     cli.main = command
     status = entry.main()
     seen["after"] = os.environ.get("OPENBLAS_NUM_THREADS")
-    from distpriv import _threads
+    from distpriv.util import threads as _threads
 
     seen["no_limits_after"] = isinstance(_threads.one_blas_thread(), nullcontext)
     seen["status"] = status

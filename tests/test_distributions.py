@@ -1,4 +1,4 @@
-"""distpriv._distributions against scipy.stats (the reference it replaces on the cold path)
+"""distpriv.util.distributions against scipy.stats (the reference it replaces on the cold path)
 and, for the tails, against mpmath in extended precision."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from distpriv._distributions import GaussianDensity, beta_ppf, binom_sf
+from distpriv.util.distributions import GaussianDensity, beta_ppf, binom_sf
 
 
 def test_beta_ppf_is_scipy_beta_ppf():
@@ -87,7 +87,7 @@ def test_numpy_eigh_range_agrees_with_scipy_far_below_the_tolerance(seed):
     of scipy.linalg's (syevr, scipy.stats' own), the densities agree to 1e-11 relative,
     on and far off the mean; above it scipy.linalg's is used (the hypothesis test above
     covers condition numbers to 1e12)."""
-    from distpriv._distributions import _NUMPY_EIGH_CONDITION
+    from distpriv.util.distributions import _NUMPY_EIGH_CONDITION
 
     rng = np.random.default_rng(seed)
     m = 5

@@ -18,15 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "distpriv"
 # docs/architecture.md §2, top to bottom; a module may import only from its own rank or a lower one.
 LAYERS: dict[str, int] = {
     "errors": 0,
-    "_validation": 0,
-    "_text": 0,  # terminal-safe text, plain ASCII numbers (stdlib only)
-    "_version": 0,
-    "_threads": 0,  # one BLAS thread around the accountant's loops (threadpoolctl only)
-    "_lazy": 0,  # lazy re-exports of the package __init__ files (importlib only)
-    "_import_gc": 0,  # the collector off while a command imports (gc only; distpriv.__main__)
-    "_html": 0,  # templates for _repr_html_ and the report (jinja2 only)
-    "_distributions": 0,  # the few scipy.stats functions, from scipy.special (cold path)
-    "_roots": 0,  # scipy.optimize.brentq's algorithm, without importing scipy.optimize
+    "util": 0,  # validation, threads, lazy exports, text, templates, scipy-free helpers
     "accounting": 1,  # the accountant package: calibrations and the exact pair profile
     "distances": 2,
     "divergences": 2,

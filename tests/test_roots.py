@@ -1,4 +1,4 @@
-"""distpriv._roots.brentq against scipy.optimize.brentq (the reference it ports).
+"""distpriv.util.roots.brentq against scipy.optimize.brentq (the reference it ports).
 
 The port must be the same algorithm, not merely another root finder: on every function of a
 battery (smooth, flat, steep, discontinuous, with roots at the ends, hard to bracket), both
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq as scipy_brentq
 
-from distpriv._roots import brentq
+from distpriv.util.roots import brentq
 
 EPS = float(np.finfo(float).eps)
 

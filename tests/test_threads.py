@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from distpriv import calibrate
-from distpriv._threads import on_one_blas_thread, one_blas_thread
 from distpriv.pipeline.stages.calibrate import choose_mechanism
+from distpriv.util.threads import on_one_blas_thread, one_blas_thread
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 

@@ -1,6 +1,6 @@
 """The lazy exports of each package are also imported under ``if TYPE_CHECKING:``.
 
-Type checkers do not follow a module ``__getattr__`` (distpriv._lazy.attach): a public name
+Type checkers do not follow a module ``__getattr__`` (distpriv.util.lazy.attach): a public name
 missing from the TYPE_CHECKING block is ``Any`` to every user's type checker, silently.
 """
 

@@ -14,7 +14,7 @@ from distpriv import (
     ParameterTypeError,
     SampledQueryModel,
 )
-from distpriv._validation import (
+from distpriv.util.validation import (
     check_array,
     check_covariance,
     check_delta,

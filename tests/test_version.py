@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 
 import distpriv
-from distpriv._version import __version__
+from distpriv.util.version import __version__
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,7 @@ def test_pyproject_reads_the_version_from_the_module():
     assert "version" not in project["project"]
     assert "version" in project["project"]["dynamic"]
     attr = project["tool"]["setuptools"]["dynamic"]["version"]["attr"]
-    assert attr == "distpriv._version.__version__"
+    assert attr == "distpriv.util.version.__version__"
 
 
 def test_version_is_a_pep440_release_string():

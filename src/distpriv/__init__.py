@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._lazy import attach
+from .util.lazy import attach
 
-# Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
+# Imported on first use (distpriv.util.lazy): `distpriv --help` must not pay for scipy,
 # pandas, DuckDB or sklearn. Submodule -> the names it defines.
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "_version": ("__version__",),
+    "util.version": ("__version__",),
     "accounting": (
         "gaussian_constant",
         "max_mahalanobis_distance",
@@ -145,7 +145,6 @@ if TYPE_CHECKING:
         querymodel,
         report,
     )
-    from ._version import __version__
     from .accounting import gaussian_constant, max_mahalanobis_distance
     from .accounting.pair_profile import (
         GaussianPairProfile,
@@ -212,6 +211,7 @@ if TYPE_CHECKING:
         SampledQueryModel,
     )
     from .report import render_html
+    from .util.version import __version__
 
 __getattr__, __dir__ = attach(
     __name__,

@@ -32,14 +32,14 @@ GC_GENERATION0 = 20_000
 # inside an import, gc.freeze() moves the survivors to the permanent generation, which no
 # collection traverses; the command's own objects are collected as before. The lazy
 # package exports' imports (``from distpriv.pipeline import run_verify``: most of a
-# command's imports) run with the collector off altogether (distpriv._import_gc). Frozen
+# command's imports) run with the collector off altogether (distpriv.util.import_gc). Frozen
 # objects are unfrozen when the command returns (they are collected at exit as usual); a
 # caller that froze objects itself keeps its own freezing untouched (nothing is frozen).
 FREEZE_IMPORT_SURVIVORS = True
 
 # BLAS threads of a command, unless the user set them (issue 28 item 4, third round). A
 # command's linear algebra is thousands of small calls (the exact accountant's m × m
-# decompositions already run on one thread, distpriv._threads); between them OpenBLAS's
+# decompositions already run on one thread, distpriv.util.threads); between them OpenBLAS's
 # other threads spin while they wait for work, and that CPU is spent for nothing: measured
 # about 0.1 s of the 1.5 s of ``distpriv verify examples/adult-income.toml`` on two cores.
 # OpenBLAS reads the variable once, when it is loaded (numpy's, and scipy's own copy when
@@ -58,16 +58,16 @@ def _one_blas_thread() -> bool:
 
 
 def _imports_without_collection(value: bool) -> None:
-    """Let distpriv._import_gc.loading run the command's imports without collections."""
-    from . import _import_gc
+    """Let distpriv.util.import_gc.loading run the command's imports without collections."""
+    from .util import import_gc as _import_gc
 
     _import_gc.ACTIVE = value
 
 
 def _openblas_one_thread_at_load(value: bool) -> None:
-    """Tell distpriv._threads that OpenBLAS was loaded on one thread for this command (its
+    """Tell distpriv.util.threads that OpenBLAS was loaded on one thread for this command (its
     threadpoolctl limits are then not needed)."""
-    from . import _threads
+    from .util import threads as _threads
 
     _threads.OPENBLAS_ONE_THREAD_AT_LOAD = value
 

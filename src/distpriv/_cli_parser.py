@@ -7,8 +7,8 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._text import parse_decimal, parse_nonnegative_int
 from .errors import ParameterError
+from .util.text import parse_decimal, parse_nonnegative_int
 
 __all__ = ["LazyNames", "add_commands"]
 

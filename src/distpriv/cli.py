@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ._text import printable
 from .errors import DistPrivError, ParameterError
 from .pipeline.scope import command_scope
 from .pipeline.scope import recorded_note as _note
 from .report.output import OutputError, check_output, write_atomic, write_files
+from .util.text import printable
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -276,7 +276,7 @@ def _cmd_mechanisms(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``distpriv`` command (see :mod:`distpriv._cli_parser`)."""
     from ._cli_parser import LazyNames, add_commands
-    from ._version import __version__
+    from .util.version import __version__
 
     parser = _Parser(prog="distpriv", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"distpriv {__version__}")

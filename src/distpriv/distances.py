@@ -32,8 +32,8 @@ from numpy.typing import ArrayLike
 from scipy.spatial.distance import cdist
 
 from ._bottleneck import _bottleneck_threshold, _max_flow, _smallest_feasible
-from ._validation import check_array, check_choice, check_delta
 from .errors import ParameterError
+from .util.validation import check_array, check_choice, check_delta
 
 __all__ = ["closeness", "winf_distance"]
 

@@ -29,8 +29,8 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import check_array, check_choice, check_delta, check_real
 from .errors import ParameterError
+from .util.validation import check_array, check_choice, check_delta, check_real
 
 __all__ = [
     "DIVERGENCES",

@@ -194,7 +194,7 @@ class PrivacyGuarantee:
 
     def _repr_html_(self) -> str:
         """Compact HTML summary for Jupyter (from the package templates)."""
-        from ._html import repr_guarantee
+        from .util.templates import repr_guarantee
 
         return repr_guarantee(self.to_dict())
 
@@ -239,6 +239,6 @@ class Release:
 
     def _repr_html_(self) -> str:
         """Compact HTML summary for Jupyter (from the package templates)."""
-        from ._html import repr_release
+        from .util.templates import repr_release
 
         return repr_release(self.to_dict())

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from scipy.special import erfcx, gammaln
 
-from ._validation import check_array, check_positive_int, check_rng, readonly
 from .errors import ParameterError, ParameterTypeError, SamplerError
+from .util.validation import check_array, check_positive_int, check_rng, readonly
 
 __all__ = [
     "GRID_EXPONENT",

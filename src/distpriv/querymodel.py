@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._validation import check_array, check_covariance, readonly
 from .errors import ParameterError, ParameterTypeError
+from .util.validation import check_array, check_covariance, readonly
 
 __all__ = ["BootstrapUncertainty", "GaussianQueryModel", "MomentUncertainty", "SampledQueryModel"]
 
@@ -95,7 +95,7 @@ class _PairsMixin:
 
     def _repr_html_(self) -> str:
         """Compact HTML summary for Jupyter: labels, statistics and means per hypothesis."""
-        from ._html import repr_model
+        from .util.templates import repr_model
 
         return repr_model(self.to_dict())
 

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from distpriv import GaussianQueryModel, Noise, calibrate, gaussian_pair_delta
-from distpriv._distributions import binom_sf
 from distpriv.attacks import verify_sequential
 from distpriv.attacks._verify_stats import _cp, detectable_delta
 from distpriv.attacks.bounds import clopper_pearson
 from distpriv.modeling.lattice import decoder_ruled_out, detect_sample_lattice, lattice_decoder
+from distpriv.util.distributions import binom_sf
 
 G_MEANS = np.array([[0.0, 0.0], [1.0, -0.5]])
 G_COVS = np.array([[[1.0, 0.3], [0.3, 1.0]], [[1.2, 0.2], [0.2, 0.9]]])

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from distpriv.datasets import PAPER_SPLIT, load_adult, paper_split
-from distpriv.datasets._adult_duckdb import _ALL, _instance, adult_engine, bundled_paths
+from distpriv.datasets.adult_duckdb import _ALL, _instance, adult_engine, bundled_paths
 from distpriv.errors import ParameterError
 from distpriv.modeling.engines import LOCKED_SETTINGS
 from distpriv.pipeline.scope import command_scope

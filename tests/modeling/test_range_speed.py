@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import distpriv as dp
-from distpriv._validation import check_covariance
 from distpriv.accounting import gaussian_pair_profile
 from distpriv.central import exact_calibration, floored
 from distpriv.central import optimal as optimal_mod
@@ -24,6 +23,7 @@ from distpriv.population.confidence import population_model
 from distpriv.population.exact import pair_deltas
 from distpriv.population.pair_pruning import implied_constraints
 from distpriv.querymodel import GaussianQueryModel
+from distpriv.util.validation import check_covariance
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 

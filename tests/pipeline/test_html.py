@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from distpriv import GaussianQueryModel, calibrate
-from distpriv._html import CSP, fmt_number
 from distpriv.errors import AssumptionWarning, ParameterError, ParameterTypeError
 from distpriv.report.html import render_html, utility_curve, utility_figure_svg
+from distpriv.util.templates import CSP, fmt_number
 
 
 class _Page(HTMLParser):

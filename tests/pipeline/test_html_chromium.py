@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distpriv._html import CSP, fmt_number
 from distpriv.pipeline.browser import (
     chromium_dom,
     chromium_executable,
@@ -23,6 +22,7 @@ from distpriv.pipeline.browser import (
     page_requests,
 )
 from distpriv.report.html import render_html
+from distpriv.util.templates import CSP, fmt_number
 
 CONFIG = Path(__file__).resolve().parents[2] / "examples" / "adult-income.toml"
 

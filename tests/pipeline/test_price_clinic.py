@@ -28,10 +28,10 @@ import pytest
 import distpriv as dp
 from cli_helpers import one_line_error, run
 from distpriv import cli
-from distpriv._html import CSP, fmt_number
 from distpriv.central import CalibratedMechanism
 from distpriv.modeling import Query, model_query
 from distpriv.pipeline.report import PRIVATE_BANNER
+from distpriv.util.templates import CSP, fmt_number
 
 ROOT = Path(__file__).resolve().parents[2]
 CLINIC = ROOT / "examples" / "clinic"

@@ -35,9 +35,9 @@ import warnings
 
 import numpy as np
 
-from .._roots import brentq  # scipy.optimize's, without its import cost
-from .._validation import check_choice, check_delta, check_privacy
 from ..errors import AssumptionWarning
+from ..util.roots import brentq  # scipy.optimize's, without its import cost
+from ..util.validation import check_choice, check_delta, check_privacy
 from .pair_profile import _log_gaussian_delta
 
 __all__ = [

@@ -55,9 +55,9 @@ from typing import Any
 import numpy as np
 from scipy.special import log_ndtr
 
-from .._roots import brentq  # scipy.optimize's, without its import cost
-from .._validation import check_array, check_covariance, check_delta, check_epsilon, check_real
 from ..errors import ParameterError
+from ..util.roots import brentq  # scipy.optimize's, without its import cost
+from ..util.validation import check_array, check_covariance, check_delta, check_epsilon, check_real
 from ._inversion import _chernoff_bound, _inversion_checked, _whitening_error, _whitening_ok
 from ._region import _U, _profile_1d
 from ._whitening import _decompose, _Decomposition, _finite, _Loss, _loss

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int, check_real
 from ..central import CalibratedMechanism, calibrate, model_view_for
 from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
 from ..modeling import DataQueryModel, ProportionSecret
 from ..querymodel import GaussianQueryModel, SampledQueryModel
+from ..util.validation import check_positive_int, check_real
 from .audit_kinds import AuditTarget, model_rows
 from .audit_report import UNDEFENDED
 from .classifiers import CLASSIFIERS

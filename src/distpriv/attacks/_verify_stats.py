@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from .._distributions import beta_ppf, binom_sf
-from .._threads import one_blas_thread
 from ..accounting.pair_profile import gaussian_pair_delta
 from ..central import CalibratedMechanism
 from ..errors import MechanismNotApplicableError, ParameterError
+from ..util.distributions import beta_ppf, binom_sf
+from ..util.threads import one_blas_thread
 from .bounds import clopper_pearson
 from .likelihood import GaussianLikelihoodRatio
 from .verify_results import POWER, DirectionCheck, NullControl

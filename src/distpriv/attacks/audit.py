@@ -24,11 +24,11 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._validation import check_positive_int, check_rng
 from ..central import CalibratedMechanism
 from ..modeling import DataQueryModel, ProportionSecret, Query, Secret
 from ..modeling.strata import StratifiedSampler
 from ..querymodel import SampledQueryModel
+from ..util.validation import check_positive_int, check_rng
 from ._audit_setup import (
     MAX_DATASETS,  # noqa: F401 (re-exported, not in __all__)
     MAX_REPETITIONS,  # noqa: F401 (re-exported, not in __all__)

@@ -43,8 +43,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .._distributions import GaussianDensity
-from .._validation import check_positive_int
 from ..errors import ParameterError, ParameterTypeError
 from ..modeling.queries import Query
 from ..modeling.sampling import chunk_rows, sample_subsets
@@ -54,6 +52,8 @@ from ..modeling.secret_several import AttributeValue, SeveralSecrets
 from ..modeling.secrets import ProportionSecret
 from ..modeling.strata import StratifiedSampler
 from ..modeling.tables import as_table
+from ..util.distributions import GaussianDensity
+from ..util.validation import check_positive_int
 from .likelihood import GaussianLikelihoodRatio
 
 if TYPE_CHECKING:

@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int, check_real, check_rng
 from ..errors import ParameterError
 from ..modeling import ProportionSecret, Query
 from ..modeling.secret_several import AttributeValue, SeveralSecrets
 from ..modeling.strata import StratifiedSampler
+from ..util.validation import check_positive_int, check_real, check_rng
 from ._audit_setup import _likelihood_ratios, _resolve_mechanisms, _validate, check_audit_size
 from .audit import LIKELIHOOD_RATIO, _repetition, _summarise, _Tally
 from .audit_kinds import audit_target, model_rows

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._version import __version__
 from ..guarantees import to_jsonable
+from ..util.version import __version__
 from .bounds import EpsilonBound, accuracy_allowed, clopper_pearson
 from .verify import DataLevelCheck
 
@@ -136,7 +136,7 @@ class AuditReport:
 
     def _repr_html_(self) -> str:
         """Compact HTML summary for Jupyter (from the package templates)."""
-        from .._html import repr_audit
+        from ..util.templates import repr_audit
 
         return repr_audit(self.to_dict())
 

@@ -6,9 +6,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .._distributions import beta_ppf
-from .._validation import check_delta, check_real
 from ..errors import ParameterError
+from ..util.distributions import beta_ppf
+from ..util.validation import check_delta, check_real
 
 __all__ = ["EpsilonBound", "accuracy_allowed", "clopper_pearson", "epsilon_lower_bound"]
 

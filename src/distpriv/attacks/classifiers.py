@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice
+from ..util.validation import check_choice
 from .logistic import fit_logistic
 
 __all__ = ["CLASSIFIERS", "make_classifier"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._distributions import GaussianDensity
+from ..util.distributions import GaussianDensity
 
 __all__ = ["GaussianLikelihoodRatio"]
 
@@ -29,7 +29,7 @@ class GaussianLikelihoodRatio:
         self, means: np.ndarray, covariances: np.ndarray, noise_covariance: np.ndarray
     ) -> None:
         # As scipy.stats.multivariate_normal(..., allow_singular=True), without importing
-        # scipy.stats on the cold path (distpriv._distributions).
+        # scipy.stats on the cold path (distpriv.util.distributions).
         self.dists = [GaussianDensity(means[t], covariances[t] + noise_covariance) for t in (0, 1)]
 
     def log_ratio(self, x: np.ndarray) -> np.ndarray:

@@ -56,11 +56,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int, check_real, check_rng
 from ..central import CalibratedMechanism
 from ..errors import ParameterError, ParameterTypeError
 from ..modeling.lattice import decoder_ruled_out, detect_sample_lattice, lattice_decoder
 from ..querymodel import SampledQueryModel
+from ..util.validation import check_positive_int, check_real, check_rng
 from ._verify_stats import (
     _estimate,
     _noise_frame,

@@ -47,10 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int, check_real, check_rng
 from ..central import CalibratedMechanism
 from ..errors import ParameterError, ParameterTypeError
 from ..querymodel import SampledQueryModel
+from ..util.validation import check_positive_int, check_real, check_rng
 from ._verify_stats import _noise_frame, _null_control
 from .verify import _check_arrays, _check_inputs
 from .verify_results import DataLevelCheck

@@ -33,15 +33,15 @@ from typing import Any
 import numpy as np
 from scipy.stats import chi2
 
-from .._validation import (
+from ..accounting import CALIBRATIONS, max_distance
+from ..errors import AssumptionWarning, ParameterError
+from ..guarantees import Assumption
+from ..util.validation import (
     check_choice,
     check_covariance,
     check_privacy,
     check_real,
 )
-from ..accounting import CALIBRATIONS, max_distance
-from ..errors import AssumptionWarning, ParameterError
-from ..guarantees import Assumption
 from ._common import FALLBACK_NOTE, QueryModel, make_guarantee
 from .apgm_models import (
     GaussianAttributeBounds,

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import (
+from ..errors import ParameterError, ParameterTypeError
+from ..querymodel import GaussianQueryModel
+from ..util.validation import (
     check_array,
     check_covariance,
     check_positive_int,
     check_real,
 )
-from ..errors import ParameterError, ParameterTypeError
-from ..querymodel import GaussianQueryModel
 
 __all__ = [
     "GaussianAttributeBounds",

@@ -21,10 +21,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .._validation import check_epsilon, check_positive_int, check_real
 from ..errors import ParameterTypeError
 from ..guarantees import Assumption
 from ..noise import Noise
+from ..util.validation import check_epsilon, check_positive_int, check_real
 from ._common import make_guarantee, pure_delta_note
 from .attribute_network import AttributeNetworkModel, ColumnQuery
 from .base import CalibratedMechanism

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._validation import check_positive_int, check_real
 from ..errors import ParameterError, ParameterTypeError
+from ..util.validation import check_positive_int, check_real
 from .bayesnet import ParameterNetwork
 
 __all__ = ["AttributeNetworkModel", "ColumnQuery"]

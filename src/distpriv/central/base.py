@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_array, check_rng
 from ..errors import ParameterError
 from ..guarantees import PrivacyGuarantee, Release, to_jsonable
 from ..noise import Noise, sampler_description, secure_add
+from ..util.validation import check_array, check_rng
 
 __all__ = ["CalibratedMechanism"]
 
@@ -157,6 +157,6 @@ class CalibratedMechanism:
 
     def _repr_html_(self) -> str:
         """Compact HTML summary for Jupyter (from the package templates)."""
-        from .._html import repr_mechanism
+        from ..util.templates import repr_mechanism
 
         return repr_mechanism(self.to_dict())

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._validation import readonly
 from ..errors import ParameterError, ParameterTypeError
+from ..util.validation import readonly
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_array, check_positive_int
 from ..errors import ParameterError
 from ..guarantees import Assumption
 from ..noise import Noise
+from ..util.validation import check_array, check_positive_int
 from ._common import (
     QueryModel,
     calibration_assumptions,

@@ -27,13 +27,13 @@ import warnings
 
 import numpy as np
 
-from .._roots import brentq  # scipy.optimize's, without its import cost
-from .._validation import check_array
 from ..accounting.calibration_cache import active_cache, fingerprint, uncertainty_parts
 from ..errors import MechanismNotApplicableError, ParameterError
 from ..noise import Noise
 from ..population.pair_pruning import implied_constraints
 from ..querymodel import GaussianQueryModel
+from ..util.roots import brentq  # scipy.optimize's, without its import cost
+from ..util.validation import check_array
 from ._common import (
     QueryModel,
     calibration_assumptions,

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._threads import on_one_blas_thread
-from .._validation import check_choice, check_epsilon, check_real
 from ..accounting.calibration_cache import sharing_calibration
 from ..errors import MechanismNotApplicableError, ParameterError, ParameterTypeError
 from ..population.confidence import DEFAULT_BETA, check_beta
 from ..querymodel import GaussianQueryModel, SampledQueryModel
+from ..util.threads import on_one_blas_thread
+from ..util.validation import check_choice, check_epsilon, check_real
 from .attribute_network import AttributeNetworkModel
 
 if TYPE_CHECKING:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .._validation import check_delta, check_epsilon, check_real
 from ..guarantees import PrivacyGuarantee
 from ..noise import Noise
+from ..util.validation import check_delta, check_epsilon, check_real
 from .base import CalibratedMechanism
 
 __all__ = ["relax_max_divergence", "relax_wasserstein", "relaxed_parameters"]

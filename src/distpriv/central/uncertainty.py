@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_array
 from ..errors import MechanismNotApplicableError, ParameterError
 from ..guarantees import Assumption
 from ..noise import Noise
+from ..util.validation import check_array
 from ._common import (
     COV_RTOL,
     QueryModel,

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtri
 
-from .._validation import check_choice
 from ..distances import closeness, winf_distance
 from ..errors import MechanismNotApplicableError
 from ..guarantees import Assumption
 from ..noise import Noise
 from ..querymodel import GaussianQueryModel, SampledQueryModel
+from ..util.validation import check_choice
 from ._common import (
     QueryModel,
     covariance_gaps,

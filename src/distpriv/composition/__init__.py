@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import attach
+from ..util.lazy import attach
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "accountant": ("ComposedGuarantee", "compose", "gaussian_pair_composition"),

@@ -38,13 +38,13 @@ from typing import Any
 import numpy as np
 from scipy.linalg import block_diag
 
-from .._threads import on_one_blas_thread
-from .._validation import check_delta
 from ..distances import winf_distance
 from ..errors import CompositionError, ParameterError
 from ..noise import Noise
 from ..population.confidence import DEFAULT_BETA, marginal, population_model, set_method
 from ..querymodel import MomentUncertainty
+from ..util.threads import on_one_blas_thread
+from ..util.validation import check_delta
 from .events import ReleaseSpec, noise_from_dict, noise_to_dict
 
 __all__ = [

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._validation import _short, check_positive_int, check_rng
 from ..errors import ParameterError, ParameterTypeError
+from ..util.validation import _short, check_positive_int, check_rng
 
 if TYPE_CHECKING:  # imported where a frame is made (``distpriv verify`` never needs pandas)
     import pandas as pd
@@ -229,7 +229,7 @@ def _split_positions(
 
     One permutation of ``range(n)`` drawn from ``rng``, cut into consecutive slices in the
     order of ``sizes`` (validated as :func:`split` documents; ``n`` ≥ 1). Also used by
-    :func:`distpriv.datasets._adult_duckdb.adult_engine`, which selects the same rows in
+    :func:`distpriv.datasets.adult_duckdb.adult_engine`, which selects the same rows in
     DuckDB.
     """
     if not isinstance(sizes, Mapping):

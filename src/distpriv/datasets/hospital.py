@@ -31,9 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import check_positive_int, check_real, check_rng
 from ..central.apgm import theta_grid
 from ..errors import ParameterError, ParameterTypeError
+from ..util.validation import check_positive_int, check_real, check_rng
 
 __all__ = [
     "HOSPITAL_COLUMNS",

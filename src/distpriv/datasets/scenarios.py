@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_choice, check_positive_int, check_real, check_rng
 from ..local.domains import Domain, Grid, LocalScenario, build_grid
+from ..util.validation import check_choice, check_positive_int, check_real, check_rng
 from .adult import ADULT_ATTRIBUTION, load_adult
 
 __all__ = [

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .._version import __version__
 from ..guarantees import to_jsonable
+from ..util.version import __version__
 
 __all__ = [
     "Comparison",

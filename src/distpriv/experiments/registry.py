@@ -9,9 +9,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from .._validation import check_choice
-from .._version import __version__
 from ..errors import ParameterError
+from ..util.validation import check_choice
+from ..util.version import __version__
 from .base import Experiment, ExperimentResult
 from .chen2023 import EXPERIMENTS as CHEN2023
 from .kawamoto2019 import EXPERIMENTS as KAWAMOTO2019

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_delta, check_positive_int, check_real
 from ..errors import ParameterError
 from ..guarantees import Assumption, PrivacyGuarantee, to_jsonable
+from ..util.validation import check_delta, check_positive_int, check_real
 from .tupling import TuplingMechanism, _weights
 
 __all__ = ["TuplingBound", "theorem3_bound", "tupling_bound"]

@@ -28,11 +28,11 @@ from numpy.typing import ArrayLike
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
-from .._validation import RngLike, check_choice, readonly
 from ..distances import winf_distance
 from ..divergences import check_distribution, max_divergence
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
+from ..util.validation import RngLike, check_choice, readonly
 from .domains import Domain
 from .mechanisms import MatrixMechanism, _distances
 

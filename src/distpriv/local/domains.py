@@ -19,10 +19,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial.distance import cdist
 
-from .._validation import check_array, check_choice, check_positive_int, check_real, readonly
 from ..divergences import check_distribution, check_stochastic_matrix
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
+from ..util.validation import check_array, check_choice, check_positive_int, check_real, readonly
 
 __all__ = ["METRICS", "Domain", "Grid", "LocalScenario", "build_grid", "lift"]
 

@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import (
+from ..errors import ParameterError, ParameterTypeError
+from ..guarantees import to_jsonable
+from ..util.validation import (
     RngLike,
     check_choice,
     check_delta,
@@ -23,8 +25,6 @@ from .._validation import (
     check_real,
     check_rng,
 )
-from ..errors import ParameterError, ParameterTypeError
-from ..guarantees import to_jsonable
 from .bounds import tupling_bound
 from .coupling import CouplingMechanism, coupling_guarantee, coupling_mechanism
 from .domains import LocalScenario

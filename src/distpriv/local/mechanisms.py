@@ -28,7 +28,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import (
+from ..accounting import max_mahalanobis_distance
+from ..divergences import check_distribution, check_stochastic_matrix
+from ..errors import ParameterError, ParameterTypeError
+from ..guarantees import to_jsonable
+from ..util.validation import (
     RngLike,
     check_array,
     check_delta,
@@ -38,10 +42,6 @@ from .._validation import (
     check_rng,
     readonly,
 )
-from ..accounting import max_mahalanobis_distance
-from ..divergences import check_distribution, check_stochastic_matrix
-from ..errors import ParameterError, ParameterTypeError
-from ..guarantees import to_jsonable
 from .domains import Domain
 
 __all__ = [

@@ -19,8 +19,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
-from .._validation import RngLike, check_delta, check_positive_int, check_real, check_rng, readonly
 from ..guarantees import to_jsonable
+from ..util.validation import (
+    RngLike,
+    check_delta,
+    check_positive_int,
+    check_real,
+    check_rng,
+    readonly,
+)
 from .profiles import Divergences
 from .tupling import TuplingMechanism, _pure_epsilon, _weights
 from .utility import AttackResult

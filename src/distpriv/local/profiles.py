@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_array, check_delta
 from ..distances import winf_distance
 from ..divergences import (
     check_distribution,
@@ -32,6 +31,7 @@ from ..divergences import (
 )
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import Assumption, PrivacyGuarantee, to_jsonable
+from ..util.validation import check_array, check_delta
 from .mechanisms import MatrixMechanism
 
 __all__ = [

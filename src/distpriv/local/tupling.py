@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import RngLike, check_positive_int, check_rng, readonly
 from ..divergences import check_distribution
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
+from ..util.validation import RngLike, check_positive_int, check_rng, readonly
 from .mechanisms import MatrixMechanism, _check_indices, _distances
 from .profiles import DistPProfile
 

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_real
 from ..divergences import check_distribution
 from ..errors import ParameterTypeError
 from ..guarantees import to_jsonable
+from ..util.validation import check_real
 
 __all__ = ["AttackResult", "attack_success", "bayes_attack", "expected_loss"]
 

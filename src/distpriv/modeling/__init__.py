@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import attach
+from ..util.lazy import attach
 
-# Imported on first use (distpriv._lazy): `distpriv --help` must not pay for scipy,
+# Imported on first use (distpriv.util.lazy): `distpriv --help` must not pay for scipy,
 # pandas, DuckDB or sklearn. Submodule -> the names it defines.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "expressions": (

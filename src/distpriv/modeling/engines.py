@@ -246,7 +246,7 @@ class DuckDBEngine:
 
         ``conn`` must come from :func:`locked_connection` (checked again here); e.g. the
         bundled Adult data, parsed by DuckDB into a table of its own
-        (:func:`distpriv.datasets._adult_duckdb.adult_engine`): no pandas frame is made.
+        (:func:`distpriv.datasets.adult_duckdb.adult_engine`): no pandas frame is made.
         """
         _check_locked(conn)
         self = cls.__new__(cls)

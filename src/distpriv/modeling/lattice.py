@@ -65,9 +65,9 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int
 from ..errors import ParameterError
 from ..noise import Noise, grid_rounding
+from ..util.validation import check_positive_int
 
 __all__ = [
     "Lattice",

@@ -14,12 +14,12 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._validation import check_choice, check_positive_int, check_rng
 from ..errors import ParameterError, ParameterTypeError
 from ..querymodel import (
     BootstrapUncertainty,
     MomentUncertainty,
 )
+from ..util.validation import check_choice, check_positive_int, check_rng
 from .bootstrap import DEFAULT_BOOTSTRAP, bootstrap_uncertainty, check_bootstrap
 from .data_model import DataQueryModel, _as_query, _facts_thunk
 from .model_diagnostics import _diagnostics, _warn_non_gaussian

@@ -43,10 +43,10 @@ from typing import Any
 
 import numpy as np
 
-from .._roots import brentq  # scipy.optimize's, without its import cost
-from .._validation import check_positive_int
 from ..errors import AssumptionWarning, ParameterError
 from ..querymodel import MomentUncertainty
+from ..util.roots import brentq  # scipy.optimize's, without its import cost
+from ..util.validation import check_positive_int
 from .data_model import DataQueryModel, _facts_thunk
 from .model_diagnostics import _diagnostics, _warn_non_gaussian
 from .queries import Query

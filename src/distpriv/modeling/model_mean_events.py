@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int
 from ..errors import ParameterError
+from ..util.validation import check_positive_int
 from .data_model import DataQueryModel
 from .model_mean import _features, _inv_sqrt, fit_mean, mean_model
 from .queries import Query

@@ -27,8 +27,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._validation import check_choice, check_rng
 from ..querymodel import MomentUncertainty
+from ..util.validation import check_choice, check_rng
 from .data_model import DataQueryModel, _as_query, _facts_thunk
 from .model_diagnostics import _diagnostics
 from .secret_several import SeveralSecrets

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_real
 from ..errors import ParameterError, ParameterTypeError
+from ..util.validation import check_real
 from .expressions import parse_expression
 from .queries import Query, Statistic
 from .tables import Table, as_table

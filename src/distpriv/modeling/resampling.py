@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int, check_rng
 from ..errors import ParameterError, ParameterTypeError
+from ..util.validation import check_positive_int, check_rng
 from . import tables
 from .queries import Query
 from .sampling import sample_subsets

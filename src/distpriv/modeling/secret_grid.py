@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .._validation import check_real
 from ..errors import ParameterError, ParameterTypeError
+from ..util.validation import check_real
 
 __all__ = ["check_range", "grid_values", "within_pairs"]
 

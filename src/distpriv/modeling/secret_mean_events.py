@@ -32,8 +32,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._validation import check_real
 from ..errors import ParameterError, ParameterTypeError
+from ..util.validation import check_real
 from .expressions import ParsedExpression, parse_expression
 from .secret_mean import MeanSecret
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from .._validation import check_real
 from ..errors import ParameterError, ParameterTypeError
+from ..util.validation import check_real
 from .expressions import ParsedExpression, parse_expression
 
 __all__ = ["ProportionSecret", "Secret"]

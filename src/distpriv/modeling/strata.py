@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_positive_int
 from ..errors import ParameterError, ParameterTypeError
+from ..util.validation import check_positive_int
 from .queries import Query
 from .sampling import chunk_rows, sample_subsets
 from .secrets import ProportionSecret

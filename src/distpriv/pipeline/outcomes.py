@@ -32,7 +32,7 @@ class PrivateView:
         return f"PRIVATE — never publish or share this output\n{body}"
 
     def _repr_html_(self) -> str:
-        from .._html import repr_private
+        from ..util.templates import repr_private
 
         return repr_private(self.private)
 
@@ -55,7 +55,7 @@ class _Outcome:
 
     def _repr_html_(self) -> str:
         """The public report as compact HTML (for notebooks); never the private part."""
-        from .._html import repr_report
+        from ..util.templates import repr_report
 
         return repr_report(self.public, private_hidden=bool(self.private))
 

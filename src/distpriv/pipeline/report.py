@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from .._version import __version__
 from ..central import CalibratedMechanism, mechanism_info
 from ..errors import UtilityWarning
 from ..guarantees import Release, to_jsonable
 from ..modeling import Query, Secret
+from ..util.version import __version__
 
 __all__ = [
     "PRIVATE_BANNER",

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import attach
+from ..util.lazy import attach
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "sets": ("POPULATION_SETS", "population_set", "selected_set", "set_method"),

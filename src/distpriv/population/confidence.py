@@ -77,10 +77,10 @@ import numpy as np
 # scipy.special, not scipy.stats (issue 28): ndtri is norm.ppf, 2 gammaincinv(m/2, q) chi2's.
 from scipy.special import gammaincinv, ndtri
 
-from .._validation import check_real
 from ..accounting.calibration_cache import active_cache, fingerprint
 from ..guarantees import Assumption
 from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
+from ..util.validation import check_real
 
 # _inv_sqrt, _worst_shift, farthest_gap and gap_bound live in _robust_stack.py (shared with
 # the bootstrap set) and stay importable from here.

@@ -29,9 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from .._roots import brentq  # scipy.optimize's, without its import cost
-from .._threads import one_blas_thread
-from .._validation import check_real
 from ..accounting.calibration_cache import active_cache, fingerprint
 from ..accounting.pair_profile import (  # _check_pair: gaussian_pair_profile's own checks
     GaussianPairProfile,
@@ -43,6 +40,9 @@ from ..accounting.pair_profile import (  # _check_pair: gaussian_pair_profile's 
 from ..errors import MechanismNotApplicableError
 from ..guarantees import Assumption, PrivacyGuarantee
 from ..querymodel import GaussianQueryModel
+from ..util.roots import brentq  # scipy.optimize's, without its import cost
+from ..util.threads import one_blas_thread
+from ..util.validation import check_real
 
 __all__ = [
     "PairCheck",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import attach
+from ..util.lazy import attach
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "html": ("render_html",),

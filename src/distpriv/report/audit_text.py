@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from .._text import printable
+from ..util.text import printable
 
 __all__ = ["allowed_line", "render_several_audit"]
 

@@ -2,7 +2,7 @@
 
 :func:`render_html` turns a public report dict (the JSON described in docs/user-guide.md §5, as
 written by ``distpriv release/audit/demo --out``) into a page built from the package's
-Jinja2 templates (:mod:`distpriv._html`, shared with the notebook ``_repr_html_``). The
+Jinja2 templates (:mod:`distpriv.util.templates`, shared with the notebook ``_repr_html_``). The
 page loads nothing: styles are inline, the privacy–utility figure is inline SVG drawn by
 matplotlib, and a Content-Security-Policy meta tag forbids every fetch.
 
@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from .._html import render_template
-from .._validation import check_delta, check_epsilon
 from ..errors import ParameterError, ParameterTypeError
 from ..pipeline.stages.calibrate import ProgressCallback, calibrate_candidates
+from ..util.templates import render_template
+from ..util.validation import check_delta, check_epsilon
 
 __all__ = [
     "DEFAULT_EPSILONS",

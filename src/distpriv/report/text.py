@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .._text import printable
+from ..util.text import printable
 from ._buffer import _Buffer
 
 __all__ = [

@@ -17,9 +17,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._html import render_template
 from ..errors import ParameterError
 from ..pipeline.report import PRIVATE_BANNER
+from ..util.templates import render_template
 from .html import _choice, _secret_words
 
 __all__ = ["verify_page"]

@@ -8,8 +8,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..._validation import check_positive_int, check_rng
-from ..._version import __version__
 from ...accounting.calibration_cache import shared_calibration
 from ...central import MECHANISMS, CalibratedMechanism, mechanism_info
 from ...errors import (
@@ -21,6 +19,8 @@ from ...guarantees import to_jsonable
 from ...modeling import DataQueryModel, Query, Secret
 from ...modeling.identity import new_identity_key
 from ...modeling.tables import Table
+from ...util.validation import check_positive_int, check_rng
+from ...util.version import __version__
 from ..config import BUILTIN_PREFIX, ReleaseConfig
 from ..outcomes import (
     AuditOutcome,

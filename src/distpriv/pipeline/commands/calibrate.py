@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..._version import __version__
 from ...central import calibrate, mechanism_info
 from ...errors import (
     MechanismNotApplicableError,
     ParameterError,
 )
 from ...guarantees import to_jsonable
+from ...util.version import __version__
 from ..config import load_model_config
 from ..outcomes import (
     CalibrateOutcome,

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import check_positive_int, check_privacy, check_rng
-from ..._version import __version__
 from ...central import MECHANISMS
 from ...errors import AssumptionWarning, MechanismNotApplicableError
 from ...guarantees import to_jsonable
 from ...modeling import ProportionSecret, Query, model_query
+from ...util.validation import check_positive_int, check_privacy, check_rng
+from ...util.version import __version__
 from ..stages.data import check_memory, load_frame, sample_subset, table_facts
 from .release import calibrate_for, method_for
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import check_positive_int, check_rng
 from ...central import (
     CalibratedMechanism,
     TableFacts,
@@ -28,6 +27,7 @@ from ...guarantees import Release, to_jsonable
 from ...modeling import DataQueryModel, Query, Secret
 from ...modeling.bootstrap import DEFAULT_BOOTSTRAP
 from ...modeling.tables import Table, as_table
+from ...util.validation import check_positive_int, check_rng
 from ..plan import ModelSpec
 from ..stages.calibrate import AUTO, choose_for_table
 from ..stages.data import check_model_support, warn_overlap_tables
@@ -85,7 +85,7 @@ class ReleaseReport:
         released value (:func:`distpriv.pipeline.report.intervals95`, as in the public
         report of ``distpriv release``).
         """
-        from ..._html import repr_report
+        from ...util.templates import repr_report
 
         public = {"kind": "release", **self.to_dict()}
         public["statistics"] = self._public_statistics()

@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import check_rng
 from ...central import CalibratedMechanism
 from ...guarantees import to_jsonable
 from ...modeling import DataQueryModel, Query, Secret
 from ...modeling.identity import multiset_fingerprint, new_identity_key
 from ...modeling.tables import Table
+from ...util.validation import check_rng
 from ..config import ReleaseConfig
 from ..ledger import Budget, Ledger, open_ledger
 from ..outcomes import (

@@ -10,8 +10,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..._validation import check_positive_int
-from ..._version import __version__
 from ...central import CalibratedMechanism, mechanism_info
 from ...errors import (
     MechanismNotApplicableError,
@@ -22,6 +20,8 @@ from ...guarantees import to_jsonable
 from ...modeling import ProportionSecret, Query, Secret, model_query
 from ...modeling.tables import Table
 from ...querymodel import SampledQueryModel
+from ...util.validation import check_positive_int
+from ...util.version import __version__
 from ..config import ReleaseConfig
 from ..outcomes import (
     VerifyOutcome,

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..._text import parse_decimal
-from ..._validation import check_privacy
 from ...errors import LedgerError, ParameterError, ParameterTypeError
+from ...util.text import parse_decimal
+from ...util.validation import check_privacy
 from .identity import secret_key
 
 __all__ = [

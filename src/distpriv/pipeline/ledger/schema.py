@@ -49,9 +49,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..._version import __version__
 from ...errors import LedgerError
 from ...guarantees import to_jsonable
+from ...util.version import __version__
 from ._tempfile import held_temp_ledger
 
 __all__ = [

@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..._version import __version__
 from ...errors import BudgetExceededError, LedgerError, ParameterError, ParameterTypeError
 from ...guarantees import to_jsonable
+from ...util.version import __version__
 from ..scope import note_record
 from ._tempfile import held_temp_ledger, ledger_directory
 from .identity import secret_key

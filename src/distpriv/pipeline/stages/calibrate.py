@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from ..._threads import on_one_blas_thread
-from ..._validation import check_array, check_delta, check_epsilon
 from ...accounting.calibration_cache import sharing_calibration
 from ...central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
 from ...central.registry import default_options
 from ...errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
 from ...modeling.lattice import detect_lattice
 from ...querymodel import GaussianQueryModel, SampledQueryModel
+from ...util.threads import on_one_blas_thread
+from ...util.validation import check_array, check_delta, check_epsilon
 
 __all__ = [
     "AUTO",

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...central import TableFacts
 from ...datasets import PAPER_SPLIT, paper_split
-from ...datasets._adult_duckdb import adult_engine
+from ...datasets.adult_duckdb import adult_engine
 from ...errors import ParameterError, PrivacyLeakWarning
 from ...modeling import Query
 from ...modeling.engines import DuckDBEngine, file_reader, locked_connection

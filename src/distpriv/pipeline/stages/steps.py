@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import check_positive_int
 from ...central import CalibratedMechanism, mechanism_info
 from ...errors import (
     ConfigError,
@@ -24,6 +23,7 @@ from ...errors import (
 from ...modeling import DataQueryModel, ProportionSecret, Query, Secret
 from ...modeling.identity import multiset_fingerprint
 from ...modeling.tables import Table
+from ...util.validation import check_positive_int
 from ..commands.release import calibrate_for
 from ..config import BUILTIN_PREFIX, ReleaseConfig, load_release_config
 from ..plan import ModelSpec

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import ParameterError, ParameterTypeError
+from ..errors import ParameterError, ParameterTypeError
 
 __all__ = [
     "check_array",

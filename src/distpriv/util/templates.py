@@ -34,7 +34,7 @@ __all__ = [
 # no fetch (the report is opened offline, often from an e-mail attachment).
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
-_TEMPLATES = Path(__file__).with_name("templates")
+_TEMPLATES = Path(__file__).parent.parent / "templates"
 
 
 def _as_float(value: Any) -> float | None:

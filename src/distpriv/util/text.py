@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import ParameterError
+from ..errors import ParameterError
 
 __all__ = ["parse_decimal", "parse_nonnegative_int", "printable"]
 

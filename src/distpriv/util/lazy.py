@@ -15,7 +15,7 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ._import_gc import loading
+from .import_gc import loading
 
 __all__ = ["attach"]
 
@@ -75,7 +75,7 @@ def attach(
         if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         module, attr = where[name]
-        with loading():  # a command's imports: no collections (distpriv._import_gc)
+        with loading():  # a command's imports: no collections (distpriv.util.import_gc)
             sub = importlib.import_module(f"{package}.{module}")
         value = sub if attr is None else getattr(sub, attr)
         namespace[name] = value  # later look-ups skip __getattr__

@@ -1,0 +1,15 @@
+"""What every layer of distpriv uses, and nothing of distpriv itself: the bottom layer.
+
+* :mod:`.validation` — one check per kind of parameter (ε, δ, probabilities, arrays, rng),
+  raising :mod:`distpriv.errors` with the parameter's name and value;
+* :mod:`.threads` — one BLAS thread around the accountant's loops;
+* :mod:`.lazy` — the lazy re-exports of the package ``__init__`` files, and :mod:`.import_gc`,
+  the collector off while a command imports;
+* :mod:`.text` — terminal-safe text and plain ASCII numbers;
+* :mod:`.templates` — the Jinja2 templates of ``_repr_html_`` and the reports;
+* :mod:`.distributions` and :mod:`.roots` — the few scipy functions the cold path needs,
+  without importing scipy.stats or scipy.optimize;
+* :mod:`.version` — the package's version (read statically by setuptools).
+
+Nothing here is imported by ``import distpriv`` until a module needs it.
+"""
