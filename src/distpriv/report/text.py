@@ -8,8 +8,6 @@ data (titles, statistic names, expressions, notes) is escaped before rich interp
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -21,7 +19,6 @@ from .._text import printable
 from ._buffer import _Buffer
 
 __all__ = [
-    "progress_bar",
     "render_audit",
     "render_calibration",
     "render_demo",
@@ -287,23 +284,6 @@ def render_audit(title: str, report: Any, notes: list[str]) -> str:
         "bound exceeds the claimed epsilon"
     )
     return buf.text()
-
-
-@contextmanager
-def progress_bar(show: bool, total: int) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr (or nothing), giving a ``tick(done, total)`` callback."""
-    if not show:
-        yield None
-        return
-    from rich.progress import Progress
-
-    bar = Progress(console=Console(stderr=True), transient=True)
-    bar.start()
-    task = bar.add_task("repetitions", total=total)
-    try:
-        yield lambda done, _total: bar.update(task, completed=done)
-    finally:
-        bar.stop()
 
 
 def render_experiment(res: Any) -> str:
