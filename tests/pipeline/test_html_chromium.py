@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distpriv._html import CSP, fmt_number
-from distpriv.pipeline.browser import (
+from browser import (
     chromium_dom,
     chromium_executable,
     chromium_screenshot,
     page_requests,
 )
+from distpriv._html import CSP, fmt_number
 from distpriv.report.html import render_html
 
 CONFIG = Path(__file__).resolve().parents[2] / "examples" / "adult-income.toml"

@@ -354,7 +354,7 @@ def test_verify_html_is_the_private_page(verified):
 
 
 def test_verify_page_in_chromium(verified, tmp_path):
-    from distpriv.pipeline.browser import chromium_dom, chromium_executable, page_requests
+    from browser import chromium_dom, chromium_executable, page_requests
 
     if chromium_executable() is None:
         if os.environ.get("CI"):
