@@ -8,8 +8,8 @@ to agree. The same moment generating function gives the certified Rényi/Chernof
 bound (Canonne, Kamath & Steinke 2020, Prop. 12) used where the inversion is
 ill-conditioned.
 
-Private: one method of :mod:`distpriv.accounting.pair_profile` (split from ``accounting.py``, code
-unchanged), which chooses between it and the closed forms.
+Private: one method of :mod:`distpriv.accounting.pair_profile`, which chooses between it and
+the closed forms.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ chi-square variable of Imhof 1961 and Davies 1980). Shortcuts are detected here:
 Gaussians, and different supports (a covariance vanishing where the other does not, means
 differing where both vanish, an unresolvable condition number), where δ(ε) = 1.
 
-Private: one step of :mod:`distpriv.accounting.pair_profile` (split from ``accounting.py``, code
-unchanged), which turns the decomposition into a profile.
+Private: one step of :mod:`distpriv.accounting.pair_profile`, which turns the decomposition
+into a profile.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Private statistics of the data-level check (split from ``verify.py``, code moved verbatim):
+"""Private statistics of the data-level check (:mod:`distpriv.attacks.verify`):
 the known noise's frame, candidate sets and their thresholds, Clopper–Pearson counts, the
 estimate of δ on the evaluation split, the null control and :func:`detectable_delta`.
 """

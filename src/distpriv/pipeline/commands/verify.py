@@ -1,5 +1,5 @@
-"""``distpriv verify``: the data-level check of a calibrated mechanism before any release
-(split from ``run.py``, code moved verbatim). Also used by ``release --verify``.
+"""``distpriv verify``: the data-level check of a calibrated mechanism before any release.
+Also used by ``release --verify``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Steps shared by the curator's commands (split from ``run.py``, code moved verbatim).
+"""From a configuration to a calibrated mechanism: the steps every curator's command shares.
 
 Reading the configuration and the secret, opening the tables, building the model and
 calibrating the mechanism (fixed or ``auto``), the warnings collected on the way.
