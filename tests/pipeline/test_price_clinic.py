@@ -1,4 +1,4 @@
-"""The curator's numbers on the clinic case (issue 25, item 5 and "Must show").
+"""The curator's numbers on the clinic case (the price shown before releasing).
 
 examples/clinic: scikit-learn's bundled breast-cancer table (569 patients, no download),
 four correlated statistics of a 100-patient cohort, hiding whether 30 % or 45 % of the

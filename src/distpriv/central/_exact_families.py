@@ -88,7 +88,7 @@ def _optimal(
     Candidates, each calibrated exactly: the program's noise scaled; the program's noise
     plus isotropic noise (a repair that covers every direction); DauM's and EigM's noise
     shapes. The one of least tr(W Σ_Z) is kept. With ``for_set`` (``gm`` is made of the
-    population set's worst members, issue 25 item 2) the program is also solved on those
+    population set's worst members) the program is also solved on those
     members themselves — a shape chosen for the set, not the fitted shape scaled up — and
     :func:`_calibrate_robust` adds members until none binds (cutting planes). ``hint``:
     the previous round's (shape, scale), where that shape's search starts (warm start;

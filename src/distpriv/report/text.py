@@ -167,7 +167,7 @@ def _verification_line(check: dict[str, Any]) -> str:
     advice = advice.split(": ", 1)[1] if ": " in advice else advice
     looks = ""
     if check.get("stopped"):
-        # the sequential check (issue 26 item 7): how much it drew and why it stopped
+        # the sequential check: how much it drew and why it stopped
         looks = (
             f"; {check['n_samples']} resampled datasets per value, look {check['looks']} of "
             f"at most {check['max_looks']}, stopped: {_e(str(check['stopped']))}"
@@ -239,7 +239,7 @@ def render_demo(report: Any) -> str:
 
 def render_audit(title: str, report: Any, notes: list[str]) -> str:
     """Per mechanism and attack: accuracy, ε lower bound and verdict."""
-    if hasattr(report, "reports"):  # several attributes: one audit each (issue 27)
+    if hasattr(report, "reports"):  # several attributes: one audit each
         from .audit_text import render_several_audit
 
         return render_several_audit(title, report, notes, render_audit)

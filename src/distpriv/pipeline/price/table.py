@@ -1,4 +1,4 @@
-"""The price of a release, per statistic, before any noise is drawn (issue 25, item 5).
+"""The price of a release, per statistic, before any noise is drawn.
 
 For a calibrated mechanism and its query model, each statistic k gets
 

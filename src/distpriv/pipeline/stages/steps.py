@@ -151,7 +151,7 @@ def _pool_size(table: Table, n: int) -> int | None:
 
 def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table, Table, str]:
     """Modelling and released tables (in their engines) and the released one's source
-    (issue #19 item 1: nothing large is loaded into pandas). Their row overlap is checked
+    (nothing large is loaded into pandas). Their row overlap is checked
     with the release's other warnings
     (:func:`~distpriv.pipeline.commands.release.release_warnings`)."""
     model = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")
