@@ -14,7 +14,7 @@ times both at 10^6 draws and extrapolated to the draws the Monte Carlo would nee
 reach the exact method's error bound (standard error ∝ 1/√n). Exit status 1 if the two
 disagree by more than 4 standard errors.
 
-Part 0 — the accountant of issue 18 against the old single-contour inversion (rebuilt
+Part 0 — the exact accountant against the old single-contour inversion (rebuilt
 from the library's pieces), on the same random pairs in 1, 3 and 5 dimensions: ms per
 pair, the ratio, and how often the old value fell below the new one by more than both
 error bounds (the new 1-D value is exact; see tests/test_pair_accountant_exact.py).
@@ -113,7 +113,7 @@ def part_pair(seed: int, repeat: int) -> bool:
 
 
 def old_profile(mp, sp, mq, sq, eps, tol=1e-12):
-    """The accountant before issue 18: one contour of the inversion, every dimension.
+    """The accountant before the exact one: one contour of the inversion, every dimension.
 
     Rebuilt from the library's own pieces (the joint whitening and the single-contour
     Laplace inversion ``_hockey_stick``), without the 1-D quadratic region, the second

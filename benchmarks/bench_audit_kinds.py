@@ -1,4 +1,4 @@
-"""Figures of the attack audit for mean, event and several-attribute secrets (issue 27).
+"""Figures of the attack audit for mean, event and several-attribute secrets.
 
 Runs ``distpriv audit`` (:func:`distpriv.pipeline.run_audit`) on the example configurations
 and prints, per audited pair, the best attack's accuracy with its 95 % Clopper–Pearson

@@ -5,7 +5,7 @@ Usage::
     python benchmarks/bench_calibration_scale.py [--sizes 5 20 50 100 200 500]
                                                  [--old-max 50] [--repeats 1] [--auto-max 100]
 
-Setting (issue #19): synthetic query models with two hypotheses (one pair of Ψ, as a
+Setting: synthetic query models with two hypotheses (one pair of Ψ, as a
 secret with two values), m statistics, unequal covariances (a shared random covariance
 with condition number 20 plus a per-hypothesis perturbation) and a mean difference with
 Mahalanobis distance about 4 D*(1, 1e-3), so that every mechanism must add noise.

@@ -1,4 +1,4 @@
-"""Benchmark: the cold path of ``distpriv verify`` and ``distpriv audit`` (issue 28 item 4).
+"""Benchmark: the cold path of ``distpriv verify`` and ``distpriv audit``.
 
 Usage::
 
@@ -35,11 +35,11 @@ verify / numpy+pandas      12.0x         4.6x
 audit / notebook           1.69x         1.44x
 =========================  ============  =======
 
-"after" is the cold branch before merging main; with main's sequential check (issue 26
-item 7) ``verify`` of this configuration took all 4 looks (160,000 datasets per value,
+"after" is the cold branch before merging main; with main's sequential check
+``verify`` of this configuration took all 4 looks (160,000 datasets per value,
 "stopped: sample budget"), 8× the datasets, and cost about 7 s CPU again.
 
-Recorded again after the early stop of the check (issue 28 item 4, second round: the check
+Recorded again after the early stop of the check (the check
 stops after a first look of 20,000 datasets per value unless it is suspicious, draws from
 one stratified sampler, skips the exact lattice detection when the noise rules a decoder
 out). Two runs of this script, ``--runs 5`` each, one on main (98a211d) and one on the
@@ -113,7 +113,7 @@ fitted moments alone, and each statistic dropped), about 60 inversions of the ge
 chi-square each, which tests/pipeline/test_price.py pins to calibrate() itself (abs 1e-9
 on the savings), so they cannot be approximated without changing that contract.
 
-Recorded for the audit half (issue 28 item 4, branch ``coldaudit``: the paper's logistic
+Recorded for the audit half (branch ``coldaudit``: the paper's logistic
 meta-classifier fitted in numpy, so the audit no longer imports scikit-learn; DuckDB
 connections that read no file are cursors of one locked instance; one calibration cache and
 one set of table facts for all of an audit's mechanisms). Medians of ``--runs 5``, one run

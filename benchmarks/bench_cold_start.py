@@ -1,4 +1,4 @@
-"""Benchmark: cold start of the command line and the library (issue 19.4).
+"""Benchmark: cold start of the command line and the library.
 
 Usage::
 

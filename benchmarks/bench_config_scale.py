@@ -1,4 +1,4 @@
-"""Benchmark: ``distpriv release CONFIG`` with a large Parquet modelling table (issue #19).
+"""Benchmark: ``distpriv release CONFIG`` with a large Parquet modelling table.
 
 Usage::
 
@@ -24,7 +24,7 @@ imports; peak resident memory of the process, ``VmHWM``, imports included):
   same Parquet file, one session for the small and the large table), beside a Spark
   aggregate of the same sums. The JVM's memory is not in ``ru_maxrss`` (another process).
 
-Target (issue #19): marginal time within 3× of the DuckDB aggregate (+ a few seconds), peak
+Target: marginal time within 3× of the DuckDB aggregate (+ a few seconds), peak
 memory < 1 GiB. The script prints the ratios; it asserts nothing about time.
 """
 

@@ -1,4 +1,4 @@
-"""Full-rank noise at rank-one prices (issue 21): E‖Z‖² of the floored mechanisms.
+"""Full-rank noise at rank-one prices: E‖Z‖² of the floored mechanisms.
 
     PYTHONPATH=src python benchmarks/bench_floors.py
 

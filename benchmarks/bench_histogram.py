@@ -1,4 +1,4 @@
-"""Benchmark: the histogram release of issue #19 end to end, ``auto`` against one mechanism.
+"""Benchmark: a histogram release (many statistics) end to end, ``auto`` against one mechanism.
 
 Usage::
 

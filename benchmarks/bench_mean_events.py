@@ -1,6 +1,6 @@
 """Benchmark: mean events against the two-value mean secret at their closest values.
 
-Issue 27 item 2 for means: "is the average age of 100 rows in [36, 38] or in [41, 43]?"
+Mean events: "is the average age of 100 rows in [36, 38] or in [41, 43]?"
 (Adult, the five standard statistics; and "is the average number of chronic diseases in
 [10, 10.8] or [11.8, 12.6]?" on the RAND health insurance experiment), ε = 1, δ = 1e-3.
 For each table, each grid step (the default, a quarter of the range, and 0.25 / 0.1), the

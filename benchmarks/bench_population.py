@@ -1,4 +1,4 @@
-"""Benchmark: the price and the cost of calibrating for the population (issue #18, item 2).
+"""Benchmark: the price and the cost of calibrating for the population.
 
 For modelling tables of 300, 1,000, 4,000 and 30,000 rows drawn from Adult (the standard
 query: subset size 100, income share 0.45 vs 0.55, five statistics; ε = 1, δ = 1e-3), and

@@ -1,4 +1,4 @@
-"""Benchmark: a range secret at scale on Adult (issue 27 item 3, the must-show).
+"""Benchmark: a range secret at scale on Adult.
 
 The share of high earners (``income = '>50K'``) hidden to within 0.05 anywhere between 0.2
 and 0.6: 41 grid values of a 100-row subset, 190 pairs; five statistics (the standard

@@ -1,4 +1,4 @@
-"""Must-show of issue 27 item 5: the attack audit on a released logistic regression.
+"""The attack audit on a released logistic regression.
 
 Chen & Ohrimenko 2023's motivating case (property inference on released models): the
 released statistics are the coefficients of a logistic regression trained on a 100-row

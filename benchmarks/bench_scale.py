@@ -5,7 +5,7 @@ Usage::
     python benchmarks/bench_scale.py [--rows 100000000] [--baseline-rows 10000000]
                                      [--workdir /tmp] [--keep]
 
-Setting (issue #13): the income model of Chen & Ohrimenko 2023, §5.1 (five linear
+Setting: the income model of Chen & Ohrimenko 2023, §5.1 (five linear
 statistics of 100-row datasets, secret ``income = '>50K'`` at 0.45 vs 0.55) built with
 ``model_query(..., method="analytic")`` from Parquet files made by resampling the rows of
 the bundled Adult data (uniformly with replacement, a hash of the row number picking the

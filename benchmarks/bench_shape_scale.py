@@ -1,4 +1,4 @@
-"""Benchmark: calibration time against m with the population layer on (issue 25, item 2).
+"""Benchmark: calibration time against m with the population layer on.
 
 Usage::
 
@@ -41,7 +41,7 @@ plane rounds, each a structured solve on the set's members and a scale search pe
 shape). Not run in time: m = 20, 200, 500 and k = 3 (at m = 20 a separate run measured
 optimal-g at 77 s CPU against expm-g's 5.9 s: the generic program on the members).
 
-After the calibscale branch (issue 25: the long-double / 50-digit re-whitening only where a
+After the calibscale branch (the long-double / 50-digit re-whitening only where a
 cheap float64 test says it is needed; the robust calibration's member-choosing and
 "settled?" checks at the search's accuracy, the guarantee's check still strict). CPU
 seconds, load 15–22 on 2 cores (four other helpers' jobs), one run per row, one process
@@ -67,7 +67,7 @@ per row group (``--names expm-g optimal-g optimal-g-full auto``)::
 Then (calibscale) the 5x target was **not met**: optimal-g paid for noise shapes that
 cannot work (see below), and at m = 200 it did not finish.
 
-After the optgscale branch (issue 25 item 2; central/_exact_families.py,
+After the optgscale branch (central/_exact_families.py,
 central/_rank_bound.py). Profile at k = 2, m = 20 (16 s CPU of optimal-g): 8.4 s a strict
 pair check of the papers' noise (rank 2: the 50-digit whitening) made only to detect "no
 noise needed"; 4.9 s the searches of the two low-rank program shapes, walked up to huge
@@ -290,7 +290,7 @@ def _alarm(signum: int, frame: Any) -> None:
 
 @contextlib.contextmanager
 def _unshared() -> Iterator[None]:
-    """The calibrations without their shared results (the code before issue 25's sharing)."""
+    """The calibrations without their shared results (the code before they were shared)."""
     from distpriv.accounting import calibration_cache as cc
 
     @contextlib.contextmanager

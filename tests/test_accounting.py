@@ -39,7 +39,7 @@ def hockey_stick(epsilon: float, distance: float) -> float:
     return val
 
 
-def test_issue_values_analytic_vs_classical():
+def test_analytic_and_classical_values_at_one_and_1e3():
     analytic = max_mahalanobis_distance(epsilon=1.0, delta=1e-3)
     assert analytic == pytest.approx(0.3884, abs=5e-5)
     with pytest.warns(AssumptionWarning, match="epsilon < 1"):

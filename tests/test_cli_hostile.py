@@ -1,4 +1,4 @@
-"""Hostile inputs (issue 20.7): one line on stderr, exit 2, no traceback, no partial or
+"""Hostile inputs: one line on stderr, exit 2, no traceback, no partial or
 overwritten file, bounded work, and no number spliced into SQL text.
 
 Ctrl-C while importing is tested in tests/test_cli_startup.py (a subprocess interrupted in

@@ -1,4 +1,4 @@
-"""Terminal safety and odd input (issue 26 item 4): one line, exit 2, no traceback, no file.
+"""Terminal safety and odd input: one line, exit 2, no traceback, no file.
 
 * titles and statistic names with control characters are printed escaped by ``release``
   and ``ledger show`` (no ESC, CR or bidi override reaches the terminal);

@@ -1,4 +1,4 @@
-"""A fast start (issue 19.4): lazy imports, the flat public API, Ctrl-C during import.
+"""A fast start: lazy imports, the flat public API, Ctrl-C during import.
 
 `distpriv --help`, argument errors and `ledger show` must not import scipy, pandas, sklearn,
 DuckDB or the attacks; each check runs in a fresh interpreter (subprocess) and reads
@@ -319,7 +319,7 @@ def test_import_distpriv_imports_nothing_heavy():
     assert json.loads(proc.stdout) == []
 
 
-# What `distpriv verify` of the paper's setting must not import (issue 28 item 4): the
+# What `distpriv verify` of the paper's setting must not import: the
 # mechanisms it does not calibrate (scipy.stats for APGM and the fallback, networkx for
 # APMQM, POT for Wasserstein), the audit's classifiers, and the other commands' modules;
 # scipy.optimize (brentq is distpriv.util.roots' port) and scipy.integrate (QUADPACK only where
@@ -414,7 +414,7 @@ def test_mechanisms_table_without_the_mechanism_modules():
 
 def test_the_entry_point_collects_garbage_less_often_only_while_a_command_runs(monkeypatch):
     """``python -m distpriv`` raises the collector's generation-0 threshold for the command
-    (issue 28 item 4: its imports' million long-lived objects were traversed again and
+    (its imports' million long-lived objects were traversed again and
     again) and restores the caller's thresholds afterwards, also when the command fails."""
     import gc
 
@@ -447,7 +447,7 @@ def test_the_entry_point_freezes_only_what_survives_collections_inside_imports(
     monkeypatch, tmp_path
 ):
     """``python -m distpriv`` moves what survives a collection *during an import* to the
-    permanent generation (issue 28 item 4, fourth round: the imports' objects were traversed
+    permanent generation (the imports' objects were traversed
     again by generation-1 collections), never what the command itself allocates, and
     unfreezes it all when the command returns (also when it fails)."""
     import gc
@@ -524,8 +524,8 @@ def _lazy_probe_package(tmp_path, name: str) -> None:
 
 def test_lazy_exports_load_without_collections_only_while_a_command_runs(monkeypatch, tmp_path):
     """Under ``python -m distpriv`` a command's lazy imports (``from distpriv.pipeline import
-    run_verify``) run with the collector off and freeze what they leave (issue 28 item 4,
-    fourth round: 40 ms of collections of objects that live as long as the process); outside
+    run_verify``) run with the collector off and freeze what they leave (40 ms
+    of collections of objects that live as long as the process); outside
     a command (a library user) the collector is left alone."""
     import gc
 
@@ -605,8 +605,8 @@ _BLAS_PROBE = textwrap.dedent(
 @pytest.mark.parametrize("preset", [None, "2"])
 def test_the_entry_point_runs_blas_on_one_thread_unless_the_user_chose(preset):
     """``python -m distpriv`` loads OpenBLAS (numpy's and scipy's) on one thread, so that its
-    idle threads do not spin between the command's thousands of small calls (issue 28
-    item 4), and restores the environment afterwards; a user's own
+    idle threads do not spin between the command's thousands of small calls, and
+    restores the environment afterwards; a user's own
     ``OPENBLAS_NUM_THREADS`` is kept as it is."""
     env = {k: v for k, v in _env().items() if k != "OPENBLAS_NUM_THREADS"}
     if preset is not None:
@@ -620,7 +620,7 @@ def test_the_entry_point_runs_blas_on_one_thread_unless_the_user_chose(preset):
     if preset is None:
         assert seen["threads"] == [1] and seen["during"] == "1" and seen["after"] is None
         # numpy's OpenBLAS was loaded on one thread: threadpoolctl's limits are skipped
-        # during the command (issue 28 item 4, fourth round), and used again after it
+        # during the command, and used again after it
         assert seen["no_limits"] is True
     else:
         assert seen["during"] == seen["after"] == preset

@@ -1,4 +1,4 @@
-"""Every distpriv name that README.md and docs/*.md mention resolves (issue 28: no public
+"""Every distpriv name that README.md and docs/*.md mention resolves (no public
 name moved without an import that still works).
 
 Three spellings are collected from the text: ``from distpriv.x import a, b``, dotted paths

@@ -2,8 +2,8 @@
 mpmath's quadrature of the same inversion integrand, Re[M(z) e^{−zε} / (z(1+z))] / π.
 
 Both branches: many oscillations (QUADPACK's QAWO with Fourier weights) and few (plain
-QUADPACK, which integrated Re A(t) without the factor e^{iωt} until issue 28 item 4 found
-it: −1.2e-4 instead of −5.6e-4 on the first case). Also checks that scipy.integrate, now
+QUADPACK, which integrated Re A(t) without the factor e^{iωt} until work on the cold path
+found it: −1.2e-4 instead of −5.6e-4 on the first case). Also checks that scipy.integrate, now
 imported only there, is still reached.
 """
 

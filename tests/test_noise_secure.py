@@ -1,4 +1,4 @@
-"""The secure sampler (issue #12 items 2-3): OpenDP discrete noise on a grid, OS entropy.
+"""The secure sampler: OpenDP discrete noise on a grid, OS entropy.
 
 Statistical tests draw 2·10⁴ secure releases in one batched call and compare their mean and
 second moments with ``noise_covariance``: per-entry z-scores whose standard errors follow

@@ -1,4 +1,4 @@
-"""docs/tutorial.ipynb runs, and its committed outputs are what the code produces (issue #28).
+"""docs/tutorial.ipynb runs, and its committed outputs are what the code produces.
 
 The notebook is committed with its outputs (GitHub renders them). The first test executes
 it in a fresh kernel of this Python and fails when a cell raises or when an output differs

@@ -1,4 +1,4 @@
-"""The pair accountant against independent references (issue 18, deliverable 1).
+"""The pair accountant against independent references.
 
 References, none of which shares code with the accountant's multivariate path:
 
@@ -96,7 +96,7 @@ def _check_upper(prof, exact: float, slack: float = 0.0) -> None:
 
 
 # --------------------------------------------------------------------------------------
-# The three reproducers of issue 18
+# Three pairs the single-contour inversion under-reported (a wide against a narrow Gaussian)
 # --------------------------------------------------------------------------------------
 
 REPRODUCERS = [
@@ -125,10 +125,10 @@ REPRODUCERS = [
 
 
 @pytest.mark.parametrize(("pair", "eps", "stated"), REPRODUCERS)
-def test_issue_18_reproducers(pair, eps, stated):
+def test_wide_against_narrow_reproducers(pair, eps, stated):
     mp_, sp, mq, sq = pair
     exact = float(_mp_delta_1d(mp_[0], sp[0][0], mq[0], sq[0][0], eps))
-    assert exact == pytest.approx(stated, abs=1e-6)  # the issue's value, to its digits
+    assert exact == pytest.approx(stated, abs=1e-6)  # the reported value, to its digits
     prof = gaussian_pair_profile(mp_, sp, mq, sq, epsilon=eps)
     assert prof.method == "quadratic region"
     assert prof.estimate <= exact + prof.error_bound
@@ -389,7 +389,7 @@ def test_different_supports_is_exactly_one(m):
 
 
 # --------------------------------------------------------------------------------------
-# Equal means and unequal covariances: calibration (issue 18)
+# Equal means and unequal covariances: calibration
 # --------------------------------------------------------------------------------------
 
 GAUSSIAN = ("expm-g", "dirm-g", "eigm", "daum", "optimal-g", "apgm")

@@ -1,4 +1,4 @@
-"""The pair accountant on near-singular covariances, against independent references (issue 26).
+"""The pair accountant on near-singular covariances, against independent references.
 
 Every pair here is given by double matrices that are taken as exact (dyadic entries, so
 that a matrix meant to be singular is singular, and one meant to be positive definite is,
@@ -17,7 +17,7 @@ The condition numbers of the covariances run from 1e6 to 1e16, both directions, 
 to 30. Asserted: ``delta`` (estimate + stated bound) is never below the exact δ beyond the
 reference's own accuracy, and ``estimate`` is within ``error_bound`` of it (except for the
 labelled upper bounds: ``Renyi bound`` and δ = 1). Run as a script, the scan prints the
-number of under-reports (before issue 26: 109 of 300 evaluations, worst by 1).
+number of under-reports (before the near-singular fix: 109 of 300 evaluations, worst by 1).
 """
 
 from __future__ import annotations
@@ -201,14 +201,14 @@ def _check(prof, exact: float, slack: float) -> None:
 
 
 # --------------------------------------------------------------------------------------
-# The reproducers of issue 26
+# Near-singular pairs the fixed tolerance got wrong
 # --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("corner", "eps"), [(1.000000001, 10.0), (1.0000001, 1.0), (1.0000001, 5.0), (1.0000001, 10.0)]
 )
-def test_issue_26_singular_against_nearly_singular(corner, eps):
+def test_near_singular_singular_against_nearly_singular(corner, eps):
     """P lives on the line x₁ = x₂, which Q gives probability zero: δ = 1 both ways."""
     p = [[1.0, 1.0], [1.0, 1.0]]
     q = [[1.0, 1.0], [1.0, corner]]
@@ -219,7 +219,7 @@ def test_issue_26_singular_against_nearly_singular(corner, eps):
     assert gaussian_pair_epsilon([0.0, 0.0], p, [0.3, 0.3], q, delta=0.5) == math.inf
 
 
-def test_issue_26_both_positive_definite():
+def test_near_singular_both_positive_definite():
     """Corners 1 + 1e-11 and 1 + 1e-7, ε = 5: exact 0.0055201197 (reported 0.0055198728)."""
     pair = (np.zeros(2), _line(1.0, 1e-11), np.array([0.3, 0.3]), _line(1.0, 1e-7))
     exact, slack = _reference(pair, 5.0)
@@ -232,7 +232,7 @@ def test_issue_26_both_positive_definite():
     _check(gaussian_pair_profile(*back, epsilon=5.0), exact_rev, slack_rev)
 
 
-def test_issue_26_epsilon_zero_without_cancellation():
+def test_near_singular_epsilon_zero_without_cancellation():
     """δ(0) = 2Φ(D/2) − 1 at D = 1e-16 is 3.99e-17 (the closed form gave 1e-300)."""
     with mpmath.workdps(50):  # 2Φ(D/2) − 1 cancels 16 digits: 50 leave 34
         exact = float(2 * mpmath.ncdf(mpmath.mpf("1e-16") / 2) - 1)
@@ -244,7 +244,7 @@ def test_issue_26_epsilon_zero_without_cancellation():
         assert prof.estimate == pytest.approx(exact, rel=1e-12)
 
 
-def test_issue_26_variance_ratio_beyond_double_range():
+def test_near_singular_variance_ratio_beyond_double_range():
     """N(0, 1e-300) against N(0, 1e300): δ = 1 (was an overflow ParameterError)."""
     for args in (([0.0], [[1e-300]], [0.0], [[1e300]]), ([0.0], [[1e300]], [0.0], [[1e-300]])):
         for eps in (0.0, 1.0, 50.0):
@@ -425,7 +425,7 @@ def test_many_statistics_beyond_the_extended_whitening():
 
 
 # --------------------------------------------------------------------------------------
-# Issue 25 (calibration time): the cheap float64 test that decides re-whitening
+# Calibration time: the cheap float64 test that decides re-whitening
 # --------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""The package's version has one source, ``distpriv/_version.py`` (issue 28 item 4)."""
+"""The package's version has one source, ``distpriv/_version.py``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The measured (a posteriori) whitening bound of the pair accountant (issue 25, m = 500).
+"""The measured (a posteriori) whitening bound of the pair accountant (hundreds of statistics).
 
 Beyond 24 statistics the accountant accepted the double (or long-double) whitening only
 where its a priori rounding bound, which grows like m³·κ·u, put the first-order error of δ

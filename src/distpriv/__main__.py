@@ -17,15 +17,15 @@ EXIT_INTERRUPTED = 130
 # The cyclic garbage collector's generation-0 threshold while a command runs (Python's
 # default: 700). A command imports numpy, pandas, scipy.special, sqlglot, DuckDB and rich,
 # about a million long-lived objects: at 700 the collector ran about 250 times during
-# ``distpriv verify`` and traversed them all twice, 0.1 s of its 1.5 s of CPU (issue 28
-# item 4, measured with gc.callbacks). At 20,000 it runs a few times; garbage without
+# ``distpriv verify`` and traversed them all twice, 0.1 s of its 1.5 s of CPU
+# (measured with gc.callbacks). At 20,000 it runs a few times; garbage without
 # cycles is freed by reference counting as before, cyclic garbage a little later. The
 # previous thresholds are restored when the command returns (an embedding process,
 # e.g. a test calling this function, keeps its own).
 GC_GENERATION0 = 20_000
 
-# Whether a command freezes what survives a collection during an import (issue 28 item 4,
-# fourth round). What an import allocates (functions, classes, docstrings' tables) lives as
+# Whether a command freezes what survives a collection during an import (a
+# cold command's cost). What an import allocates (functions, classes, docstrings' tables) lives as
 # long as the process, yet each such object was traversed twice: by the generation-0
 # collection that found it young, then by a generation-1 one (two of them in ``distpriv
 # verify``, 40 ms of its CPU, the imports' 200,000 objects). After a collection that ran
@@ -37,7 +37,7 @@ GC_GENERATION0 = 20_000
 # caller that froze objects itself keeps its own freezing untouched (nothing is frozen).
 FREEZE_IMPORT_SURVIVORS = True
 
-# BLAS threads of a command, unless the user set them (issue 28 item 4, third round). A
+# BLAS threads of a command, unless the user set them. A
 # command's linear algebra is thousands of small calls (the exact accountant's m × m
 # decompositions already run on one thread, distpriv.util.threads); between them OpenBLAS's
 # other threads spin while they wait for work, and that CPU is spent for nothing: measured

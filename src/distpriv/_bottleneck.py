@@ -20,12 +20,6 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 # --------------------------------------------------------------------------------------------
 
 
-def _matching_size(allowed: np.ndarray) -> int:
-    """Size of a maximum matching in the bipartite graph with adjacency ``allowed``."""
-    match = maximum_bipartite_matching(csr_matrix(allowed), perm_type="column")
-    return int(np.count_nonzero(match >= 0))
-
-
 def _max_flow(allowed: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
     """Largest mass a coupling can put on the ``allowed`` pairs.
 

@@ -14,7 +14,7 @@ __all__ = ["LazyNames", "add_commands"]
 
 
 def _float(text: str) -> float:
-    # Plain ASCII decimals only: float() would read "1_0" as 10 and "١" as 1 (issue #26).
+    # Plain ASCII decimals only: float() would read "1_0" as 10 and "١" as 1.
     # NaN and inf pass: the library names the parameter in its error.
     try:
         return parse_decimal(text, "value")

@@ -6,7 +6,7 @@ is an (m, d_c) matrix with orthonormal columns and Y_c has independent Gaussian
 mechanism of Chen & Ohrimenko 2023: isotropic (ExpM), directional (DirM, DauM), along an
 eigenbasis (EigM), and the extra Laplace noise of Thm 4.7.
 
-Two samplers draw from it (docs/architecture.md §2, §4; issue #12 item 2):
+Two samplers draw from it (docs/architecture.md §2, §4):
 
 * :meth:`Noise.sample` — numpy floats from a seedable generator. For simulations only
   (experiments, audits, tests, the demo): a seed lets anyone who knows it subtract the noise,

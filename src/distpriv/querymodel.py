@@ -117,7 +117,7 @@ class _PairsMixin:
 
 @dataclass(frozen=True, init=False)
 class MomentUncertainty:
-    """The sampling uncertainty of a data-built model's moments (issue #18, deliverable 2).
+    """The sampling uncertainty of a data-built model's moments.
 
     A model built from a modelling table that is a *sample* of the population estimates,
     for each stratum s of the table (rows satisfying / not satisfying the secret predicate),
@@ -243,7 +243,7 @@ class MomentUncertainty:
 
 @dataclass(frozen=True, init=False)
 class BootstrapUncertainty:
-    """The sampling uncertainty of a Monte Carlo model's moments, from a bootstrap (issue 27).
+    """The sampling uncertainty of a Monte Carlo model's moments, from a bootstrap.
 
     For statistics that are not sums of per-row features (medians, quantiles, a fitted
     regression's coefficients), the moments of f_θ do not decompose over the strata, so

@@ -1,4 +1,4 @@
-"""The audit of mean, event and several-attribute secrets on Adult (issue 27).
+"""The audit of mean, event and several-attribute secrets on Adult.
 
 References are independent of the code under test: datasets drawn here by plain rejection
 of random row sets of the table (numpy, no distpriv sampler), the table's own conditional

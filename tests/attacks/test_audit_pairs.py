@@ -1,4 +1,4 @@
-"""The audit of many pairs of Ψ (attacks/audit_pairs.py, issue 27): every pair of a
+"""The audit of many pairs of Ψ (attacks/audit_pairs.py): every pair of a
 several-attribute secret or a range, shared datasets, the choice of pairs, the CLI.
 
 The release under audit is deliberately under-noised on ONE pair that is not the first:

@@ -1,4 +1,4 @@
-"""`distpriv audit` shares its modelling and calibration work (issue 28 item 4).
+"""`distpriv audit` shares its modelling and calibration work.
 
 One model per modelling method, one set of table facts, and one calibration cache for
 ``auto``'s candidates and the named mechanisms together; the report is the one the

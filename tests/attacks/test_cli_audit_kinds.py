@@ -1,5 +1,5 @@
 """`distpriv audit` on the example configurations of mean, event and several-attribute
-secrets (issue 27), their reports, and one-line errors."""
+secrets, their reports, and one-line errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The attack audit on a released logistic regression (issue 27 item 5, must-show).
+"""The attack audit on a released logistic regression.
 
 Chen & Ohrimenko 2023's motivating case: the coefficients of a model trained on the
 released 100-row subset of Adult (who is a woman, from age, schooling and weekly hours; the

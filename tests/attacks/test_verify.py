@@ -1,4 +1,4 @@
-"""Data-level verification of δ(ε) on resampled f_θ (issue #11 item 5)."""
+"""Data-level verification of δ(ε) on resampled f_θ."""
 
 from __future__ import annotations
 
@@ -101,8 +101,9 @@ def floored(m, floor_steps, steps):
 
 
 def test_lattice_decoder_with_a_noise_floor(adult):
-    # Issue 21: the exact decoding attack extended to rank-one noise plus a floor. With no
-    # floor it recovers every release; a floor of a grid step defeats exact recovery.
+    # The exact decoding attack extended to rank-one noise plus a floor (full-rank noise
+    # at rank-one prices). With no floor it recovers every release; a floor of a grid
+    # step defeats exact recovery.
     analytic, sampled = adult
     base = mech("daum", analytic)
     lattice = detect_lattice(list(sampled.samples))
@@ -175,7 +176,7 @@ NULLS = {
 
 @pytest.mark.parametrize("name", sorted(NULLS))
 def test_gaussian_null_interval_contains_exact_delta(name):
-    # Issue 18: on draws from a Gaussian model whose exact delta is known (generalised
+    # On draws from a Gaussian model whose exact delta is known (generalised
     # chi-square, accounting.gaussian_pair_delta), the held-out estimate's interval
     # contains it, in both directions; so does the built-in null control's.
     means, covs, noise_cov, eps = NULLS[name]
@@ -322,8 +323,8 @@ def test_bad_input():
 
 
 def test_optimal_g_on_very_different_spreads_is_not_flagged():
-    # Issue 18's reproducer in kind: optimal-g at (1, 1e-4) on statistics whose spreads
-    # differ by six orders of magnitude, checked on draws from its own Gaussian model
+    # A case the old plug-in check flagged wrongly: optimal-g at (1, 1e-4) on statistics
+    # whose spreads differ by six orders of magnitude, checked on draws from its own Gaussian model
     # (exact delta <= 1e-4). The previous plug-in estimated 16-70x the exact delta here.
     sd = np.array([1e-3, 1.0, 30.0, 1e3])
     corr = np.full((4, 4), 0.3) + 0.7 * np.eye(4)

@@ -1,5 +1,5 @@
 """The first look's early stop of the sequential check, and the cheap paths of a look
-(issue 28 item 4): the stop fires on a clearly correct mechanism and not on an
+(a fast cold check): the stop fires on a clearly correct mechanism and not on an
 under-noised one or a decodable lattice release; the certified bound stays below the exact
 δ; the lattice-detection shortcut and the bisected detectable δ agree with their
 references."""
@@ -124,7 +124,7 @@ def test_early_stop_keeps_drawing_when_a_lattice_decoder_applies():
     # Grid-valued statistics released as DauM calibrates them on their Gaussian model,
     # here with no noise at all (the release is f, read back by the identity decoder): a
     # first look whose estimate is below the claim is still not "clear" — the sets of
-    # lattice points may need more draws (issue 26 item 7).
+    # lattice points may need more draws.
     p0, p1 = row_probs(0.0), row_probs(0.04)
 
     def draw(n, g):
@@ -211,8 +211,8 @@ def test_decoder_ruled_out_only_when_no_decoder_exists():
 def test_a_later_clear_look_ends_the_check(good):
     # At its claim (exact delta = 1e-3) the largest estimate over directions is biased
     # upward, so some first looks are suspicious by chance; the check then draws more
-    # only until a later look is clear, i.e. its estimate is at most the claim (issue 28
-    # item 4, third round), not to the budget. Same
+    # only until a later look is clear, i.e. its estimate is at most the claim, not to
+    # the budget. Same
     # seed, same first look: the run without the early stop shows what the looks were.
     exact = exact_delta(good)
     assert 9e-4 < exact <= 1e-3

@@ -1,6 +1,6 @@
 """The data-level check's mixture density (attacks/_verify_stats._log_mixture) against a
 float64 log-sum-exp of the Gaussian kernel (scipy.special.logsumexp, no shifting tricks):
-the float32 shifted product of issue 28 item 4 keeps the score within 1e-4 of it (relative
+the float32 shifted product (the check's fast path) keeps the score within 1e-4 of it (relative
 beyond 1), on rows near the centres (the shifted product), far from them (the per-row
 maximum) and both mixed, and for Laplace noise."""
 

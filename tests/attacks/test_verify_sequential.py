@@ -1,4 +1,4 @@
-"""The data-level check on decoded releases and with sequential drawing (issue 26 item 7)."""
+"""The data-level check on decoded releases and with sequential drawing."""
 
 from __future__ import annotations
 
@@ -65,9 +65,9 @@ def quiet_calibrate(name, model, **kw):
 
 @pytest.fixture(scope="module")
 def reproducer():
-    # Issue 26 item 7: a rank-one release (DauM, calibrated on f's Gaussian model at
+    # A decoded release: a rank-one release (DauM, calibrated on f's Gaussian model at
     # (1, 1e-3)) of three grid-valued statistics. The decoder reads f back from every
-    # release, so the release's delta is delta(f), here 6.1e-3 (> 5.8e-3 as in the issue).
+    # release, so the release's delta is delta(f), here 6.1e-3 (> 5.8e-3).
     p0, p1 = row_probs(0.0), row_probs(0.062)
     g0, g1 = exact_pmf(p0), exact_pmf(p1)
     exact = max(

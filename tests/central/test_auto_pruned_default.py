@@ -1,4 +1,4 @@
-"""``auto`` prunes by default (issue 25, calibration time): the same choice, honest rows.
+"""``auto`` prunes by default (to save calibration time): the same choice, honest rows.
 
 References: ``choose_mechanism(..., prune=False)`` (every candidate calibrated) for the
 choice and its noise, bit for bit; :func:`distpriv.calibrate` of each skipped candidate

@@ -1,4 +1,4 @@
-"""``auto`` with ``prune=True`` against the full search (issue 25, calibration time).
+"""``auto`` with ``prune=True`` against the full search (to save calibration time).
 
 The reference is ``prune=False`` (every candidate calibrated): the same choice and the
 same published noise bit for bit; every candidate skipped is one whose full calibration

@@ -1,4 +1,4 @@
-"""Coverage of the bootstrap population layer of non-linear statistics (issue 27 item 5).
+"""Coverage of the bootstrap population layer of non-linear statistics.
 
 As tests/central/test_population_coverage.py for linear statistics: modelling tables are
 drawn at random from a real population, a Monte Carlo model of a non-linear query is built

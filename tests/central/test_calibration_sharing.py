@@ -1,4 +1,4 @@
-"""Calibrations of one call share their pure intermediate results (issue 25, item 2).
+"""Calibrations of one call share their pure intermediate results.
 
 ``auto`` calibrates every mechanism on the same model; within one call the pair checks,
 the population set's members and optimal-g's programs are remembered

@@ -66,7 +66,7 @@ def test_no_fallback_when_assumptions_hold(paper_model):
 
 
 def _unequal_model(m=200, seed=0):
-    """Issue 26 item 5's reproducer: 200 statistics whose variances differ by up to 8x
+    """A case auto crashed on: 200 statistics whose variances differ by up to 8x
     between the two hypotheses (lambda of Thm 4.6 in the thousands)."""
     rng = np.random.default_rng(seed)
     means = np.stack([np.zeros(m), rng.normal(size=m) * 0.1])

@@ -1,4 +1,4 @@
-"""Full rank everywhere (issue 25, item 3): continuous statistics get a floor relative to
+"""Full rank everywhere: continuous statistics get a floor relative to
 their spread; floored mechanisms are never silently rank-deficient; auto can choose them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Full-rank noise at rank-one prices (issue 21): floored mechanisms and auto's choice."""
+"""Full-rank noise at rank-one prices: floored mechanisms and auto's choice."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def test_floor_covers_every_direction_on_adult(adult, name):
 
 
 def test_bigger_floor_more_noise_and_floor_zero_is_main_shape(adult):
-    # On the fitted moments (beta=None): with the population set (issue 25) the worst
+    # On the fitted moments (beta=None): with the population set the worst
     # member depends on the noise, and floor noise in the directions the main shape leaves
     # uncertain can lower the main scale (by 7e-5 relative here), so the total is not
     # monotone in the floor there.
@@ -243,7 +243,7 @@ def test_bad_input(adult):
     bare = GaussianQueryModel(model.means, model.covariances, model.pairs, labels=model.labels)
     with pytest.raises(MechanismNotApplicableError, match="lattice"):
         quiet("daum-floor", bare, epsilon=EPS, delta=DELTA)
-    # A model built from the table carries the table's lattice (issue 26 item 5), the one
+    # A model built from the table carries the table's lattice, the one
     # the pipeline's table facts find on the whole frame: the default is that grid.
     assert model.facts.lattice_steps == facts.lattice_steps
     own = quiet("daum-floor", model, epsilon=EPS, delta=DELTA)
@@ -257,7 +257,7 @@ def test_bad_input(adult):
         quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=[0.0] * 5)
     with pytest.raises(ParameterError, match="calibration"):
         quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=steps, calibration="x")
-    # Statistics with no lattice get a floor relative to their spread (issue 25, item 3):
+    # Statistics with no lattice get a floor relative to their spread:
     # full rank with one or two of them (two were left uncovered before: rank 4).
     one = quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=[None, *steps[1:]])
     assert one.noise_rank == 5

@@ -1,4 +1,4 @@
-"""Full rank everywhere (issue 25, item 3) on a table with continuous and grid-valued columns.
+"""Full rank everywhere on a table with continuous and grid-valued columns.
 
 The lattice is detected from the table (nothing declared): the two float columns have no
 lattice, the integer column's mean and the count are on grids. The floored mechanisms must

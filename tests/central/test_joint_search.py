@@ -1,4 +1,4 @@
-"""The joint set's worst-member search, made cheaper (issue 25 items 1-2), against references.
+"""The joint set's worst-member search, made cheaper, against references.
 
 * The members are built a batch at a time: each must equal the member written out from the
   set's definition one point at a time (the covariances Σ̂ + Σ_s w_s (Λ_s Ĉ_s Λ_s − Ĉ_s), the
@@ -127,7 +127,7 @@ def test_box_is_the_default_and_large_pairs_keep_the_box_under_joint():
 
 
 def test_optimal_g_against_the_joint_set_is_cheaper_than_against_the_box():
-    """Cutting planes (issue 25 item 2). Reference: the exact accountant on the joint set's
+    """Cutting planes. Reference: the exact accountant on the joint set's
     worst members for the published noise (the claim holds), and the box's calibration."""
     from distpriv import calibrate
     from distpriv.datasets import paper_split

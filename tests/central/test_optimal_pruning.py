@@ -1,4 +1,4 @@
-"""optimal-g's shortcuts in the exact calibration on the population set (issue 25 item 2).
+"""optimal-g's shortcuts in the exact calibration on the population set.
 
 Three shortcuts keep optimal-g within a few times expm-g's calibration time: the set's
 program is not solved where a proven floor shows no noise of its rank meets the target

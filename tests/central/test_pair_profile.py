@@ -73,7 +73,7 @@ def _mp_distance(mp, s, mq) -> mpmath.mpf:
     """Mahalanobis distance at 60 digits, of the symmetrised matrix the accountant takes.
 
     (A double-precision solve is off by up to 1e-11 in δ at condition 3.5e7 (seed 4):
-    more than the accountant's own error since issue 26, so it cannot be the reference.)
+    more than the accountant's own error on near-singular pairs, so it cannot be the reference.)
     """
     with mpmath.workdps(60):
         sym = s / 2 + s.T / 2

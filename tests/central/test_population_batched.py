@@ -1,4 +1,4 @@
-"""The population set's members built for every pair and corner at once (issue 27 item 3)
+"""The population set's members built for every pair and corner at once
 equal the members built one at a time with the single-member helpers."""
 
 from __future__ import annotations

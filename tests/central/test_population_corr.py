@@ -1,5 +1,5 @@
-"""The tight set's correlated variance statement (issue 25, the price;
-population/_corr.py, modeling/shape_moments.py) against independent references.
+"""The tight set's correlated variance statement
+(population/_corr.py, modeling/shape_moments.py) against independent references.
 
 * The cross moments the engine computes (one aggregate query) equal the rows' (numpy).
 * The correlations they give — of a stratum's mean with its log-variances and between its

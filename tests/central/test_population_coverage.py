@@ -1,4 +1,4 @@
-"""Coverage of the population confidence set (issue 25, "Coverage" and "Validity of the set").
+"""Coverage of the population confidence set, and the validity of the set itself.
 
 The share of modelling tables whose calibrated noise violates the claim on the population
 must be at most β, within a binomial margin. The reference is exact and independent of the
@@ -220,7 +220,7 @@ NEVER_WEAKER = (
 
 @pytest.mark.parametrize("which", ["adult", "randhie"])
 def test_never_weaker_the_accountant_confirms_the_claim_on_the_sets_members(which):
-    """Issue 25, "Never weaker": on several tables, each mechanism's claim is confirmed by
+    """Never weaker: on several tables, each mechanism's claim is confirmed by
     the accountant for the published noise on every member the population set checks."""
     if which == "adult":
         frame, stats, secret = load_adult(), ADULT_STATS, ADULT_SECRET
@@ -321,7 +321,7 @@ def _population(which: str):
 
 
 # The population sets auto is checked on: the default box, and the tight set a curator may
-# choose ([mechanism] population_set = "tight"; issue 25's price is measured on it).
+# choose ([mechanism] population_set = "tight"; the price is measured on it).
 SETS = ("box", "tight")
 
 

@@ -1,5 +1,5 @@
-"""Coverage of the population confidence set for mean secrets (issue 27 item 1, issue 25's
-coverage test extended).
+"""Coverage of the population confidence set for mean secrets (the
+proportions' coverage test extended).
 
 Seeded modelling tables of 300 to 4,000 rows are drawn from a real population (Adult,
 45,222 rows; the RAND health insurance experiment, 20,190 rows); each calibrates the noise

@@ -1,5 +1,5 @@
-"""The tight set's gap statement in δ's own distance (issue 25, round 8;
-population/_direction.py) against independent references.
+"""The tight set's gap statement in δ's own distance
+(population/_direction.py) against independent references.
 
 * With equal covariances δ depends on the gap through its output distance alone: the
   statement must then be the distance statement of population/_tight.py (same member),

@@ -1,4 +1,4 @@
-"""The joint population set (issue 25 item 1) against Monte Carlo: "Validity of the set".
+"""The joint population set against Monte Carlo: "Validity of the set".
 
 A known population with heavy-tailed columns (kurtosis ≥ 50) and a rare secret (the secret's
 stratum has ≤ 60 rows in a 250-row modelling table). For a noise fixed before the draw (the

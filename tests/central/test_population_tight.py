@@ -1,4 +1,4 @@
-"""The "tight" population set (issue 25, the price; population/_tight.py) against brute
+"""The "tight" population set (population/_tight.py) against brute
 force and Monte Carlo.
 
 * The gap's member sits at the quantile of its distance's sampling law: checked against an

@@ -1,4 +1,4 @@
-"""The floor on δ(ε) under noise of limited rank (central/_rank_bound.py, issue 25).
+"""The floor on δ(ε) under noise of limited rank (central/_rank_bound.py).
 
 References: the hockey-stick integral in 50-digit arithmetic (mpmath quadrature), and the
 exact accountant (:func:`distpriv.population.exact.pair_deltas`) on pairs with random noises

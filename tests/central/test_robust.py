@@ -1,4 +1,4 @@
-"""The population layer (issue #18, deliverable 2): a guarantee that holds on the population
+"""The population layer: a guarantee that holds on the population
 from which the modelling table was drawn, with confidence 1 − β.
 
 The reference is exact: the "population" is all of Adult (45,222 rows), declared as such

@@ -1,4 +1,4 @@
-"""Noise shaped for the population confidence set (issue 25, item 2)."""
+"""Noise shaped for the population confidence set."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ def test_optimal_g_noise_shaped_for_the_set(monkeypatch):
         model = model_query(
             frame, ADULT_STATISTICS, INCOME_SECRET, subset_size=100, method="analytic", rng=0
         )
-        # The program against the box set (the joint set, the default since issue 25
-        # item 1: below, and tests/central/test_joint_search.py).
+        # The program against the box set (the joint set, the default:
+        # below, and tests/central/test_joint_search.py).
         with population_set("box"):
             shaped = calibrate("optimal-g", model, epsilon=1.0, delta=1e-3)
             with monkeypatch.context() as mp:

@@ -1,5 +1,5 @@
 """The bundled Adult data parsed by DuckDB (the pipeline's ``adult:<split>`` sources) equals
-pandas' parse, row by row and in order (issue 28 item 4: ``distpriv verify`` without pandas).
+pandas' parse, row by row and in order (``distpriv verify`` without pandas).
 
 The reference is :func:`distpriv.datasets.load_adult` / :func:`paper_split`: pandas' C
 parser, a different reader and cleaning code (only the split's permutation is shared, by

@@ -1,4 +1,4 @@
-"""Zhang et al. 2022 §4.2's hospital numbers from the data pipeline (issue 27, "Must show").
+"""Zhang et al. 2022 §4.2's hospital numbers from the data pipeline.
 
 The APGM reproduction (``distpriv.experiments.zhang2022_apgm``) computes, for the
 generator θ₀, the conditional law of the average weight, blood pressure and temperature of

@@ -1,4 +1,4 @@
-"""The bootstrap population layer of Monte Carlo models of non-linear statistics (issue 27).
+"""The bootstrap population layer of Monte Carlo models of non-linear statistics.
 
 The bootstrap's spread is checked against an independent reference: the spread of the
 fitted model itself over modelling tables drawn independently from the real population

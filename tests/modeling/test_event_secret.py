@@ -1,4 +1,4 @@
-"""Event secrets (issue 27 item 2): the certified bound on the mixture against Monte Carlo
+"""Event secrets: the certified bound on the mixture against Monte Carlo
 of real Adult subsets whose share falls in each event, drawn with the population weights."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Locked-down SQL: hostile statistics and predicates are refused before execution (#12 item 4)."""
+"""Locked-down SQL: hostile statistics and predicates are refused before execution."""
 
 from __future__ import annotations
 

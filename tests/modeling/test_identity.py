@@ -1,4 +1,4 @@
-"""The data identity (issue #19 item 2): order-blind, keyed, computed in the engine.
+"""The data identity: order-blind, keyed, computed in the engine.
 
 Independent references: the same rows shuffled, stored as Parquet, in a DuckDB database and
 in Spark must give the same fingerprint; any change of the multiset (a row dropped, a cell

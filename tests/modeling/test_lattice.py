@@ -1,4 +1,4 @@
-"""Lattice detection (issue 21): counts, sums and means found exactly; continuous refused."""
+"""Lattice detection: counts, sums and means found exactly; continuous refused."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def test_adult_lattices_from_table_and_from_samples_agree():
 
 
 def test_decoder_detection_is_the_floors_detection_per_column():
-    # One definition of "on a lattice" for the floors and the decoder (issue 28): the
+    # One definition of "on a lattice" for the floors and the decoder: the
     # decoder's per-column steps are detect_lattice's, and one continuous column refuses all.
     from distpriv.modeling.lattice import detect_lattice, detect_sample_lattice
 

@@ -1,4 +1,4 @@
-"""Mean events (issue 27 item 2 for means) against Monte Carlo of real subsets.
+"""Mean events (event secrets of an average) against Monte Carlo of real subsets.
 
 "Is the dataset's average age in [36, 38] or in [41, 43]?" (Zhang, Ohrimenko & Cummings
 2022, §3, Def. 4). The noise is calibrated on every grid value of one range against every

@@ -1,4 +1,4 @@
-"""Mean secrets against real subsets (issue 27, "Must show", first item).
+"""Mean secrets against real subsets.
 
 The released noise is calibrated from a model built on a modelling table (a sample of the
 population, default β = 0.05 layer; and, separately, on the population's own model

@@ -1,4 +1,4 @@
-"""MeanSecret (issue 27 item 1): the secret, its model, its checks, config and CLI.
+"""MeanSecret: the secret, its model, its checks, config and CLI.
 
 References used here, independent of the tilting code:
 * Gaussian records: the conditional law of the column means given the sensitive column's

@@ -1,4 +1,4 @@
-"""Missing values are a decision: an error naming column and count, or a counted drop (#12.6)."""
+"""Missing values are a decision: an error naming column and count, or a counted drop."""
 
 from __future__ import annotations
 

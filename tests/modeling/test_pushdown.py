@@ -1,4 +1,4 @@
-"""The analytic model pushed down to the engine (#13 item 1): one aggregate, same moments."""
+"""The analytic model pushed down to the engine: one aggregate, same moments."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Range secrets (issue 27 item 3): the grid, the pruning's proofs, and the released noise's
+"""Range secrets: the grid, the pruning's proofs, and the released noise's
 true δ against Monte Carlo of real Adult subsets at pairs across the range."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The shortcuts behind a range secret's calibration change the work, not the guarantee
-(issue 27 item 3): implied constraints of optimal-g's program, the active set of the
+"""The shortcuts behind a range secret's calibration change the work, not the guarantee:
+implied constraints of optimal-g's program, the active set of the
 population set's members, the once-per-pair input checks and the vectorised covariance
 checks, each against the computation without it."""
 

@@ -1,4 +1,4 @@
-"""A released model as the statistics: Query.logistic_regression (issue 27 item 5).
+"""A released model as the statistics: Query.logistic_regression.
 
 The reference is scikit-learn's LogisticRegression (same objective, its own solvers):
 the batched Newton fit must agree with it on real Adult subsets.

@@ -1,4 +1,4 @@
-"""Several secrets at once on real tables, against Monte Carlo of real subsets (issue 27 item 4).
+"""Several secrets at once on real tables, against Monte Carlo of real subsets.
 
 The reference is built here, independently of the library's samplers and SQL: for each
 attribute and each of its values p, datasets of n = 100 rows of which round(p·n) are drawn

@@ -1,4 +1,4 @@
-"""Spark (#13 item 2): the same aggregates in Spark SQL, translated by sqlglot, equal DuckDB."""
+"""Spark: the same aggregates in Spark SQL, translated by sqlglot, equal DuckDB."""
 
 from __future__ import annotations
 

@@ -367,7 +367,7 @@ def test_pair_composition_is_scale_free_and_handles_duplicates():
     assert eps == np.inf and dlt == 1.0 and "no finite epsilon" in rows[0]["note"]
 
 
-# -- the first release is composed on its own model (issue #19: one scan fewer) ----------
+# -- the first release is composed on its own model (one scan fewer) ----------
 
 
 @pytest.mark.parametrize("name", ["daum", "expm-g"])
@@ -411,7 +411,7 @@ def test_population_reaches_the_joint_model():
 
 
 def test_composition_keeps_the_population_set():
-    """One truth (issue 25, item 4): a release calibrated at the default β composes, alone,
+    """One truth: a release calibrated at the default β composes, alone,
     to its own claim on the same confidence set (not to the fitted model's smaller ε), and
     two releases compose to more than either."""
     m = mech(STATS, "expm-g")  # ε = 1, default β: the set's worst member meets ε exactly
@@ -439,7 +439,7 @@ def test_composed_epsilon_does_not_depend_on_the_budget(joint_set):
     """The joint set's worst members depend on the ε at which δ is maximised. The composed
     ε(δ) is stated on the members worst at that ε itself, so it is the same with or without
     a budget (it was taken at the budget's ε: 2.09 with a budget of ε = 4 against 2.18
-    without one here, daum on two statistics released three times; issue 25), and
+    without one here, daum on two statistics released three times), and
     the set's worst member at the stated ε meets δ there (the accountant confirms the
     claim); δ at the budget's ε is that of the members worst at the budget's ε. The
     reference is the exact accountant, both directions, on the members of

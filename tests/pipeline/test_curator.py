@@ -1,4 +1,4 @@
-"""A curator's day (issue #20 items 3–6): ranges, the dry run, API parity, the audited choice.
+"""A curator's day: ranges, the dry run, API parity, the audited choice.
 
 - a declared range clamps a released value and the report says so;
 - ``distpriv verify`` draws no noise and writes nothing but its report;
@@ -145,7 +145,7 @@ def test_verify_draws_no_noise_and_writes_only_its_report(verified):
     assert ver["stopped"] in (
         "certified",
         "below the target",
-        "first look clear",  # the early stop (issue 28 item 4): only after one clean look
+        "first look clear",  # the early stop: only after one clean look
         "sample budget",
         "time budget",
     )

@@ -1,4 +1,4 @@
-"""The config pipeline in the engine (issue #19 items 1 and 2).
+"""The config pipeline in the engine.
 
 * the same rows in another order hit the same ledger account;
 * no public output (JSON, HTML, terminal) carries an unkeyed hash of the released or the

@@ -1,4 +1,4 @@
-"""DuckDB's doors (issue 26 item 2): no source makes DuckDB install, load or download anything.
+"""DuckDB's doors: no source makes DuckDB install, load or download anything.
 
 * every connection distpriv opens (frame, CSV/Parquet file, DuckDB database file, the
   in-memory row-level copy, :func:`load_frame`) has extensions' auto-install and auto-load

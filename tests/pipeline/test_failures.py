@@ -1,4 +1,4 @@
-"""Failure never publishes; every bad input is one line, exit 2, no traceback (issue #12).
+"""Failure never publishes; every bad input is one line, exit 2, no traceback.
 
 One test per class: markup in titles and names, Ctrl-C during a long command, unwritable
 and existing ``--out``, negative seeds, ε = 1e-300, an oversized ``--k`` or sample size, a

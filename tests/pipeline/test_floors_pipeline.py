@@ -1,4 +1,4 @@
-"""Floored mechanisms in the curator's pipeline (issue 21): warnings, report, auto's table."""
+"""Floored mechanisms in the curator's pipeline: warnings, report, auto's table."""
 
 from __future__ import annotations
 

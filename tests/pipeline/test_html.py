@@ -198,8 +198,8 @@ def test_repr_html_mechanism_and_guarantee(model):
 
 @pytest.mark.parametrize("name", ["eigm", "expm-l"])
 def test_repr_html_release_report_shows_each_95_interval(name):
-    # The 95 % interval of each statistic's noise around the released value (issue #28:
-    # the notebook display left the column empty); reference: scipy's quantiles.
+    # The 95 % interval of each statistic's noise around the released value (the
+    # notebook display left the column empty); reference: scipy's quantiles.
     from scipy import stats
 
     from distpriv.pipeline import ReleaseReport

@@ -189,7 +189,7 @@ def test_bad_input(paper_model):
 
 
 def test_auto_on_200_unequal_statistics_keeps_the_choice():
-    # Issue 26 item 5's reproducer: auto crashed with OverflowError (the Thm 4.6 fallback of
+    # A case auto crashed on: auto crashed with OverflowError (the Thm 4.6 fallback of
     # dirm-l) on 200 statistics whose covariances differ.
     rng = np.random.default_rng(0)
     m = 200

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distpriv.pipeline.browser import (
+from browser import (
     chromium_dom,
     chromium_executable,
     chromium_screenshot,
@@ -144,7 +144,7 @@ def test_release_report_in_chromium(tmp_path):
         assert re.sub(r"<[^>]+>", "", fmt_number(s["noise_sd"], 3)) in text
     assert "Privacy against accuracy" in text and "Provenance" in text
     assert {"http-equiv": "Content-Security-Policy", "content": CSP} in metas
-    # No raw mathtext anywhere in what Chromium renders (issue 26 item 6): the figure's
+    # No raw mathtext anywhere in what Chromium renders: the figure's
     # tick labels were "$\\mathdefault{10^{4}}$" (the check can fail: it did).
     dom = chromium_dom(page)
     figure = svg_text(dom)

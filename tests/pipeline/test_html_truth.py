@@ -1,4 +1,4 @@
-"""The report tells the whole truth (issue 26 item 6): warnings on the page and in the status,
+"""The report tells the whole truth: warnings on the page and in the status,
 plain tick labels, what the fingerprints are, intervals in the notebook summary."""
 
 from __future__ import annotations

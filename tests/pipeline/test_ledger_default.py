@@ -1,7 +1,7 @@
 """The always-on ledger: default ledger, opting out, budgets, damage, keyed order-blind identity.
 
-Issue 20 (a ledger that is always on; integrity) and issue 19 (keyed, order-blind data
-identity; no unkeyed table hash in any public output).
+A ledger that is always on, with integrity, and a keyed, order-blind data identity (no
+unkeyed table hash in any public output).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A refused release leaves no ledger file; an interrupted one says what the ledger holds.
 
-Issue 26 item 3: every refusal after the ledger was opened (bad ε, unknown option, missing
+A ledger that notices: every refusal after the ledger was opened (bad ε, unknown option, missing
 table, bad ``--budget``) used to create an empty ``distpriv-ledger.sqlite``; Ctrl-C while
 the HTML report rendered recorded the release but printed "nothing was written".
 """

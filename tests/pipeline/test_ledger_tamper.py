@@ -1,4 +1,4 @@
-"""A ledger that notices (issue 26 items 3 and 4): deleted rows, truncated history, dropped
+"""A ledger that notices: deleted rows, truncated history, dropped
 or altered triggers and a deleted history record are refused with the file unchanged; a
 schema-2 ledger is read, and upgraded by its first write; a lazily opened ledger that
 another process creates first is continued on.

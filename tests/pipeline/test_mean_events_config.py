@@ -1,5 +1,5 @@
 """Mean events in the config (``[secret] kind = "event"`` with ``expression``), the report's
-words, and their one-line CLI errors (issue 27 item 2 for means)."""
+words, and their one-line CLI errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Non-linear statistics in a configuration: [model] bootstrap (issue 27 item 5)."""
+"""Non-linear statistics in a configuration: [model] bootstrap."""
 
 from __future__ import annotations
 

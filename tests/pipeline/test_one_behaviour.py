@@ -1,4 +1,4 @@
-"""One library, one behaviour (issue 26 item 5): the library path and the configuration path
+"""One library, one behaviour: the library path and the configuration path
 choose the same mechanism, default to the same modelling method and warn alike."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``[mechanism] population_set`` and ``distpriv.population_set`` (issue 25: the tighter
+"""``[mechanism] population_set`` and ``distpriv.population_set`` (the tighter
 population sets are the curator's to choose, and one choice holds everywhere in a command —
 calibration, ``auto``, the price, the ledger's composition and the guarantee's text)."""
 

@@ -1,4 +1,4 @@
-"""The price per statistic before releasing (issue 25, item 5): pipeline.price.table.
+"""The price per statistic before releasing: pipeline.price.table.
 References: the library's calibration run by hand on hand-sliced models, R² by regression
 (not the inverse-covariance formula the module uses). ``distpriv verify`` on the clinic
 case (sklearn's breast-cancer table): tests/pipeline/test_price_clinic.py."""
@@ -204,8 +204,8 @@ def test_noise_between_the_gap_and_the_spread_stays_informative():
 
 
 def test_what_if_calibrations_are_certified_and_do_not_leak_into_strict_checks():
-    """The price table's recalibrations check at the search's accuracy (issue 28 item 4,
-    population.exact.what_if_accuracy): still certified (the strict accountant confirms the
+    """The price table's recalibrations check at the search's accuracy
+    (population.exact.what_if_accuracy): still certified (the strict accountant confirms the
     noise), equal to the strict calibration to its resolution, and a check remembered in
     the block never answers a strict one outside it."""
     from distpriv.accounting.calibration_cache import shared_calibration

@@ -1,4 +1,4 @@
-"""The curator's numbers on the clinic case (issue 25, item 5 and "Must show").
+"""The curator's numbers on the clinic case (the price shown before releasing).
 
 examples/clinic: scikit-learn's bundled breast-cancer table (569 patients, no download),
 four correlated statistics of a 100-patient cohort, hiding whether 30 % or 45 % of the
@@ -354,7 +354,7 @@ def test_verify_html_is_the_private_page(verified):
 
 
 def test_verify_page_in_chromium(verified, tmp_path):
-    from distpriv.pipeline.browser import chromium_dom, chromium_executable, page_requests
+    from browser import chromium_dom, chromium_executable, page_requests
 
     if chromium_executable() is None:
         if os.environ.get("CI"):

@@ -1,6 +1,6 @@
 """The pipeline's promises: what is public, what warns, where paths resolve, who decides.
 
-Issue #12 items 1, 3, 8, 9: the public JSON carries no data-derived facts about the
+A release you can publish: the public JSON carries no data-derived facts about the
 modelling table; overlapping or too-small modelling tables warn; config paths resolve
 against the config file; NULLs are an error or a documented drop; the registry alone
 decides which model view a mechanism gets; cli.py stays small.

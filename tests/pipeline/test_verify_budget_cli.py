@@ -1,4 +1,4 @@
-"""``distpriv verify --max-samples N`` and ``--no-early-stop`` (issue 28 item 4): the
+"""``distpriv verify --max-samples N`` and ``--no-early-stop``: the
 check's sample budget and stopping rule from the command line, validated with one-line
 errors before any work."""
 

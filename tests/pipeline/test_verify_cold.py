@@ -1,4 +1,4 @@
-"""``distpriv verify``'s cold path (issue 28 item 4, fourth round): the data-level check's
+"""``distpriv verify``'s cold path: the data-level check's
 sampler reuses the model's count of missing values instead of counting them again, and
 draws from exactly the table it would have built by counting."""
 

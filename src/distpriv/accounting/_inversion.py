@@ -8,8 +8,8 @@ to agree. The same moment generating function gives the certified Rényi/Chernof
 bound (Canonne, Kamath & Steinke 2020, Prop. 12) used where the inversion is
 ill-conditioned.
 
-Private: one method of :mod:`distpriv.accounting.pair_profile` (split from ``accounting.py``, code
-unchanged), which chooses between it and the closed forms.
+Private: one method of :mod:`distpriv.accounting.pair_profile`, which chooses between it and
+the closed forms.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ._whitening import _Decomposition, _Loss, _loss, sensitivity
 
 _GAUSS_NODES, _GAUSS_WEIGHTS = np.polynomial.legendre.leggauss(15)
 # Points of the truncation grid evaluated before the rest (_hockey_stick): T = unit·2^j
-# is found among them unless the loss decays very slowly (issue 28 item 4: the 84-point
+# is found among them unless the loss decays very slowly (the 84-point
 # envelope was a sixth of a contour's cost).
 _ENVELOPE_FIRST = 20
 _FINE_NODES, _FINE_WEIGHTS = np.polynomial.legendre.leggauss(30)
@@ -54,7 +54,7 @@ def _saddle(loss: _Loss, epsilon: float) -> tuple[float, float]:
     The objective is convex in α, and any α in the strip gives the same integral, so a
     vectorised grid search is enough. Both contours of :func:`_inversion_checked` start
     from this α (the second scales it): computed once for both, the same numbers as when
-    each contour searched it (a third of a contour's cost, issue 28 item 4).
+    each contour searched it (a third of a contour's cost).
     """
     lam_pos = loss.lam[loss.lam > 0]
     alpha_max = float(0.5 / lam_pos.max()) if lam_pos.size else math.inf
@@ -192,7 +192,7 @@ def _oscillatory_tail(
         return complex(np.exp(log_i - 1j * omega * t)) / math.pi
 
     # Imported here: scipy.integrate pulls scipy.optimize and scipy.sparse.linalg (a quarter
-    # of a second of CPU), and most profiles never reach this tail (issue 28 item 4).
+    # of a second of CPU), and most profiles never reach this tail.
     from scipy.integrate import IntegrationWarning, quad
 
     eabs, erel, limit = tol / 8.0, 0.0, 2000
@@ -278,7 +278,7 @@ def _inversion_checked(loss: _Loss, epsilon: float, tol: float) -> tuple[float, 
     saddle = _saddle(loss, epsilon)
     est1, err1 = _hockey_stick(loss, epsilon, tol, saddle=saddle)
     # The same integral along a second contour: an independent check of the quadrature,
-    # whose own error estimate can be fooled by slowly decaying oscillation (issue 18).
+    # whose own error estimate can be fooled by slowly decaying oscillation.
     est2, err2 = _hockey_stick(loss, epsilon, tol, alpha_scale=0.5, saddle=saddle)
     gap = abs(est1 - est2)
     est = min(max(est1, 0.0), 1.0)
@@ -315,7 +315,7 @@ def _whitening_error(dec: _Decomposition, loss: _Loss, epsilon: float, floor: fl
 
 
 # The accuracy the whitening's weighted error must meet for the double whitening to be
-# kept (the same level as before issue 25, now weighted by the tail probability).
+# kept (the level of the unweighted test it replaced, now weighted by the tail probability).
 _WHITENING_ACCURACY = 1e-10
 # A profile asked at this accuracy or looser is a scale search's (population/exact.py asks
 # 1e-4 of the target δ): there the double whitening is kept on the bar every profile of
@@ -334,7 +334,7 @@ def _whitening_ok(
     add to δ(ε) is at most 1e-10 in both directions (so both make the same choice); then
     re-whitening in long double or extended precision could not move the reported δ by
     more than that, and is skipped. It costs two tail bounds (O(m) each) against an m³
-    long-double product or a 50-digit eigendecomposition (issue 25: seconds per pair at
+    long-double product or a 50-digit eigendecomposition (seconds per pair at
     m = 20 and m = 500). At a search's accuracy (``accuracy`` ≥ 1e-9): always True — the
     bound is added to δ all the same, and where it is large the tail probability is, so
     δ is far above any target (measured: δ ≈ 0.99 on every such pair of optimal-g's

@@ -6,8 +6,7 @@ computed in log space in each Gaussian's own standardised coordinate, with a fir
 bound on the rounding of the roots. Used for one statistic, and for one whitened direction
 carrying the whole difference (``method="quadratic region"``).
 
-Private: one method of :mod:`distpriv.accounting.pair_profile` (split from ``accounting.py``, code
-unchanged).
+Private: one method of :mod:`distpriv.accounting.pair_profile`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ chi-square variable of Imhof 1961 and Davies 1980). Shortcuts are detected here:
 Gaussians, and different supports (a covariance vanishing where the other does not, means
 differing where both vanish, an unresolvable condition number), where δ(ε) = 1.
 
-Private: one step of :mod:`distpriv.accounting.pair_profile` (split from ``accounting.py``, code
-unchanged), which turns the decomposition into a profile.
+Private: one step of :mod:`distpriv.accounting.pair_profile`, which turns the decomposition
+into a profile.
 """
 
 from __future__ import annotations
@@ -130,11 +130,11 @@ def _decompose(
     In double precision where that is accurate enough (the usual case). Where the double
     whitening's own rounding (about m·κ·u in the whitened variances, κ the condition
     number of the standardised sum) is not small against the smallest whitened variance
-    it must resolve (near-singular covariances, issue 26): again, on the pair transformed
+    it must resolve (near-singular covariances): again, on the pair transformed
     by the first whitening in long double (:func:`_refine`), and if that is not enough in
     extended precision (:func:`_decompose_extended`).
 
-    ``accept`` (issue 25: calibration time) is the cheap float64 test of whether that is
+    ``accept`` (to save calibration time) is the cheap float64 test of whether that is
     needed: given the double decomposition whose first-order bound is at most
     ``_LARGE_TRIGGER`` (so the second-order term its doubling covers stays negligible),
     it says whether the error that bound adds to δ (weighted by the tail probability, as
@@ -167,7 +167,7 @@ def _decompose(
     null = w <= _NULL_RTOL * w.size * w[-1]
     if np.any(null):
         # Directions where the sum is at the rounding level of the entries. If the two
-        # covariances are exactly singular on different subspaces (issue 26: P on a line
+        # covariances are exactly singular on different subspaces (P on a line
         # that Q, positive definite up to 1e-15 of its size, gives probability zero), the
         # supports differ; otherwise both vanish there, up to the rounding of the entries.
         who = _literal_support_mismatch(sp_k, sq_k)
@@ -340,7 +340,7 @@ def _refine(
     if first <= _LARGE_TRIGGER and accept is not None:
         done = _finish(a, b, shift, cond, a.size * eta, a.size * eta, err_shift)
         if done.kind == "regular" and accept(done):
-            return done  # what `accept` asks of the double whitening, met here (issue 25)
+            return done  # what `accept` asks of the double whitening, met here
     return None
 
 
@@ -483,7 +483,7 @@ def sensitivity(
     L = c + Σ_k λ_k Z_k² + β_k Z_k with c = Σ ½ log(b/a) + s²/(2b), λ = (a − b)/(2b) and
     β = s√a/b (:func:`_loss`). Returns (|Δc|, Σ|Δβ_k|, Σ|Δλ_k|). They grow like
     1/min(a, b): the near-degenerate directions are where the whitening's absolute
-    rounding matters (issue 26).
+    rounding matters.
     """
     s = np.abs(shift)
     ra = np.sqrt(a)

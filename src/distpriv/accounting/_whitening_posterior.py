@@ -1,4 +1,4 @@
-"""A posteriori bound on the joint whitening's rounding, for many statistics (issue 25).
+"""A posteriori bound on the joint whitening's rounding, for many statistics.
 
 The double whitening of :func:`~distpriv.accounting._whitening._decompose` carries an
 *a priori* bound: its whitened covariances are diagonal up to an error of spectral norm

@@ -1,4 +1,4 @@
-"""Results shared by the calibrations of one call (issue 25: ``auto`` at hundreds of statistics).
+"""Results shared by the calibrations of one call (``auto`` at hundreds of statistics).
 
 ``mechanism = "auto"`` calibrates every registered mechanism on the same model, and the
 exact calibrations repeat much of each other's work: apgm searches the same noise family

@@ -8,7 +8,7 @@ in both directions iff, with the Mahalanobis distance D = ‖S^(-1/2)(μᵢ − 
 (Balle & Wang 2018, Thm 8; the same profile as N(0, 1) vs N(D, 1)): :func:`gaussian_delta`,
 and its inverse in ε, :func:`gaussian_epsilon`.
 
-Two Gaussians with different covariances (issue 18): one statistic, or one whitened
+Two Gaussians with different covariances: one statistic, or one whitened
 direction carrying the whole difference, is exact through the quadratic loss region
 (normal CDF differences, ``method="quadratic region"``); several directions use the
 Laplace inversion of the loss's moment generating function along two contours that must
@@ -284,7 +284,7 @@ def _profile_raw_1d(
         _finite(np.array([m_p - m_q]), "the mean difference mean_p - mean_q")
     log_ratio = math.log(vp) - math.log(vq)
     if abs(log_ratio) > _MAX_LOG_RATIO:
-        # Variance ratio beyond the double range (issue 26): the loss carries ½|log ratio|
+        # Variance ratio beyond the double range: the loss carries ½|log ratio|
         # > 350 nats, so δ(ε) is 1 to double precision for ε well below that.
         detail = (
             f"variance ratio e^{log_ratio:.6g} is beyond the double range; delta = 1 is the "
@@ -332,7 +332,7 @@ def _profile_from(
         )
     if float(np.max(loss.lam)) > _MAX_LAMBDA:
         # P is far wider than Q in some direction: |M| decays like t^(−1/2) there and the
-        # inversion's tail is unreliable (measured, issue 18). If Q is nowhere far wider
+        # inversion's tail is unreliable (measured). If Q is nowhere far wider
         # than P, the reverse loss is well conditioned: δ_{P‖Q}(ε) = 1 − e^ε + e^ε
         # δ_{Q‖P}(−ε) (the hockey-stick divergence's symmetry, same supports).
         rev = _loss(dec.swapped())
@@ -388,8 +388,8 @@ def gaussian_pair_profile(
     Singular covariances: if the two Gaussians do not live on the same affine subspace
     (a covariance vanishes in a direction where the other does not, or the means differ
     in a direction where both vanish), δ(ε) = 1 for every ε. Near-singular ones are
-    whitened in extended precision where double precision cannot resolve them (issue 26;
-    docs/guarantees.md, "Near-singular covariances"). Equal covariances use the closed
+    whitened in extended precision where double precision cannot resolve them
+    (docs/guarantees.md, "Near-singular covariances"). Equal covariances use the closed
     form of Balle & Wang (2018, Thm 8), exactly :func:`gaussian_delta`.
 
     Parameters
@@ -500,7 +500,7 @@ def _equal_covariance_profile(
         return GaussianPairProfile(epsilon, 0.0, 0.0, 0.0, "closed form", int(dec.a.size))
     if epsilon == 0.0:
         # 2Φ(D/2) − 1 = erf(D/(2√2)), without the cancellation of the difference at small
-        # D (issue 26: D = 1e-16 gave 1e-300 for 4e-17); erf is accurate to a few ulps.
+        # D (D = 1e-16 gave 1e-300 for 4e-17); erf is accurate to a few ulps.
         val = math.erf(dist / (2.0 * math.sqrt(2.0)))
         err = 1e-12 * val + 1e-300
     else:

@@ -1,4 +1,4 @@
-"""Certified upper bounds on δ(ε) of many Gaussian pairs at once (issue 27 item 3).
+"""Certified upper bounds on δ(ε) of many Gaussian pairs at once.
 
 A range secret has hundreds of pairs; the exact profile (:mod:`.pair_profile`) costs about
 a millisecond per pair and direction. Most pairs of a range are far from binding: a pair
@@ -124,7 +124,7 @@ def renyi_delta_bounds(
     level : float, optional
         Only whether both bounds are ≤ ``level`` matters to the caller (a screen): the
         reverse direction is then bounded only for pairs whose forward bound is ≤ ``level``
-        (+inf elsewhere; issue 25, calibration time: a binding pair paid twelve
+        (+inf elsewhere, for calibration time: a binding pair paid twelve
         eigendecompositions per direction for nothing). The bounds given are the same.
 
     Returns

@@ -1,4 +1,4 @@
-"""Private statistics of the data-level check (split from ``verify.py``, code moved verbatim):
+"""Private statistics of the data-level check (:mod:`distpriv.attacks.verify`):
 the known noise's frame, candidate sets and their thresholds, Clopper–Pearson counts, the
 estimate of δ on the evaluation split, the null control and :func:`detectable_delta`.
 """
@@ -95,7 +95,7 @@ def _noise_frame(mechanism: CalibratedMechanism) -> _NoiseFrame:
 def _log_mixture(frame: _NoiseFrame, w: np.ndarray, centers: np.ndarray) -> np.ndarray:
     """log of the mixture density (1/N) Σ_c φ(w − c) at each row of w, in chunks.
 
-    Gaussian kernel (the dominant cost of the data-level check, issue 28 item 4):
+    Gaussian kernel (the dominant cost of the data-level check):
     log φ(w − c) = −½‖w‖² + w·c − ½‖c‖², after moving the origin to the centres' mean (the
     kernel sees only w − c), which keeps the values small enough for float32 products and
     log-sum-exp; BLAS on one thread, whose idle threads would otherwise spin. The
@@ -261,8 +261,8 @@ def detectable_delta(
     def certified(k: int) -> bool:
         return float(_cp(np.array([k]), n_p, 1 - alpha / 2, "lower")[0]) - e * q_hi > target
 
-    # The lower bound grows with k: the least certifying count by bisection (issue 28
-    # item 4: evaluating every k of a large look cost more than the look's statistics).
+    # The lower bound grows with k: the least certifying count by bisection
+    # (evaluating every k of a large look cost more than the look's statistics).
     if not certified(n_p):
         return 1.0
     a_k, b_k = -1, n_p  # certified(b_k); not certified(a_k) (k = -1 by convention)
@@ -388,8 +388,8 @@ def _point_ratio(fit_i: np.ndarray, fit_j: np.ndarray, decoder: Any) -> Any:
 
     The histograms are add-½ smoothed counts of the noise-free statistics of the fit split
     (which the lattice decoder's output is compared with): on a decoded release this is
-    the plug-in of the likelihood ratio of f itself, with no Gaussian assumption (issue 26
-    item 7). A point seen under neither value scores 0 (log of the sizes' ratio).
+    the plug-in of the likelihood ratio of f itself, with no Gaussian assumption.
+    A point seen under neither value scores 0 (log of the sizes' ratio).
     """
     ki, kj = _lattice_keys(fit_i, decoder), _lattice_keys(fit_j, decoder)
     n_i, n_j = ki.shape[0], kj.shape[0]

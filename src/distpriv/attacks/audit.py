@@ -269,7 +269,7 @@ def audit(
     """
     q = query if isinstance(query, Query) else Query(query)
     # Mean, event and several-attribute secrets: their datasets and likelihood ratios come
-    # from attacks/audit_kinds.py (issue 27); a proportion's stay here.
+    # from attacks/audit_kinds.py; a proportion's stay here.
     kind = None if isinstance(secret, ProportionSecret) else audit_target(secret, pair)
     target, pr = (secret, pair) if kind is None else kind
     st = _validate(target, repetitions, n_shadow, n_test, confidence, classifiers, mechanisms, pr)

@@ -1,4 +1,4 @@
-"""The privacy audit for mean, event and several-attribute secrets (issue 27).
+"""The privacy audit for mean, event and several-attribute secrets.
 
 :func:`distpriv.attacks.audit` attacks a release by drawing shadow and test datasets whose
 secret takes each of two values and training attacks to tell them apart (Chen & Ohrimenko

@@ -1,4 +1,4 @@
-"""The attack audit of many pairs of Ψ at once (issue 27: ranges and several attributes).
+"""The attack audit of many pairs of Ψ at once (ranges and several attributes).
 
 A secret protects a set Ψ of pairs (Chen & Ohrimenko 2023, §2): a range secret hundreds
 (every two grid values at most ``within`` apart), a several-attribute secret the union of

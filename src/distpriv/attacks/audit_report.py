@@ -112,7 +112,7 @@ class AuditReport:
     classifiers: tuple[str, ...]
     seed: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
-    #: The pair in words (mean, event and several-attribute secrets; issue 27).
+    #: The pair in words (mean, event and several-attribute secrets).
     labels: tuple[str, str] | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The privacy audit of a release that hides several attributes at once (issue 27 item 4).
+"""The privacy audit of a release that hides several attributes at once.
 
 Zhang, Ohrimenko & Cummings (2022, §3) protect a set C of attributes with one release;
 Ψ is the union of each attribute's pairs. An attacker targets one attribute at a time, so

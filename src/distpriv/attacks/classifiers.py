@@ -3,7 +3,7 @@
 The paper's ``"logistic"`` (Chen & Ohrimenko 2023 §5.3) is fitted in numpy by
 :func:`distpriv.attacks.logistic.fit_logistic` (scikit-learn's estimator, the same
 optimum); the alternatives are scikit-learn's and import it only when asked for, so an
-audit with the paper's classifier never imports scikit-learn (issue 28 item 4).
+audit with the paper's classifier never imports scikit-learn.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ finds it with the Newton solver of the released-model statistic
 (:func:`distpriv.modeling.regression.fit_logistic`, the same objective). It is the
 same estimator as scikit-learn's (``tests/attacks/test_logistic.py`` compares coefficients
 and predictions with it) without importing scikit-learn, scipy.stats and joblib, which cost
-about 0.8 s of CPU on a cold start (issue 28 item 4) for a fit that takes a millisecond.
+about 0.8 s of CPU on a cold start for a fit that takes a millisecond.
 """
 
 from __future__ import annotations

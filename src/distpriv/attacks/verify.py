@@ -193,8 +193,8 @@ def _check_arrays(
         decoder = lattice_decoder(mechanism.noise, lattice, mag)
         decoder = None if decoder is None else _Cached(decoder)
     elif lattice is not None:
-        # No noise: the release is f itself, "decoded" by reading it (issue 26 item 7:
-        # the lattice-point sets also apply to a noiseless release).
+        # No noise: the release is f itself, "decoded" by reading it (the
+        # lattice-point sets also apply to a noiseless release).
         decoder = _Identity(*lattice)
     n_tests = 2 if decoder is not None else 1
     alpha = (1.0 - conf) / (2 * len(pairs) * n_tests * looks)

@@ -1,6 +1,5 @@
 """The results of the data-level check (:func:`distpriv.attacks.verify_on_data`): verdicts,
-per-direction checks, the null control and the advice shown to the curator (split from
-``verify.py``, code moved verbatim).
+per-direction checks, the null control and the advice shown to the curator.
 """
 
 from __future__ import annotations

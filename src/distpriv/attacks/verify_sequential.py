@@ -1,4 +1,4 @@
-"""The data-level check drawing more resampled datasets until it decides (issue 26 item 7).
+"""The data-level check drawing more resampled datasets until it decides.
 
 :func:`verify_on_data` checks δ(ε) of f_θ + Z on a fixed number of resampled datasets; at
 20,000 per value it certifies an under-noised mechanism only from about 14–23× the
@@ -17,18 +17,18 @@ bound exceeds the true δ" then has probability at most Σ_k (1 − confidence)/
 early (stopping early only spends less). A geometric schedule keeps K small
 (log₂ of budget / N₁, plus one), so the price of looking is a factor K in α, not in n.
 
-Early stop (``early_stop=True``, the default of ``distpriv verify`` since issue 28 item 4).
+Early stop (``early_stop=True``, the default of ``distpriv verify``: a fast cold check).
 The check draws more only while it is *suspicious*: it stops after any look (but the
 last) that is clear, i.e. unless its verdict is ``inconclusive`` (an estimate a standard
 error above the claim), some direction's point estimate of the chosen set's
 P_i(S) − e^ε P_j(S) exceeds twice the claimed δ (:data:`_SUSPICIOUS`), or the lattice
 decoder applies (a decoded release can hide an excess that only the sets of lattice points
-find with more draws, issue 26 item 7); at a later look, more datasets and a smaller
+find with more draws); at a later look, more datasets and a smaller
 standard error, the estimate must be at most the claim itself
 (:data:`_LATER_SUSPICIOUS`). A first look that is suspicious by chance (on a release
 calibrated exactly at its claim, about one run in three: the largest estimate over
 directions is biased upward) used to spend the whole budget; now a later clear look ends
-it (issue 28 item 4, third round). The certified bound keeps its confidence (Bonferroni
+it. The certified bound keeps its confidence (Bonferroni
 over the looks the budget allows holds for any stopping rule); what the early stop costs
 is power, against a violation whose estimate at some look falls below the look's bound.
 Measured (``benchmarks/bench_verify_power.py --early-stop``, first look 20,000, budget

@@ -1,13 +1,12 @@
 """The noise families of the exact calibration, and optimal-g's choice among them.
 
-Split from :mod:`distpriv.central.exact_calibration` (issue 25: calibration time; the
-file would cross 600 lines). Each Gaussian-family mechanism's noise Σ_Z(s) as a function
-of one scale (:func:`_family`), the least scale of a family on a model (:func:`_search`),
-and optimal-g's candidate shapes, each calibrated exactly, the cheapest kept
-(:func:`_optimal`), with the pruning that keeps that affordable: full-rank shapes first,
-then every other shape only if, at the cost of the best so far, it already meets the
-target; the population set's program not solved where no noise of its rank can meet the
-target at any scale (:mod:`distpriv.central._rank_bound`).
+What :mod:`distpriv.central.exact_calibration` searches over. Each Gaussian-family
+mechanism's noise Σ_Z(s) as a function of one scale (:func:`_family`), the least scale of a
+family on a model (:func:`_search`), and optimal-g's candidate shapes, each calibrated
+exactly, the cheapest kept (:func:`_optimal`), with the pruning that keeps that affordable:
+full-rank shapes first, then every other shape only if, at the cost of the best so far, it
+already meets the target; the population set's program not solved where no noise of its rank
+can meet the target at any scale (:mod:`distpriv.central._rank_bound`).
 """
 
 from __future__ import annotations
@@ -89,7 +88,7 @@ def _optimal(
     Candidates, each calibrated exactly: the program's noise scaled; the program's noise
     plus isotropic noise (a repair that covers every direction); DauM's and EigM's noise
     shapes. The one of least tr(W Σ_Z) is kept. With ``for_set`` (``gm`` is made of the
-    population set's worst members, issue 25 item 2) the program is also solved on those
+    population set's worst members) the program is also solved on those
     members themselves — a shape chosen for the set, not the fitted shape scaled up — and
     :func:`_calibrate_robust` adds members until none binds (cutting planes). ``hint``:
     the previous round's (shape, scale), where that shape's search starts (warm start;

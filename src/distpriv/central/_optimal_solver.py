@@ -97,8 +97,6 @@ _SHIFTS = 8
 _SHIFT_RANGE = 1e-6
 # Resolvent directions only while they stay below this share of the dimensions.
 _RESOLVENT_BUDGET = 0.4
-# Singular values (relative) of the resolvent directions kept in the first subspace.
-_BASIS_RTOL = 1e-4
 
 
 @dataclass(frozen=True)
@@ -175,24 +173,6 @@ def _orthonormal_extend(basis: np.ndarray, vecs: list[np.ndarray]) -> np.ndarray
             cols.append(u.reshape(-1, 1))
             current = np.hstack(cols)
     return current
-
-
-def _principal(vecs: list[np.ndarray], basis: np.ndarray) -> list[np.ndarray]:
-    """The numerically independent part of ``vecs`` outside span(``basis``) (SVD, rtol).
-
-    Resolvents on neighbouring shifts are nearly parallel: keeping only singular
-    directions above ``_BASIS_RTOL`` keeps the restricted program small; the expansion
-    rounds add whatever the certificate shows is missing.
-    """
-    if not vecs:
-        return []
-    mat = np.column_stack([v / max(float(np.linalg.norm(v)), 1e-300) for v in vecs])
-    if basis.size:
-        mat = mat - basis @ (basis.T @ mat)
-    u, sv, _ = np.linalg.svd(mat, full_matrices=False)
-    if sv.size == 0 or sv[0] == 0:
-        return []
-    return list(u[:, sv > _BASIS_RTOL * sv[0]].T)
 
 
 def _small_program(wq: np.ndarray, bounds: list[np.ndarray]) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""A proven floor on δ(ε) for every noise of limited rank (issue 25: calibration time).
+"""A proven floor on δ(ε) for every noise of limited rank (to save calibration time).
 
 optimal-g's convex program (Chen & Ohrimenko 2023, Cor. A.1) assumes equal covariances
 within a pair; its optimum has rank at most p, the number of its constraints

@@ -1,4 +1,4 @@
-"""``auto`` without calibrating candidates that provably cannot be chosen (issue 25).
+"""``auto`` without calibrating candidates that provably cannot be chosen.
 
 ``mechanism = "auto"`` calibrates every registered mechanism and keeps the verified one of
 least E[Zᵀ W Z]. With hundreds of statistics and the population layer on, each exact
@@ -33,7 +33,7 @@ full comparison). A pruned row is not calibrated: it has no E‖Z‖² (``mse`` 
 in the report), its reason begins "not calibrated: cannot be chosen" and says why, and for
 a dominated family ``mse_above`` is the error its calibration would exceed (the best's).
 Without daum's calibration the ``vs_rank_one`` column (the price of full-rank noise
-against the rank-one optimum, issue 21) is not computed; ``prune=False`` computes it.
+against the rank-one optimum) is not computed; ``prune=False`` computes it.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def _calibrate_on(
     """The least noise of the mechanism's shape meeting the target on every pair of ``gm``.
 
     ``at_paper``: the worst δ of ``gm``'s pairs at the papers' noise, already computed at
-    the search's accuracy (the robust calibration's first member, issue 28 item 4); the
+    the search's accuracy (the robust calibration's first member); the
     search, which starts there, takes it instead of computing it again when the family at
     its starting scale is the papers' noise covariance bit for bit.
     """
@@ -172,7 +172,7 @@ def _calibrate_robust(
     shaped: tuple[np.ndarray, float, PairCheck, str] | None = None
     for for_set in (True, False) if name == "optimal-g" else (False,):
         # The program also sees the joint set's stratum corners (cutting planes that span
-        # how its members move, not only the one member of the last noise: issue 25 item 2).
+        # how its members move, not only the one member of the last noise).
         corners = set_corners(gm, beta=beta, noise_cov=guess) if for_set else []
         active, scale, method = [*first, *corners], None, ""
         for _ in range(_ROBUST_ROUNDS):
@@ -243,7 +243,7 @@ def _published_check(
     """:func:`~distpriv.population.exact.published_noise`'s first check, on the same arguments
     (the noise as sampled, the worst members of the set for that noise, the strict
     accuracy), so that within one :func:`~distpriv.central.calibrate` (one calibration
-    cache) published_noise finds it remembered. Issue 28 item 4: the robust calibration
+    cache) published_noise finds it remembered. Why: the robust calibration
     used to check every member at the search's accuracy on ``cov`` and then, strictly, on
     the published noise; where the strict check passes, the members for the published
     noise all meet the target, so the search has settled (when it does not pass, the loose

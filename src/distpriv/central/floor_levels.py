@@ -3,7 +3,7 @@
 The floored mechanisms (:mod:`distpriv.central.floored`) add independent noise N(0, F),
 F = diag(f_k), to every statistic. A statistic on a lattice of step h_k gets
 f_k = (floor · h_k)² (one grid step blurs the grid); a statistic with no lattice
-(continuous values, issue 25 item 3) gets f_k = (CONTINUOUS_FLOOR · sd_k)², sd_k its
+(continuous values) gets f_k = (CONTINUOUS_FLOOR · sd_k)², sd_k its
 standard deviation under the model, so that the noise is always of full rank m.
 """
 
@@ -20,7 +20,7 @@ from ..querymodel import GaussianQueryModel
 __all__ = ["CONTINUOUS_FLOOR", "continuous_floor", "floor_variances", "statistic_spread"]
 
 # Floor of a statistic with no lattice (continuous values), as a fraction of its standard
-# deviation under the model (issue 25, item 3): no grid can pin it, so the floor only keeps
+# deviation under the model: no grid can pin it, so the floor only keeps
 # the noise of full rank (no direction published exactly); its variance, 1e-4 of the
 # statistic's own, costs next to nothing.
 CONTINUOUS_FLOOR = 0.01

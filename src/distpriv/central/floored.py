@@ -241,7 +241,7 @@ def _fixed(label: str, cov: np.ndarray) -> _Cand:
 
 
 def _population(model: Any, gm: Any, beta: float | None) -> tuple[Any, ...]:
-    """The population premise (issue 18's population/confidence.py), when that module exists."""
+    """The population premise (population/confidence.py), when that module exists."""
     try:
         from ..population.confidence import population_premise
     except ImportError:  # before the robust calibration: the fitted model only
@@ -306,8 +306,8 @@ def calibrate_floored(
     floor : float
         Floor standard deviation in grid steps (default :data:`DEFAULT_FLOOR`).
     beta : float or None
-        With a model that carries the sampling uncertainty of its moments (issue 18's
-        ``model.uncertainty``), the exact calibration meets (ε, δ) on the worst members of
+        With a model that carries the sampling uncertainty of its moments
+        (``model.uncertainty``), the exact calibration meets (ε, δ) on the worst members of
         the (1 − β) confidence set for the population's moments
         (``distpriv.population.confidence``), like the other exact calibrations; ``None``: on the
         fitted moments only.
@@ -401,10 +401,10 @@ def _population_search(
 ) -> tuple[float, PairCheck]:
     """Least scale meeting (ε, δ) for every member of the (1 − β) population set.
 
-    The worst members (``population.confidence.population_model``, issue 18) depend on the noise:
+    The worst members (``population.confidence.population_model``) depend on the noise:
     search on the members worst for the current noise, re-check at the answer, repeat.
     """
-    from ..population.confidence import population_model  # issue 18 (robust calibration)
+    from ..population.confidence import population_model  # the robust calibration
 
     # An active set of members, one full check per round (population/member_search.py);
     # should it not settle, the search on every member of each noise below.
@@ -570,7 +570,7 @@ def _assemble(
     mech = CalibratedMechanism(name, noise, guarantee, model.statistics, diag)
     mech.diagnostics["noise_rank"] = mech.noise_rank
     if mech.noise_rank < gm.dim:
-        # Never silently rank-deficient (issue 25, item 3): floor = 0 asks for it, say so.
+        # Never silently rank-deficient: floor = 0 asks for it, say so.
         msg = (
             f"{name}: the noise covers {mech.noise_rank} of {gm.dim} directions (floor = "
             f"{c:g}); the other components would be published exactly"

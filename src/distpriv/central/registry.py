@@ -44,7 +44,7 @@ class _Builder:
     Why: the registry is read by every command (names, options, model views), but each
     mechanism module pulls in its own dependencies (scipy.stats, networkx, the convex
     solver); ``distpriv verify`` of one mechanism must not import the other sixteen
-    (issue 28 item 4). ``module`` is relative to :mod:`distpriv.central`; ``kwargs`` are
+    (a fast cold start). ``module`` is relative to :mod:`distpriv.central`; ``kwargs`` are
     bound first, like :func:`functools.partial`.
     """
 
@@ -254,7 +254,7 @@ _SPECS = (
         model_types=(AttributeNetworkModel,),
         model_view="network",
     ),
-    # Full rank at rank-one prices (issue 21): the main shape plus a floor of `floor` grid
+    # Full rank at rank-one prices: the main shape plus a floor of `floor` grid
     # steps in every coordinate (central/floored.py); calibrated exactly by default.
     MechanismSpec(
         "daum-floor",

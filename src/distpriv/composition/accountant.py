@@ -463,8 +463,8 @@ def compose(
     newest_model : DataQueryModel, optional
         The query model the newest release was calibrated on (its statistics, in order).
         With no earlier release the joint model *is* that model, so a Gaussian
-        composition uses it as it is instead of modelling the table again (issue #19:
-        one scan of a large modelling table fewer); ignored when there are earlier
+        composition uses it as it is instead of modelling the table again
+        (one scan of a large modelling table fewer); ignored when there are earlier
         releases or for the Laplace family (which needs Monte Carlo datasets).
     population : bool
         The modelling table is the whole population (finite-population correction), as

@@ -1,5 +1,4 @@
-"""One release as the composition sees it, and its noise law as recorded in the ledger
-(split from :mod:`.compose`, code moved verbatim; re-exported there)."""
+"""One release as the composition sees it, and its noise law as recorded in the ledger."""
 
 from __future__ import annotations
 

@@ -88,9 +88,9 @@ def _read_raw(name: str, skiprows: int) -> pd.DataFrame:
         # keep_default_na=False and na_values=["?"]: only a field equal to "?" is missing,
         # never one pandas' NA heuristics would guess. The files separate fields by ", ":
         # the parser drops the space (skipinitialspace), a third of the cost of str.strip
-        # on every column (issue 28 item 4); no field has other surrounding whitespace
+        # on every column; no field has other surrounding whitespace
         # (tests/datasets: equal to an independent, stripped parse). The integer columns
-        # are parsed as int64 by the C parser (issue 28 item 4: cheaper than comparing
+        # are parsed as int64 by the C parser (cheaper than comparing
         # every field with "?" and converting afterwards).
         return pd.read_csv(
             fh,

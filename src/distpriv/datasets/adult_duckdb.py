@@ -2,7 +2,7 @@
 
 Why: :func:`~distpriv.datasets.load_adult` parses the files with pandas, and ``import pandas``
 alone costs about 0.3–0.4 s of CPU — more than half of what ``import numpy, pandas``, the
-yardstick of a cold ``distpriv verify`` (issue 28 item 4), costs. The pipeline's tables live in
+yardstick of a cold ``distpriv verify``, costs. The pipeline's tables live in
 DuckDB anyway (:func:`distpriv.pipeline.stages.data.open_table`), so DuckDB reads the two gzip
 files itself, applies :func:`load_adult`'s cleaning in SQL and keeps the rows of one split,
 in the order :func:`~distpriv.datasets.split` gives them (same permutation, from
@@ -55,7 +55,7 @@ def _clean_sql(paths: tuple[Path, ...]) -> list[str]:
     blank; the test file's labels ``>50K.`` / ``<=50K.`` normalised (any other label
     becomes NULL, as ``_INCOME_LABELS.get`` makes it). The table is filled in the files'
     line order (data file first; DuckDB keeps insertion order), so its ``rowid`` is the
-    row's position in :func:`load_adult` (no sort, no window: issue 28 item 4).
+    row's position in :func:`load_adult` (no sort, no window: they cost a cold start).
     """
     spec = ", ".join(
         f"'{c}': '{'BIGINT' if c in _INT_COLUMNS else 'VARCHAR'}'" for c in ADULT_COLUMNS

@@ -46,8 +46,8 @@ def run_experiments(
 
     With ``out_dir``, every file (CSV, JSON, PNG) is written to a hidden staging folder
     and moved into ``out_dir`` only once the last experiment has finished: an error or a
-    Ctrl-C on the way leaves nothing in ``out_dir`` and creates no folder (issue #26 item 4;
-    ``on_done`` still sees each result as it finishes).
+    Ctrl-C on the way leaves nothing in ``out_dir`` and creates no folder
+    (``on_done`` still sees each result as it finishes).
     """
     if names == ["all"]:
         names = list(EXPERIMENTS)

@@ -1,7 +1,7 @@
 """The query model a table gives: :class:`DataQueryModel` and what every kind of secret's
-model builder shares (moved verbatim from ``model.py``, so the builders of the secret kinds
-— model.py's proportions, model_mean.py, model_several.py — import it without importing the
-dispatcher :func:`~distpriv.modeling.model.model_query`).
+model builder shares (the builders of the secret kinds — model.py's proportions,
+model_mean.py, model_several.py — import it without importing the dispatcher
+:func:`~distpriv.modeling.model.model_query`).
 """
 
 from __future__ import annotations

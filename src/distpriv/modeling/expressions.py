@@ -11,8 +11,8 @@ functions that read settings or the environment (``getenv``, ``current_setting``
 window functions. The engines add a second wall (DuckDB with ``enable_external_access=false``
 and a locked configuration, :mod:`distpriv.modeling.engines`).
 
-This is the locked-down SQL of issue #12 item 4; the statistics are the query F of Chen &
-Ohrimenko 2023, §3 and §5.1.
+This is the locked-down SQL (user expressions parsed, never spliced); the statistics are
+the query F of Chen & Ohrimenko 2023, §3 and §5.1.
 """
 
 from __future__ import annotations

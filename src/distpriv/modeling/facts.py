@@ -4,7 +4,7 @@ The group-DP baselines need each statistic's per-row span, the floored mechanism
 lattice (grid) each statistic lives on (:mod:`distpriv.modeling.lattice`). They are facts
 about the modelling table, computed once when a model is built from it
 (:func:`distpriv.model_query` stores them as ``model.facts``) so that the library, the
-configuration path and ``auto`` calibrate with the same options (issue 26 item 5; moved
+configuration path and ``auto`` calibrate with the same options (moved
 here from ``pipeline/stages/data.py``, where the pipeline computed them on its own).
 """
 

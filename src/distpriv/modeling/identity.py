@@ -2,7 +2,7 @@
 
 A fingerprint of private data that is published must be keyed, or anyone can hash a guessed
 table and confirm it, and should not depend on row order, or the same rows shuffled look like
-new data to a ledger (docs/architecture.md §4; issue #19 item 2). :func:`multiset_fingerprint`
+new data to a ledger (docs/architecture.md §4). :func:`multiset_fingerprint`
 makes ONE
 pass of the engine (DuckDB or Spark SQL) and computes the row count N and, per lane, the sum
 over rows of a keyed per-row hash — an additive multiset hash (Clarke et al. 2003,

@@ -452,7 +452,7 @@ class LatticeDecoder:
 def decoder_ruled_out(noise: Noise, samples: list[np.ndarray]) -> bool:
     """True when :func:`lattice_decoder` returns None whatever lattice the samples lie on.
 
-    Cheap (no exact detection; issue 28 item 4: the detection's rational arithmetic cost
+    Cheap (no exact detection: the detection's rational arithmetic cost
     more than the rest of a first look). The steps of a lattice the samples lie on are at
     most each column's smallest gap between distinct values d; with steps s ≤ d the
     matrix of the decoder's test, diag(1/s) Σ_Z diag(1/s) = M B M with B = diag(1/d) Σ_Z

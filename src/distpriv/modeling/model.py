@@ -122,7 +122,7 @@ def model_query(
         NULL/NaN in a column a statistic or the secret predicate uses: ``"error"``
         (default) raises naming the column and the count; ``"drop"`` leaves those rows
         out of the modelling data and reports how many in
-        ``diagnostics["missing"]["rows_dropped"]`` (issue #12 item 6).
+        ``diagnostics["missing"]["rows_dropped"]``.
     population : bool
         ``False`` (default): the modelling table is a *sample* of the population the
         protected datasets come from. A dataset's rows are then modelled as drawn i.i.d.
@@ -130,7 +130,7 @@ def model_query(
         table: it would understate the variance of real datasets), and the model carries
         the sampling uncertainty of its moments (``model.uncertainty``, a
         :class:`~distpriv.MomentUncertainty`, for linear statistics), which the default
-        calibration covers with confidence 1 − β (issue #18). ``True``: the table *is*
+        calibration covers with confidence 1 − β. ``True``: the table *is*
         the whole population (e.g. a census; the paper's modelling split in the
         reproductions): datasets are drawn without replacement from it, with the
         finite-population correction, and the moments are taken as exact.
@@ -188,7 +188,7 @@ def model_query(
     from .secret_several import SeveralSecrets
 
     if isinstance(secret, MeanSecret):
-        # Issue 27 item 1: the law given the dataset's mean (modeling/model_mean.py).
+        # Mean secrets: the law given the dataset's mean (modeling/model_mean.py).
         from .model_mean import mean_model
 
         mtable = as_table(data)
@@ -208,7 +208,7 @@ def model_query(
             rng=gen,
         )
     if isinstance(secret, EventSecret) and not isinstance(secret.source, ProportionSecret):
-        # Mean events: a mean secret's model at each event's grid values (issue 27 item 2).
+        # Mean events: a mean secret's model at each event's grid values.
         from .model_mean_events import mean_event_model
 
         if not isinstance(population, bool):
@@ -241,7 +241,7 @@ def model_query(
             population=population,
         )
     if isinstance(secret, ProportionSecret | EventSecret) and secret.is_grid:
-        # A range or events: the values are the grid of this subset size (issue 27).
+        # A range or events: the values are the grid of this subset size.
         secret = secret.grid(check_positive_int(subset_size, "subset_size"))
     if isinstance(secret, EventSecret) and isinstance(secret.base, ProportionSecret):
         pass  # a proportion's events: modelled value by value, as the proportion itself

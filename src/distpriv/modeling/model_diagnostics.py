@@ -1,6 +1,6 @@
 """Diagnostics of a query model built from a table: how far f_θ is from the Gaussian shape the
-mechanisms assume, and how the pair's covariances differ (moved from ``model.py``, verbatim, so
-every kind of secret's model builder reports the same diagnostics).
+mechanisms assume, and how the pair's covariances differ (one module, so every kind of
+secret's model builder reports the same diagnostics).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ depend on each stratum only through its count, the sums and the sums of cross-pr
 the row features, and the sums of their third and fourth powers. :func:`table_moments`
 computes them in ONE grouped aggregate query, executed where the data is (DuckDB over
 Parquet/CSV or a frame, or Spark SQL), reading only the columns the statistics and the
-secret use (issue #13 item 1).
+secret use.
 
 Numerical stability: the features are shifted by a per-feature constant c (an integer near
 the mean, from a 1,000-row probe) before the power sums, so the central moments are
@@ -340,7 +340,7 @@ def iid_cumulants(
 
     The modelling table is a sample of N rows of a population stratum; a protected dataset
     takes k rows of that population, not of the table, so no finite-population correction
-    against the table applies (issue #18). With the unbiased row covariance
+    against the table applies. With the unbiased row covariance
     S = Σ yyᵀ/(N − 1): E[T] = kμ, Cov[T] = kS, and the third and fourth cumulants are k
     times the row cumulants (plug-in P₃/N and P₄/N − 3(P₂/N)²).
 

@@ -289,7 +289,7 @@ class Query:
             or Table
         missing : {"error", "drop"}
             NULL/NaN in a column a statistic uses: ``"error"`` raises naming the column and
-            the count (issue #12 item 6); ``"drop"`` leaves those rows out and reports how
+            the count; ``"drop"`` leaves those rows out and reports how
             many (:attr:`QueryEvaluation.missing`). A Python callable receives the table
             as a DataFrame, NULLs included: it handles them itself.
 

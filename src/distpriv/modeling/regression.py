@@ -1,4 +1,4 @@
-"""A released model as the statistics: a logistic regression's coefficients (issue 27 item 5).
+"""A released model as the statistics: a logistic regression's coefficients.
 
 Chen & Ohrimenko 2023 (§1–2) motivate distribution privacy by property inference on
 *released models*: a model trained on a dataset leaks global properties of it (Ganju et al.

@@ -1,4 +1,4 @@
-"""Event secrets: hide which range a secret's value falls in (issue 27 item 2).
+"""Event secrets: hide which range a secret's value falls in.
 
 Zhang, Ohrimenko & Cummings (2022, §3, Def. 4) let a secret be an *event* g(X) ∈ U, a value
 or a range, and protect pairs of events: "the share of high earners is in [0.20, 0.30]"

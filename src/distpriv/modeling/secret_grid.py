@@ -1,4 +1,4 @@
-"""Range secrets: every value of a secret on the subset's grid within a range (issue 27 item 3).
+"""Range secrets: every value of a secret on the subset's grid within a range.
 
 A dataset of n rows has a share of rows satisfying a predicate that is a multiple of 1/n,
 so "hide the share to within ±k anywhere between a and b" (Chen & Ohrimenko 2023, Ex. 2.1

@@ -1,4 +1,4 @@
-"""Mean secrets: the average over the released dataset of a row expression (issue 27 item 1).
+"""Mean secrets: the average over the released dataset of a row expression.
 
 Zhang, Ohrimenko & Cummings 2022, §3, Def. 4: a secret is a function over an attribute's
 values across all records, e.g. "the average income of individuals in a dataset"; the

@@ -1,4 +1,4 @@
-"""Mean events: hide which range the dataset's average of a column falls in (issue 27 item 2).
+"""Mean events: hide which range the dataset's average of a column falls in.
 
 Zhang, Ohrimenko & Cummings (2022, §3, Def. 4) motivate secrets that are events about a
 function of an attribute over all records: "the average income of individuals in a

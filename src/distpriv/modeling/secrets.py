@@ -76,7 +76,7 @@ class ProportionSecret:
     range : (float, float), optional
         Instead of ``values``: every share on the subset's grid k/n with
         low ≤ k/n ≤ high, materialised by :meth:`grid` when the model is built with
-        ``subset_size`` n (:mod:`distpriv.modeling.secret_grid`; issue 27 item 3). Until
+        ``subset_size`` n (:mod:`distpriv.modeling.secret_grid`). Until
         then ``values`` and ``pairs`` are empty. With ``within``, Ψ is every pair of grid
         values at most ``within`` apart, else every pair.
 

@@ -1,4 +1,4 @@
-"""Third and fourth cross moments of the strata's row features (issue 25, the price).
+"""Third and fourth cross moments of the strata's row features.
 
 The "tight" population set (:mod:`distpriv.population._corr`) combines a pair's errors
 — the mean gap's and every stratum's log-variances' — with their correlations instead of

@@ -42,7 +42,7 @@ class StratifiedSampler:
         ``False`` (default, Chen & Ohrimenko App. C.1): rows drawn without replacement from
         the table, which is then the population. ``True``: rows drawn i.i.d. (with
         replacement) from each stratum, the law of a dataset drawn from a large population
-        of which the table is a sample (issue #18: no finite-population correction against
+        of which the table is a sample (no finite-population correction against
         a modelling sample).
     """
 

@@ -7,7 +7,7 @@ data is: a Parquet file is never copied into pandas for them.
 
 The row-level path (Monte Carlo resampling, non-linear statistics, Python callables) needs
 the rows in memory, in a fixed order. :attr:`Table.frame` materialises them once, refusing
-tables of more than :data:`MAX_IN_MEMORY_ROWS` rows *before* loading (issue #13 item 1).
+tables of more than :data:`MAX_IN_MEMORY_ROWS` rows *before* loading.
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ class Table:
         counts: dict[str, int] | None = None,
         rows_missing: int | None = None,
     ) -> tuple[Table, MissingReport]:
-        """Apply the missing-value policy to the columns used (issue #12 item 6).
+        """Apply the missing-value policy to the columns used.
 
         Parameters
         ----------
@@ -311,7 +311,7 @@ class Table:
             if isinstance(engine, DuckDBEngine) and not framed:
                 # The rows as Arrow, straight from DuckDB, and their positions beside them
                 # (a positional join keeps the rows' order): no pandas frame is made for a
-                # table read by DuckDB (issue 28 item 4: ``distpriv verify``'s check).
+                # table read by DuckDB (``distpriv verify``'s check).
                 self._check_in_memory()
                 rows = engine.fetch_arrow("*", self.where, f"loading {self.source}")
                 conn.register("__distpriv_rows", rows)

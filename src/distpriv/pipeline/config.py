@@ -306,7 +306,7 @@ def _table(
 
 def _bootstrap(value: Any, where: str) -> None:
     """``[model] bootstrap``: resamples of the non-linear statistics' population layer
-    (an integer >= 20) or ``"none"`` (issue 27)."""
+    (an integer >= 20) or ``"none"``."""
     if value is None or value == "none":
         return
     from ..modeling.bootstrap import MIN_BOOTSTRAP
@@ -371,7 +371,7 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
     epsilon = mech.pop("epsilon")
     delta = mech.pop("delta", 0.0)
     if "beta" in mech:
-        # Confidence 1 − β that the guarantee holds on the population (issue #18).
+        # Confidence 1 − β that the guarantee holds on the population.
         beta = mech["beta"]
         if beta == "none":
             mech["beta"] = None
@@ -382,7 +382,7 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
     for key, val in (("epsilon", epsilon), ("delta", delta)):
         if isinstance(val, bool) or not isinstance(val, int | float):
             raise ConfigError(f"{where}: [mechanism] {key} must be a number, got {val!r}")
-    # The population confidence set (issue 25; distpriv.population_set): not a mechanism
+    # The population confidence set (distpriv.population_set): not a mechanism
     # option, load_release_config takes it out.
     if "population_set" in mech:
         from ..population import POPULATION_SETS  # the confidence sets' module (scipy): only then
@@ -551,7 +551,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
 def _check_grid(values: Any, subset_size: Any, where: str) -> None:
     """Every secret value must be a whole number of rows of the subset: θ_p is a dataset of
     ``subset_size`` rows of which p·n satisfy the predicate, and the model would otherwise
-    round p·n silently (0.305 × 100 → 31) while the report states 0.305 (issue #26 item 4).
+    round p·n silently (0.305 × 100 → 31) while the report states 0.305.
     Types and ranges are checked where the secret is built; only well-typed values here."""
     n = subset_size
     if isinstance(n, bool) or not isinstance(n, int) or n <= 0 or not isinstance(values, list):

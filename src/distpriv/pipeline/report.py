@@ -1,6 +1,6 @@
 """The two things a release writes: the public report and the curator's private diagnostics.
 
-What is published is only what is protected (issue #12 item 8): the public report holds the
+What is published is only what is protected: the public report holds the
 noisy values, the noise each statistic carries, the mechanism and its guarantee, and
 provenance without data-derived counts. Model moments, stratum sizes, calibration
 internals and (on request) the true values are facts about the data that no guarantee
@@ -193,7 +193,7 @@ def public_release(
     }
     if "floor" in mech.diagnostics:  # floored mechanisms: why a little noise goes everywhere
         # Imported here: central.floored pulls the optimal-g solver and scipy.linalg, which
-        # `distpriv verify` of another mechanism never uses (issue 28 item 4).
+        # `distpriv verify` of another mechanism never uses.
         from ..central.floored import FLOOR_SENTENCE
 
         out["mechanism"]["floor"] = {
@@ -240,7 +240,7 @@ def noise_to_spread(mech: CalibratedMechanism, model: Any) -> list[float]:
     return [float(x) for x in ratio]
 
 
-# What the public report says about each warning raised during a release (issue 26 item 6).
+# What the public report says about each warning raised during a release.
 # Warnings about the model, the modelling table (public data, SECURITY.md), the mechanism
 # or the configuration are stated publicly: in a fixed sentence where their own text holds
 # numbers of the modelling table (stratum sizes, moments), as they are where it holds only

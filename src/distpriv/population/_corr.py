@@ -1,5 +1,5 @@
-"""The variance statement of the "tight" population set (issue 25, the price): the pair's
-errors combined with their correlations, not at the corners of a box.
+"""The variance statement of the "tight" population set (less noise at the same
+confidence): the pair's errors combined with their correlations, not at the corners of a box.
 
 The joint set (:mod:`distpriv.population.sets`) bounds the sd of the pair's
 linearised δ, h(population) − h(fit) ≈ −L with L = a·ûᵀM e + Σ_sl b_sl η_sl (a = ∂h/∂d

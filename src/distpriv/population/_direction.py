@@ -1,4 +1,4 @@
-"""The tight set's gap statement in δ's own distance (issue 25, round 8): the direction of
+"""The tight set's gap statement in δ's own distance: the direction of
 the gap counts, not only its output distance.
 
 The tight set (:mod:`distpriv.population._tight`) puts the gap's output distance

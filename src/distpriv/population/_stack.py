@@ -1,7 +1,7 @@
 """The geometry of the population set's worst members (:mod:`distpriv.population.confidence`): the
 upper confidence bound on a pair's output distance, the farthest point of the gap's error
 ellipsoid and the shift that reaches the bound — for one member, and for a whole stack of
-(pair, corner) at once (issue 27 item 3: hundreds of pairs; arrays (..., m, m)). Shared by
+(pair, corner) at once (hundreds of pairs; arrays (..., m, m)). Shared by
 the moment set (robust.py) and the bootstrap set (robust_bootstrap.py).
 """
 

@@ -1,5 +1,5 @@
-"""The gap statement of the "tight" population set (issue 25, the price): the gap's
-output distance at the quantile of its sampling law, not at d̂ + z‖B‖₂.
+"""The gap statement of the "tight" population set (less noise at the same
+confidence): the gap's output distance at the quantile of its sampling law, not at d̂ + z‖B‖₂.
 
 The joint set of :mod:`distpriv.population.sets` bounds a pair's output distance
 d = ‖MΔ‖ (M = ((Σᵢ + Σⱼ)/2 + Σ_Z)^(−1/2), Δ the population's mean gap, Δ̂ = Δ + e its

@@ -1,4 +1,4 @@
-"""The (1 − β) population set of a Monte Carlo model with a bootstrap uncertainty (issue 27).
+"""The (1 − β) population set of a Monte Carlo model with a bootstrap uncertainty.
 
 :mod:`distpriv.population.confidence` covers the sampling uncertainty of a model whose statistics
 are sums of per-row features with central-limit laws of the strata moments. A statistic
@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-# scipy.special, not scipy.stats (issue 28 item 4): stdtrit is Student's t quantile, fdtri
+# scipy.special, not scipy.stats: stdtrit is Student's t quantile, fdtri
 # the F quantile.
 from scipy.special import fdtri, stdtrit
 

@@ -1,4 +1,4 @@
-"""Calibration that holds on the population with confidence 1 − β (issue #18, deliverable 2).
+"""Calibration that holds on the population with confidence 1 − β.
 
 A query model built from a modelling table estimates each θ's moments from a *sample* of
 the population the protected datasets come from. The exact calibration
@@ -74,7 +74,7 @@ from typing import Any
 
 import numpy as np
 
-# scipy.special, not scipy.stats (issue 28): ndtri is norm.ppf, 2 gammaincinv(m/2, q) chi2's.
+# scipy.special, not scipy.stats: ndtri is norm.ppf, 2 gammaincinv(m/2, q) chi2's.
 from scipy.special import gammaincinv, ndtri
 
 from ..accounting.calibration_cache import active_cache, fingerprint
@@ -453,7 +453,7 @@ def _members(
 ) -> GaussianQueryModel:
     """The worst members for ``noise_cov``: each corner's gap moved to its upper bound.
 
-    Every (pair, corner) at once (issue 27 item 3: hundreds of pairs): the arithmetic of
+    Every (pair, corner) at once (hundreds of pairs): the arithmetic of
     one member at a time (:func:`_worst_shift`), on stacks (:func:`_worst_shift_stack`)."""
     cs = confidence_set(model, beta=beta)
     noise_cov = (noise_cov + noise_cov.T) / 2

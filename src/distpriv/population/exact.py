@@ -222,8 +222,8 @@ def what_if_accuracy() -> Iterator[None]:
     bound all the same (so such a calibration still meets its target, with noise larger
     by at most the search's resolution); what the strict accuracy adds is the least noise
     to the last digit and agreement with :func:`~distpriv.gaussian_pair_profile` bit for
-    bit, which a published guarantee needs and a what-if figure does not (issue 28 item 4:
-    the strict checks were a fifth of the price table's CPU). The calibration cache keys
+    bit, which a published guarantee needs and a what-if figure does not
+    (the strict checks were a fifth of the price table's CPU). The calibration cache keys
     every check by the accuracy it ran at, so nothing computed here answers a strict
     check outside the block.
     """

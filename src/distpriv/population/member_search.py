@@ -1,4 +1,4 @@
-"""The least scale for the population set's members of its own noise (issue 27 item 3).
+"""The least scale for the population set's members of its own noise.
 
 With a population confidence set (:mod:`distpriv.population.confidence`) the pairs a noise must
 pass are the set's worst members *for that noise*: they move with the noise. A range
@@ -161,7 +161,7 @@ def worst_member_delta(
 ) -> tuple[list[Moments], float]:
     """:func:`worst_member`, and its δ(ε) at ``noise`` (the larger direction, at the search
     accuracy): the value a scale search on that member alone computes first when it
-    starts at this very noise (issue 28 item 4: handed to it instead of recomputed)."""
+    starts at this very noise (handed to it instead of recomputed)."""
     probe = largest_bounds(every, noise, epsilon=epsilon)[:_PROBE]
     sub = moments_model(every, member_moments(every, probe))
     check = pair_deltas(sub, noise, epsilon=epsilon, tol=search_tolerance(delta))

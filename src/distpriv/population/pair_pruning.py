@@ -1,4 +1,4 @@
-"""Fewer exact profiles for many pairs: domination and certified screening (issue 27 item 3).
+"""Fewer exact profiles for many pairs: domination and certified screening.
 
 A range secret (every grid value k/n in [a, b], every pair at most w apart) has hundreds of
 pairs, and the exact profile of each costs about a millisecond per direction. Two ways to
@@ -119,7 +119,7 @@ def screened_profiles(
 def implied_constraints(
     constraints: list[tuple[np.ndarray, np.ndarray]],
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The constraints of optimal-g's program that no other one implies (issue 27 item 3).
+    """The constraints of optimal-g's program that no other one implies.
 
     A constraint (Σ, d) of the program reads dᵀ(Σ + S)⁻¹d ≤ D² (Chen & Ohrimenko 2023,
     Cor. A.1). If another (Σ, d') has the same Σ and d = c·d' with |c| ≤ 1, the quadratic

@@ -1,4 +1,4 @@
-"""The joint population set (issue 25 item 1): one confidence statement per pair, in the
+"""The joint population set: one confidence statement per pair, in the
 quantities its privacy loss depends on, with the worst member found by optimisation.
 
 :mod:`distpriv.population.confidence`'s ``"box"`` set spends β/2 on the mean gaps and β/2 on a
@@ -55,7 +55,7 @@ its boundary at every point. The objective is the exact accountant
 (:func:`~distpriv.accounting.pair_profile.pair_profiles_unchecked`, both directions).
 
 The box is the default, the joint set is opt-in (``population_set("joint")``). Made the
-default (branch jointdefault of issue 25's third round) every test passed, after a real
+default (branch jointdefault) every test passed, after a real
 fix (the ledger's composed ε on the members worst at that ε) and tests rewritten where
 they held only on the box's wide corners; but the locked suite took about 20 minutes on
 two idle cores against its 10-minute budget (the joint set's member searches run for every
@@ -66,7 +66,7 @@ each per noise), above :data:`JOINT_MAX_COORDS` variances per pair (the search a
 three exact profiles per variance, each O(m) per quadrature node) and for bootstrap
 uncertainties, the box is used.
 
-Cost (issue 25): the members of every point a step of the search needs are built at once
+Cost: the members of every point a step of the search needs are built at once
 (batch axis first, :meth:`_Pair.members`); the exact profiles are then asked one member at a
 time, only where the search compares them, and remembered per point. The certified Rényi
 bounds of :mod:`distpriv.accounting.pair_screen` were measured as pruning certificates and
@@ -101,7 +101,7 @@ from ._tight import quantile_shift_stack
 
 __all__: list[str] = []  # helpers of population.confidence
 
-# The population sets (issue 25 item 1): "joint" (this module: one scalar statement per
+# The population sets: "joint" (this module: one scalar statement per
 # pair, the worst member by optimisation; opt-in) and "box" (population/confidence.py's
 # docstring: the Bonferroni box and its corners; the default, and used where the joint
 # set's search would be too costly: set_method).
@@ -129,8 +129,8 @@ def population_set(method: str) -> Iterator[None]:
     ``"joint"`` (this module) or ``"tight"`` (the joint set with the gap at the quantile
     of the sampling law of δ's own distance and correlated variances,
     :mod:`distpriv.population._direction`, :mod:`distpriv.population._tight`,
-    :mod:`distpriv.population._corr`: the least noise at the same stated confidence,
-    issue 25; measured coverage for noise shaped from the table 95.0 % on Adult and 99.0 %
+    :mod:`distpriv.population._corr`: the least noise at the same stated confidence;
+    measured coverage for noise shaped from the table 95.0 % on Adult and 99.0 %
     on RAND HIE against the stated 95 %; about ten times the calibration time of the box).
     Public as ``distpriv.population_set`` (``with distpriv.population_set("tight"): ...``) and, for
     the commands, ``[mechanism] population_set`` (docs/guarantees.md, "Choosing the
@@ -436,7 +436,7 @@ def joint_corners(
     the gap on its boundary for ``noise_cov``: no accountant call.
 
     They are members of the set like the worst one; optimal-g's program is solved against
-    them as well as against the worst members (cutting planes, issue 25 item 2), so that
+    them as well as against the worst members (cutting planes), so that
     its noise covers the directions in which the set's members move, not only the one
     member of the noise last checked (:func:`~distpriv.central.exact_calibration.
     _calibrate_robust`).

@@ -1,5 +1,5 @@
 """Text of the audit for several attributes at once, and the guarantee on the accuracy
-scale (issue 27; beside :func:`distpriv.report.text.render_audit`, which dispatches here)."""
+scale (beside :func:`distpriv.report.text.render_audit`, which dispatches here)."""
 
 from __future__ import annotations
 

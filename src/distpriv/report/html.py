@@ -135,7 +135,7 @@ def plain_tick_label(text: str, value: float) -> str:
     Matplotlib's log formatter writes ``$\\mathdefault{10^{4}}$``, which only its own
     mathtext renderer understands; the figure keeps text as SVG text (``svg.fonttype =
     none``) and does not parse math (labels come from reports), so that string would reach
-    the page raw (issue 26 item 6). Anything left that is not plain falls back to ``%g``.
+    the page raw. Anything left that is not plain falls back to ``%g``.
     """
     if not text:
         return text

@@ -8,8 +8,6 @@ data (titles, statistic names, expressions, notes) is escaped before rich interp
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -21,7 +19,6 @@ from ..util.text import printable
 from ._buffer import _Buffer
 
 __all__ = [
-    "progress_bar",
     "render_audit",
     "render_calibration",
     "render_demo",
@@ -170,7 +167,7 @@ def _verification_line(check: dict[str, Any]) -> str:
     advice = advice.split(": ", 1)[1] if ": " in advice else advice
     looks = ""
     if check.get("stopped"):
-        # the sequential check (issue 26 item 7): how much it drew and why it stopped
+        # the sequential check: how much it drew and why it stopped
         looks = (
             f"; {check['n_samples']} resampled datasets per value, look {check['looks']} of "
             f"at most {check['max_looks']}, stopped: {_e(str(check['stopped']))}"
@@ -242,7 +239,7 @@ def render_demo(report: Any) -> str:
 
 def render_audit(title: str, report: Any, notes: list[str]) -> str:
     """Per mechanism and attack: accuracy, ε lower bound and verdict."""
-    if hasattr(report, "reports"):  # several attributes: one audit each (issue 27)
+    if hasattr(report, "reports"):  # several attributes: one audit each
         from .audit_text import render_several_audit
 
         return render_several_audit(title, report, notes, render_audit)
@@ -287,23 +284,6 @@ def render_audit(title: str, report: Any, notes: list[str]) -> str:
         "bound exceeds the claimed epsilon"
     )
     return buf.text()
-
-
-@contextmanager
-def progress_bar(show: bool, total: int) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr (or nothing), giving a ``tick(done, total)`` callback."""
-    if not show:
-        yield None
-        return
-    from rich.progress import Progress
-
-    bar = Progress(console=Console(stderr=True), transient=True)
-    bar.start()
-    task = bar.add_task("repetitions", total=total)
-    try:
-        yield lambda done, _total: bar.update(task, completed=done)
-    finally:
-        bar.stop()
 
 
 def render_experiment(res: Any) -> str:

@@ -1,4 +1,4 @@
-"""The curator's PRIVATE page of ``distpriv verify --html`` (issue 25, item 5).
+"""The curator's PRIVATE page of ``distpriv verify --html``.
 
 The price per statistic (:mod:`distpriv.pipeline.price.table`) reads each statistic's noise
 against its spread across datasets, the gap the secret makes and its typical value: facts

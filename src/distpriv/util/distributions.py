@@ -2,7 +2,7 @@
 
 Why: ``import scipy.stats`` builds every distribution object and parses their docstrings,
 about a second of CPU on the development machine — more than the rest of
-``distpriv verify`` after issue 28 item 4. The functions here are the ones scipy.stats'
+``distpriv verify`` once its cold path was trimmed. The functions here are the ones scipy.stats'
 own methods call (``beta.ppf`` → the Boost inverse of the regularised incomplete beta,
 ``binom.sf`` → its complement, ``multivariate_normal(allow_singular=True).logpdf`` → the
 eigen-decomposition and pseudo-inverse of ``scipy.stats._multivariate._PSD``), so results
@@ -72,7 +72,7 @@ def _eigh(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Why: ``import scipy.linalg`` costs about 0.1 s of CPU (its batching decorator parses
     every function's docstring), which ``distpriv verify`` paid for the data-level check's
-    two 5 × 5 decompositions (issue 28 item 4; tests/test_cli_startup.py). Both drivers are
+    two 5 × 5 decompositions (tests/test_cli_startup.py). Both drivers are
     backward stable: their eigenvalues differ by a few ε·λ_max, i.e. relatively by about
     ε·κ on the smallest, and the density is a function of u diag(1/s) uᵀ, the
     pseudo-determinant and the null space's projector, not of the basis chosen within an

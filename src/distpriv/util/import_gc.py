@@ -1,4 +1,4 @@
-"""The cyclic garbage collector around the imports of a command (issue 28 item 4).
+"""The cyclic garbage collector around the imports of a command.
 
 What an import leaves (functions, classes, their tables) lives as long as the process, so
 collecting while importing only traverses objects that will never be garbage: in

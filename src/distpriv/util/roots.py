@@ -1,4 +1,4 @@
-"""Brent's root finder without importing scipy.optimize (issue 28 item 4, the cold path).
+"""Brent's root finder without importing scipy.optimize (a fast cold start).
 
 ``import scipy.optimize`` builds linprog, shgo and their dependencies (scipy.spatial,
 scipy.fft, scipy.constants, scipy.sparse.linalg): about a quarter of a second of CPU, while

@@ -25,7 +25,7 @@ def printable(value: object) -> str:
     Control characters (``\\x1b[2J`` clears a terminal, ``\\r`` and ``\\n`` fake lines),
     bidirectional overrides and other format characters in a title, a statistic name or a
     message would act on the user's terminal; written ``\\x1b``, ``\\n``, ``\\u202e`` they
-    are inert, as in the ``{value!r}`` of error messages (issue #26 item 4). Used for
+    are inert, as in the ``{value!r}`` of error messages. Used for
     everything the command line prints (:mod:`distpriv.report.text`, its error and warning
     lines).
     """

@@ -24,8 +24,8 @@ _CONTROLLER: Any = None
 # True while ``python -m distpriv`` runs a command for which it loaded OpenBLAS with
 # OPENBLAS_NUM_THREADS=1 (distpriv.__main__): numpy's OpenBLAS (and scipy's, loaded during
 # the command) then runs on one thread already, and threadpoolctl's import, its scan of the
-# loaded libraries and two calls per block (about 20 ms of ``distpriv verify``, issue 28
-# item 4) change nothing. Only when numpy's BLAS is OpenBLAS (its build configuration
+# loaded libraries and two calls per block (about 20 ms of a cold ``distpriv
+# verify``) change nothing. Only when numpy's BLAS is OpenBLAS (its build configuration
 # says so); any other BLAS is limited through threadpoolctl as before.
 OPENBLAS_ONE_THREAD_AT_LOAD = False
 _NUMPY_OPENBLAS: bool | None = None

@@ -1,5 +1,5 @@
 """``distpriv audit``: property-inference attacks against the configured mechanisms
-(Chen & Ohrimenko 2023 §5.3; split from ``run.py``, code moved verbatim).
+(Chen & Ohrimenko 2023 §5.3).
 """
 
 from __future__ import annotations

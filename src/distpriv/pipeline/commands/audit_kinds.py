@@ -1,4 +1,4 @@
-"""``distpriv audit`` for several attributes at once: each attribute's guarantee (issue 27).
+"""``distpriv audit`` for several attributes at once: each attribute's guarantee.
 
 The audit of a :class:`~distpriv.modeling.SeveralSecrets` is one audit per attribute
 (:func:`distpriv.attacks.audit_attributes`); its public report states, per attribute and

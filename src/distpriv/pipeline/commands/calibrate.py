@@ -1,5 +1,5 @@
-"""``distpriv demo`` and ``distpriv calibrate``: the simulated demo and the calibration of a
-mechanism from a model file (split from ``run.py``, code moved verbatim).
+"""``distpriv demo`` and ``distpriv calibrate``: the commands that calibrate without a
+configuration's data, on a simulated model (the demo) or on a model file.
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ def build_model(
     (``"error"`` or ``"drop"``, :func:`distpriv.model_query`). ``population``: the
     modelling table is the whole population (finite-population correction against it,
     exact moments); by default it is a sample, and the model carries the uncertainty of
-    its moments (issue #18). ``pool_size``: Monte Carlo
+    its moments. ``pool_size``: Monte Carlo
     datasets drawn from a row pool of that many rows per stratum, sampled in the engine
     (for tables too large for memory); ignored by the analytic method. ``bootstrap``:
     resamples of the population layer of non-linear statistics (``None``: off).

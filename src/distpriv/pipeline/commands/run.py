@@ -243,6 +243,6 @@ def run_release(
             ),
         }
     private["warnings"] = list(caught.lines)
-    # The report tells the whole truth (issue 26 item 6): every warning, in public words.
+    # The report tells the whole truth: every warning, in public words.
     public["warnings"] = public_warnings(caught.items)
     return ReleaseOutcome(public, to_jsonable(private), caught.lines, report)

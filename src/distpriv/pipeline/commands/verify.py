@@ -1,5 +1,5 @@
-"""``distpriv verify``: the data-level check of a calibrated mechanism before any release
-(split from ``run.py``, code moved verbatim). Also used by ``release --verify``.
+"""``distpriv verify``: the data-level check of a calibrated mechanism before any release.
+Also used by ``release --verify``.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ __all__ = ["run_verify"]
 
 # Monte Carlo datasets per value at the data-level check's first look (half are evaluation
 # draws); it draws more, doubling, while undecided (attacks.verify_sequential), up to
-# VERIFY_MAX_SAMPLES per value (``--max-samples``) or VERIFY_SECONDS of wall-clock time
-# (issue 26 item 7). With VERIFY_EARLY_STOP (issue 28 item 4) it draws more only when the
+# VERIFY_MAX_SAMPLES per value (``--max-samples``) or VERIFY_SECONDS of wall-clock time.
+# With VERIFY_EARLY_STOP it draws more only when the
 # first look is suspicious (an estimate above the claim, or a lattice decoder applies): a
 # mechanism well below its claim costs one look, at some power against violations the
 # first look misses (docs/user-guide.md, "Checking before releasing").
@@ -154,7 +154,7 @@ def _sampler_draw(
     n: int,
     missing_report: Mapping[str, Any] | None = None,
 ) -> Callable[[int, Any], SampledQueryModel]:
-    """The check's draws from one sampler (issue 28 item 4): the table's strata and per-row
+    """The check's draws from one sampler: the table's strata and per-row
     features are computed once, each look only draws index arrays and sums; the law is
     ``model_query(..., method="montecarlo")``'s (rows i.i.d. from the strata), without
     its per-call validation, featurisation and normality diagnostics."""
@@ -184,7 +184,7 @@ def _known_missing(
     table: Table, used: Any, policy: str, report: Mapping[str, Any] | None
 ) -> tuple[dict[str, int] | None, int | None]:
     """The missing-value counts of ``used`` in ``table`` from the model's report (the model
-    counted them in its own query: issue 28 item 4, one query less per ``verify``), or
+    counted them in its own query: one query less per ``verify``), or
     ``(None, None)`` (count them again) unless the report is about exactly these columns
     under this policy."""
     if report is None or report.get("policy") != policy:
@@ -280,7 +280,7 @@ def run_verify(
         "kind": "verification-diagnostics",
         "private": PRIVATE_BANNER,
         "model": model.to_dict(),
-        # The price per statistic, before any noise is drawn (pipeline.price.table, issue 25):
+        # The price per statistic, before any noise is drawn (pipeline.price.table):
         # private, as noise / spread is (the spread is the modelling table's).
         "price": price,
         "warnings": list(caught.lines),

@@ -63,7 +63,7 @@ def parse_budget(text: str, *, what: str = "--budget") -> Budget:
     parts = str(text).split(",")
     if len(parts) != 2:
         raise ParameterError(f"{what} must be EPS,DELTA (e.g. 2,1e-3), got {text!r}")
-    try:  # plain ASCII decimals only: float() reads "1_0" as 10 and "١" as 1 (issue #26)
+    try:  # plain ASCII decimals only: float() reads "1_0" as 10 and "١" as 1
         eps, dlt = (parse_decimal(p, what) for p in parts)
     except ParameterError as exc:
         raise ParameterError(
@@ -80,8 +80,8 @@ def check_ledger_path(path: str | os.PathLike[str], what: str = "--ledger") -> N
 
     ``":memory:"`` (a ledger that forgets every release when the command ends) and
     ``file:`` URIs (``file:x?mode=ro``; the ledger opens plain paths, so SQLite would create
-    a file named after the whole string) are refused before anything is created
-    (issue #26 item 4), as is an empty path.
+    a file named after the whole string) are refused before anything is created,
+    as is an empty path.
 
     Raises
     ------

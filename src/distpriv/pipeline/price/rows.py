@@ -1,4 +1,4 @@
-"""One statistic's row of the price table (:mod:`distpriv.pipeline.price.table`, issue 25 item 5),
+"""One statistic's row of the price table (:mod:`distpriv.pipeline.price.table`),
 apart from the table's computation so that its words (:mod:`distpriv.pipeline.price.table.words`)
 and its numbers (``price.py``) both read it without importing each other.
 """

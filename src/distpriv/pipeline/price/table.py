@@ -1,4 +1,4 @@
-"""The price of a release, per statistic, before any noise is drawn (issue 25, item 5).
+"""The price of a release, per statistic, before any noise is drawn.
 
 For a calibrated mechanism and its query model, each statistic k gets
 
@@ -38,7 +38,6 @@ prints it and writes it to its PRIVATE page, never into a public report.
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -59,7 +58,6 @@ __all__ = [
     "WEIGHT_PROBE",
     "PriceReport",
     "StatisticPrice",
-    "beta_of",
     "price_for_options",
     "price_report",
 ]
@@ -382,21 +380,3 @@ def price_for_options(
     beta = options.get("beta", DEFAULT_BETA)
     extra = {k: options[k] for k in ("calibration",) if k in options}
     return price_report(model, mech, beta=beta, options=extra)
-
-
-def beta_of(mech: CalibratedMechanism) -> float | None:
-    """The β a mechanism was calibrated with, read from its population premise.
-
-    ``None`` when the premise says the sampling uncertainty was not covered (β = none);
-    the library default when the guarantee states no confidence.
-    """
-    for premise in mech.guarantee.premises:
-        if premise.name != "population":
-            continue
-        text = premise.statement
-        if "beta = none" in text:
-            return None
-        found = re.search(r"with probability at least ([0-9.eE+-]+)", text)
-        if found:
-            return round(1.0 - float(found.group(1)), 12)
-    return DEFAULT_BETA

@@ -1,4 +1,4 @@
-"""The price table in plain language (:mod:`distpriv.pipeline.price.table`, issue 25 item 5).
+"""The price table in plain language (:mod:`distpriv.pipeline.price.table`).
 
 Lines a curator reads before releasing: which statistics will be dominated by noise (noise
 sd at least the statistic's own spread across datasets; the line says which other

@@ -153,7 +153,7 @@ class AutoChoice:
     def rank_one_optimum(self) -> float | None:
         """Least error among mechanisms that verify but leave directions uncovered (or None).
 
-        The price of full-rank noise is measured against it (issue 21): the ``vs_rank_one``
+        The price of full-rank noise is measured against it: the ``vs_rank_one``
         column of :meth:`rows`. ``None`` as well when the mechanisms of partial noise were
         not calibrated (pruned: they cannot be chosen without ``allow_partial_noise``);
         ``choose_mechanism(..., prune=False)`` calibrates them.
@@ -312,7 +312,7 @@ def calibrate_candidates(
     opts = {k: dict(v) for k, v in (options or {}).items()}
     gaussian_view, sampled_view = _views(model)
     # central/auto_pruning imports the floored mechanisms (scipy.linalg): not on the paths
-    # that calibrate one named mechanism (tests/test_cli_startup.py, issue 28 item 4).
+    # that calibrate one named mechanism (tests/test_cli_startup.py).
     from ...central.auto_pruning import calibration_order, dominated, partial_rank
 
     floor_lattice = None

@@ -1,7 +1,7 @@
 """Where the pipeline's tables come from, and what it checks about them before a release.
 
 :func:`open_table` opens every configured source in its engine (DuckDB or Spark), the
-bundled Adult data included (parsed by DuckDB: no pandas frame, issue 28 item 4), so that
+bundled Adult data included (parsed by DuckDB: no pandas frame), so that
 the fingerprints, the overlap check and the facts the default options need are computed
 from the same rows the model and the release see. The frame helpers (``load_frame``,
 ``fingerprint``, ``row_overlap``) serve the Python API's pandas inputs and import pandas
@@ -288,7 +288,7 @@ def table_facts(data: Any, query: Query, subset_size: int) -> TableFacts:
 
 
 # ---------------------------------------------------------------------------------------
-# Engine-side sources (issue #19 item 1): tables stay where they are; only aggregates, a
+# Engine-side sources: tables stay where they are; only aggregates, a
 # bounded sample or the n released rows ever reach Python.
 # ---------------------------------------------------------------------------------------
 
@@ -332,7 +332,7 @@ def open_table(source: str, *, split_seed: int = 0, what: str = "data") -> Table
     """
     if source.startswith(BUILTIN_PREFIX):
         # Parsed and split by DuckDB (the rows and order of paper_split's, tested): no
-        # pandas frame is made for a table the engine scans anyway (issue 28 item 4).
+        # pandas frame is made for a table the engine scans anyway.
         part = source[len(BUILTIN_PREFIX) :]
         engine = adult_engine(part, split_seed, cache=command_cache())
         if engine is None:  # pragma: no cover - the package is not on a file system

@@ -1,4 +1,4 @@
-"""Steps shared by the curator's commands (split from ``run.py``, code moved verbatim).
+"""From a configuration to a calibrated mechanism: the steps every curator's command shares.
 
 Reading the configuration and the secret, opening the tables, building the model and
 calibrating the mechanism (fixed or ``auto``), the warnings collected on the way.
@@ -148,7 +148,7 @@ def model_spec(cfg: ReleaseConfig, n: int, mechanism: str, secret: Secret) -> Mo
 
 def _tables(cfg: ReleaseConfig, data: str | Path | None, n: int) -> tuple[Table, Table, str]:
     """Modelling and released tables (in their engines) and the released one's source
-    (issue #19 item 1: nothing large is loaded into pandas). Their row overlap is checked
+    (nothing large is loaded into pandas). Their row overlap is checked
     with the release's other warnings
     (:func:`~distpriv.pipeline.commands.release.release_warnings`)."""
     model = open_table(cfg.model_source, split_seed=cfg.split_seed, what="[data] model")

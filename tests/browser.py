@@ -1,7 +1,8 @@
 """Headless Chromium for the HTML reports: a screenshot, the rendered DOM, the page's requests.
 
-Used by the report tests and by ``docs/make_report_png.py`` (the README's screenshot), so
-the picture in the README comes from the same path the tests check. Needs the ``chromium``
+A test helper, outside the package: used by the report tests and by
+``docs/make_report_png.py`` (the README's screenshot, which loads this file by path), so the
+picture in the README comes from the same path the tests check. Needs the ``chromium``
 executable (Debian package ``chromium``); nothing here is needed to *produce* a report.
 """
 
@@ -14,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import ParameterError
+from distpriv.errors import ParameterError
 
 __all__ = ["chromium_dom", "chromium_executable", "chromium_screenshot", "page_requests"]
 
