@@ -247,3 +247,25 @@ def test_release_of_200_statistics_runs_in_a_subprocess(tmp_path):
     sds = np.array([s["noise_sd"] for s in stats])
     values = np.array([s["value"] for s in stats])
     assert np.all(np.isfinite(values)) and np.all(np.isfinite(sds)) and np.all(sds > 0)
+
+
+def test_a_histograms_cells_take_the_sparse_product(monkeypatch):
+    """One non-zero per row among 300 cells: XᵀX is taken sparse, and equals the dense
+    product bit for bit and the exact integer sums."""
+    frame = _frame(5000, 21)
+    sql = [f"CAST(x // 3 = {j} AS INTEGER)" for j in range(300)]
+    fns = [lambda f, j=j: (f.x.to_numpy() // 3 == j).astype(np.int64) for j in range(300)]
+    from scipy import sparse
+
+    made = []
+    real = sparse.csr_array
+    monkeypatch.setattr(sparse, "csr_array", lambda *a, **k: made.append(1) or real(*a, **k))
+    got = _moments(frame, sql, stream=True)
+    assert made  # the sparse product was used
+    monkeypatch.setattr(moment_sums, "_SPARSE_SHARE", 0.0)
+    made.clear()
+    dense = _moments(frame, sql, stream=True)
+    assert not made
+    for a, b in ((got.a, dense.a), (got.b, dense.b)):
+        np.testing.assert_array_equal(a.cross, b.cross)
+    _assert_same(got, [_exact_reference(frame, fns, r) for r in (True, False)], rtol=1e-12)

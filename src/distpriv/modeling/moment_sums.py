@@ -49,6 +49,10 @@ MAX_AGGREGATES = 2048
 _BATCH_VALUES = 1 << 21
 _MIN_BATCH_ROWS = 1024
 _MAX_BATCH_ROWS = 1 << 16
+# Batch sums added plainly before one compensated addition (:class:`_Compensated`).
+_BLOCK = 16
+# Share of non-zero features below which a batch's XᵀX is taken sparse (:func:`_gram`).
+_SPARSE_SHARE = 1 / 32
 
 
 @dataclass(frozen=True)
@@ -168,18 +172,39 @@ def _symmetric(diag: np.ndarray, upper: np.ndarray, iu: tuple[np.ndarray, np.nda
 
 
 class _Compensated:
-    """A Kahan-compensated running sum of float64 arrays of one shape (Higham 2002, §4.3):
-    the error of adding thousands of batch sums stays at one rounding, not one per batch."""
+    """A running sum of float64 arrays of one shape, blocked and compensated: batch sums
+    are added plainly in blocks of :data:`_BLOCK`, and the blocks with Kahan's compensation
+    (Higham 2002, §4.3), so thousands of batches add an error of a few roundings, not one
+    per batch, for about one pass over the array per batch."""
 
     def __init__(self, shape: tuple[int, ...]) -> None:
-        self.total = np.zeros(shape)
+        self._total = np.zeros(shape)
         self._carry = np.zeros(shape)
+        self._next = np.zeros(shape)
+        self._block = np.zeros(shape)
+        self._in_block = 0
 
     def add(self, value: np.ndarray) -> None:
-        y = value - self._carry
-        t = self.total + y
-        self._carry = (t - self.total) - y
-        self.total = t
+        np.add(self._block, value, out=self._block)
+        self._in_block += 1
+        if self._in_block == _BLOCK:
+            self._flush()
+
+    def _flush(self) -> None:
+        y = np.subtract(self._block, self._carry, out=self._block)
+        t = np.add(self._total, y, out=self._next)
+        np.subtract(t, self._total, out=self._carry)
+        np.subtract(self._carry, y, out=self._carry)
+        self._next, self._total = self._total, t
+        self._block[...] = 0.0
+        self._in_block = 0
+
+    @property
+    def total(self) -> np.ndarray:
+        """The sum so far."""
+        if self._in_block:
+            self._flush()
+        return self._total
 
 
 class _StratumAccumulator:
@@ -195,14 +220,14 @@ class _StratumAccumulator:
         self.t3 = _Compensated((m, m)) if cross else None
         self.t4 = _Compensated((m, m)) if cross else None
 
-    def add(self, x: np.ndarray) -> None:
+    def add(self, x: np.ndarray, total: np.ndarray) -> None:
+        """Add a batch ``x`` (rows × m) whose column sums are ``total``."""
         if x.shape[0] == 0:
             return
         self.count += x.shape[0]
         sq = x * x
-        self.s1.add(x.sum(axis=0))
-        # XᵀX by BLAS (numpy recognises the transposed product of one array: syrk).
-        self.s2.add(x.T @ x)
+        self.s1.add(total)
+        self.s2.add(_gram(x))
         self.s3.add((sq * x).sum(axis=0))
         self.s4.add((sq * sq).sum(axis=0))
         if self.t3 is not None and self.t4 is not None:
@@ -216,6 +241,23 @@ class _StratumAccumulator:
         return RawSums(
             self.count, self.s1.total, (s2 + s2.T) / 2, self.s3.total, self.s4.total, t3, t4
         )
+
+
+def _gram(x: np.ndarray) -> np.ndarray:
+    """XᵀX of a batch (rows × m), dense or sparse by the batch's share of non-zeros.
+
+    Dense: BLAS (numpy recognises the transposed product of one array: syrk), about
+    rows·m²/2 multiply-adds. A histogram's cells (one non-zero per row among m, the shift
+    of a rare cell being 0) cost rows·m² that way for rows non-zero products; below
+    :data:`_SPARSE_SHARE` non-zeros the product is taken sparse (scipy), in about
+    Σ_rows nnz_row² operations. Integer products stay exact either way (sums below 2⁵³).
+    """
+    if x.size and np.count_nonzero(x) <= _SPARSE_SHARE * x.size:
+        from scipy import sparse
+
+        sp = sparse.csr_array(x)
+        return np.asarray((sp.T @ sp).toarray())
+    return x.T @ x
 
 
 def batch_rows(m: int) -> int:
@@ -282,11 +324,12 @@ def streamed_sums(
                 checks[key][m:] += miss[rows].sum(axis=0)
                 if key[1]:
                     continue  # rows left out: their features are not used
-                xs = x[rows]
-                nonfinite = np.count_nonzero(~np.isfinite(xs), axis=0)
-                checks[key][:m] += nonfinite
-                if not nonfinite.any():
-                    acc[key[0]].add(xs)
+                xs = x[rows] if n < len(rows) else x
+                total = xs.sum(axis=0)
+                if np.all(np.isfinite(total)):
+                    acc[key[0]].add(xs, total)
+                else:  # NaN/inf somewhere (or a sum that overflowed): count them
+                    checks[key][:m] += np.count_nonzero(~np.isfinite(xs), axis=0)
     groups = {k: (counts[k], v) for k, v in checks.items() if counts[k]}
     out = {s: a.sums() for s, a in acc.items() if a.count}
     return groups, out, sql
@@ -305,7 +348,8 @@ def _batches(
         miss = np.empty((rows, n_flags), dtype=np.int64)
         for i in range(n_flags):
             miss[:, i] = batch.column(2 + i).to_numpy(zero_copy_only=False)
-        x = np.empty((rows, m), dtype=np.float64)
+        # Column-major: each Arrow column is copied into contiguous memory.
+        x = np.empty((rows, m), dtype=np.float64, order="F")
         for j in range(m):
             col = batch.column(2 + n_flags + j)
             x[:, j] = col.to_numpy(zero_copy_only=False) if col.null_count == 0 else _nan(col)
