@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -279,6 +279,17 @@ class DuckDBEngine:
         """Run SQL written in this engine's dialect, with ``$name`` parameters bound."""
         try:
             return self.conn.execute(sql, params or {}).fetchall()
+        except duckdb.Error as exc:
+            raise ParameterError(f"{what}: {_one_line(exc)}") from exc
+
+    def stream(self, sql: str, what: str, batch_rows: int) -> Iterator[Any]:
+        """Generated DuckDB SQL's result as pyarrow RecordBatches of about ``batch_rows``
+        rows, read lazily (memory bounded by a batch, whatever the result's size); errors,
+        also those raised while reading, name ``what``."""
+        # On the engine's own connection (a registered frame or temporary view is visible to
+        # no other cursor); the caller runs no other statement until the stream is read.
+        try:
+            yield from self.conn.sql(sql).to_arrow_reader(int(batch_rows))
         except duckdb.Error as exc:
             raise ParameterError(f"{what}: {_one_line(exc)}") from exc
 

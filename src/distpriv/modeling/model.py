@@ -98,11 +98,13 @@ def model_query(
         ``"analytic"`` (default, as for :func:`distpriv.release` and the CLI; linear
         statistics only, other statistics need ``method="montecarlo"`` and the error says
         so): the exact mean and covariance under this sampling (:func:`stratum_moments`),
-        with no Monte Carlo error, computed in the engine from one aggregate query
+        with no Monte Carlo error, computed where the data is
         (:func:`distpriv.modeling.moments.table_moments`: counts, sums and cross-product
-        sums per stratum) — a Parquet/CSV file or Spark DataFrame of any size is never
-        loaded into memory. The non-Gaussianity diagnostics use the exact third and fourth
-        cumulants of the same sampling; ``n_samples`` and ``rng`` are not used.
+        sums per stratum, in one aggregate query or, for many statistics, statements of
+        bounded size or rows streamed into BLAS) — a Parquet/CSV file or Spark DataFrame
+        of any size is never loaded into memory. The non-Gaussianity diagnostics use the
+        exact third and fourth cumulants of the same sampling; ``n_samples`` and ``rng``
+        are not used.
         ``"montecarlo"`` (the paper's; pass ``rng`` for a reproducible model):
         ``n_samples`` datasets per θ, drawn as index arrays in chunks of about 2²⁰ row
         indices, with the sample mean and covariance accumulated chunk by chunk
@@ -449,7 +451,7 @@ def _analytic_model(
         diagnostics=diagnostics,
         fitted=(
             f"exact mean and covariance of the statistics of {n}-row datasets drawn "
-            f"{how} (Gaussian shape assumed), from one aggregate query in {table.dialect}"
+            f"{how} (Gaussian shape assumed), from {tm.how}"
         ),
         uncertainty=uncertainty,
         population=population,

@@ -1,4 +1,4 @@
-"""The analytic query model pushed down to the engine: one aggregate query per table.
+"""The analytic query model pushed down to the engine: the strata's moments where the data is.
 
 For linear statistics F = Σ_r x_r (sums, counts; means are sums scaled by 1/n) of a dataset
 made of k rows drawn without replacement from stratum A (rows satisfying the secret
@@ -6,9 +6,11 @@ predicate) and n − k from stratum B (Chen & Ohrimenko 2023, App. C.1), the exa
 covariance of F — and its third and fourth cumulants, for the non-Gaussianity diagnostics —
 depend on each stratum only through its count, the sums and the sums of cross-products of
 the row features, and the sums of their third and fourth powers. :func:`table_moments`
-computes them in ONE grouped aggregate query, executed where the data is (DuckDB over
-Parquet/CSV or a frame, or Spark SQL), reading only the columns the statistics and the
-secret use.
+computes them where the data is (DuckDB over Parquet/CSV or a frame, or Spark SQL), reading
+only the columns the statistics and the secret use: with a few
+statistics in ONE grouped aggregate query; with many (a histogram's hundreds of cells) in
+one pass over rows streamed from DuckDB into BLAS, or in aggregate statements of bounded
+size — never one statement whose size grows as m² (:mod:`distpriv.modeling.moment_sums`).
 
 Numerical stability: the features are shifted by a per-feature constant c (an integer near
 the mean, from a 1,000-row probe) before the power sums, so the central moments are
@@ -18,28 +20,38 @@ counts) keep integer shifted values whose power sums are exact in float64.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..errors import ParameterError
-from .engines import missing_condition
+from .engines import DuckDBEngine, missing_condition
 from .expressions import ParsedExpression
+from .moment_sums import (
+    RawSums,
+    parse_sums,
+    run_chunked,
+    streamed_sums,
+    sum_aggregates,
+)
 from .sql_literals import sql_double
 from .tables import MissingReport, Table, check_missing_policy
 
 __all__ = [
+    "STREAM_FROM",
     "StratumSums",
     "TableMoments",
     "iid_cumulants",
     "row_kurtosis",
+    "streams",
     "sum_cumulants",
     "table_moments",
 ]
 
 _PROBE_ROWS = 1000
+#: From this many statistics, a DuckDB table's rows are streamed into BLAS rather than
+#: summed by m(m − 1)/2 aggregates in the engine (:func:`streams`).
+STREAM_FROM = 24
 # As modeling.shape_moments.MAX_STATISTICS (not imported: that module imports the engine's).
 _MAX_CROSS = 12
 _FINITE = "1.7976931348623157e308"
@@ -84,30 +96,66 @@ class TableMoments:
         Rows satisfying / not satisfying the predicate.
     missing : MissingReport
     sql : str
-        The aggregate query that was run (DuckDB dialect), for audit.
+        The statements that were run (DuckDB dialect, separated by ``;``), for audit.
+    how : str
+        How the sums were computed, for the model's description.
     """
 
     a: StratumSums
     b: StratumSums
     missing: MissingReport
     sql: str
+    how: str = "one aggregate query in duckdb"
 
 
 def _probe_shift(table: Table, features: list[str]) -> np.ndarray:
-    """Integer shifts near each feature's mean, from the first rows of the table."""
-    inner = ", ".join(f"CAST(({f}) AS DOUBLE) AS d{j}" for j, f in enumerate(features))
-    cols = [f"avg(CASE WHEN abs(d{j}) <= {_FINITE} THEN d{j} END)" for j in range(len(features))]
+    """Integer shifts near each feature's mean, from the first rows of the table.
+
+    With few features, their averages over the first :data:`_PROBE_ROWS` rows in one
+    aggregate query; with many, those rows' features fetched and averaged here: DuckDB 2.0
+    takes seconds to plan one aggregate per feature when there are a thousand of them (5 s
+    at m = 1,000 on 1,000 rows).
+    """
     rel = table.engine.relation
     where = f" WHERE {table.where}" if table.where else ""
-    sql = (
-        f"SELECT {', '.join(cols)} FROM (SELECT {inner} FROM {rel}{where} "
-        f"LIMIT {_PROBE_ROWS}) AS probe"
-    )
-    row = table.engine.query(sql, "probing the statistics' scale")[0]
+    inner = ", ".join(f"CAST(({f}) AS DOUBLE) AS d{j}" for j, f in enumerate(features))
+    sub = f"SELECT {inner} FROM {rel}{where} LIMIT {_PROBE_ROWS}"
+    what = "probing the statistics' scale"
+    m = len(features)
+    if m < STREAM_FROM or not isinstance(table.engine, DuckDBEngine):
+        cols = [f"avg(CASE WHEN abs(d{j}) <= {_FINITE} THEN d{j} END)" for j in range(m)]
+        row = table.engine.query(f"SELECT {', '.join(cols)} FROM ({sub}) AS probe", what)[0]
+        mean = np.array([np.nan if v is None else float(v) for v in row], dtype=np.float64)
+        return _integer_shift(mean)
+    batches = list(table.engine.stream(sub, what, _PROBE_ROWS))
+    rows = np.zeros((sum(b.num_rows for b in batches), m))
+    at = 0
+    for b in batches:
+        for j in range(m):
+            rows[at : at + b.num_rows, j] = b.column(j).to_numpy(zero_copy_only=False)
+        at += b.num_rows
+    finite = np.isfinite(rows)
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.where(finite, rows, 0.0).sum(axis=0)
+        mean = total / np.maximum(finite.sum(axis=0), 1)
+    return _integer_shift(mean)
+
+
+def _integer_shift(mean: np.ndarray) -> np.ndarray:
     # The shift only buys precision: any finite value is exact, so an average that overflowed
-    # (values near 1.8e308) falls back to no shift rather than an infinite one.
-    shifts = [0.0 if v is None else float(np.round(float(v))) for v in row]
-    return np.array([s if math.isfinite(s) else 0.0 for s in shifts])
+    # (values near 1.8e308) or is undefined falls back to no shift rather than an infinite one.
+    shift = np.round(mean)
+    return np.where(np.isfinite(shift), shift, 0.0)
+
+
+def streams(table: Table, m: int) -> bool:
+    """Whether :func:`table_moments` streams the rows out of the engine for m statistics.
+
+    From :data:`STREAM_FROM` statistics on DuckDB: the m(m − 1)/2 cross-product sums then
+    cost the engine more than BLAS costs on the streamed rows. Spark keeps the rows where
+    they are (aggregate statements of bounded size).
+    """
+    return table.dialect == "duckdb" and m >= STREAM_FROM
 
 
 def table_moments(
@@ -118,8 +166,15 @@ def table_moments(
     names: list[str],
     missing: str = "error",
     what: str = "modelling data",
+    stream: bool | None = None,
 ) -> TableMoments:
-    """Per-stratum moments of the row features, in one aggregate query in the engine.
+    """Per-stratum moments of the row features, computed where the data is.
+
+    With few statistics, one aggregate query grouped by stratum. With many, no statement
+    grows as m²: the per-feature counts (rows, NULL/NaN/infinite values, missing values)
+    in aggregate statements of bounded size, then the sums either from the rows streamed
+    out of DuckDB as Arrow batches into BLAS, or (Spark) in more such statements
+    (:mod:`distpriv.modeling.moment_sums`).
 
     Parameters
     ----------
@@ -135,6 +190,8 @@ def table_moments(
         out (counted in the report).
     what : str
         Names the table in messages.
+    stream : bool, optional
+        Stream the rows (DuckDB only) or aggregate in the engine; default :func:`streams`.
 
     Returns
     -------
@@ -167,36 +224,34 @@ def table_moments(
             *(f"CAST({flag} AS INTEGER) AS miss{i}" for i, flag in enumerate(flags)),
         ]
     )
-    select = ["s", "bad", "count(*)"]
-    for j in range(m):
-        select += [f"sum(d{j})", f"sum(d{j} * d{j})", f"sum(d{j} * d{j} * d{j})"]
-        select += [f"sum((d{j} * d{j}) * (d{j} * d{j}))"]
-        select += [f"sum(CASE WHEN abs(d{j}) <= {_FINITE} THEN 0 ELSE 1 END)"]
-    select += [f"sum(d{i} * d{j})" for i in range(m) for j in range(i + 1, m)]
-    # The third and fourth cross moments (the tight set's correlations), in the same query.
-    n_cross = _cross_terms(m)
-    if n_cross:
-        select += [f"sum(d{j} * (d{k} * d{k}))" for j in range(m) for k in range(m) if j != k]
-        select += [f"sum((d{j} * d{j}) * (d{k} * d{k}))" for j in range(m) for k in range(j + 1, m)]
-    select += [f"sum(miss{i})" for i in range(len(flags))]
-    rows = table.run(
-        select, what=f"moments of the statistics on the {what}", group_by="s, bad", cte=cte
-    )
-    rel = table.engine.relation
-    sql = f"WITH f AS (SELECT {cte} FROM {rel}) SELECT {', '.join(select)} FROM f GROUP BY s, bad"
+    cross = _cross_terms(m) > 0
+    stream = streams(table, m) if stream is None else bool(stream)
+    label = f"moments of the statistics on the {what}"
+    # The counts per stratum (rows, values that are not finite, missing values), and the
+    # sums: streamed in the same pass, or as aggregates riding along with the counts (one
+    # statement while they fit in one).
+    aggs = [f"sum(CASE WHEN abs(d{j}) <= {_FINITE} THEN 0 ELSE 1 END)" for j in range(m)]
+    aggs += [f"sum(miss{i})" for i in range(len(flags))]
+    n_checks = len(aggs)
+    raw: dict[int, RawSums] = {}
+    groups: dict[tuple[int, ...], tuple[int, np.ndarray]]
+    if stream:
+        groups, raw, sql = streamed_sums(table, cte, m, len(flags), cross=cross, what=label)
+        statements = [sql]
+    else:
+        aggs += sum_aggregates(m, cross=cross)
+        groups, statements = run_chunked(table, aggs, what=label, keys=("s", "bad"), cte=cte)
 
     counts_missing = {c: 0 for c in used}
     dropped = 0
-    good: dict[int, tuple[Any, ...]] = {}
-    for row in rows:
-        s, is_bad, n = int(row[0]), int(row[1]), int(row[2])
-        tail = row[3 + 5 * m + m * (m - 1) // 2 + n_cross :]
-        for c, v in zip(used, tail, strict=True):
-            counts_missing[c] += int(v or 0)
+    good: dict[int, tuple[int, np.ndarray]] = {}
+    for (s, is_bad), (n, vals) in groups.items():
+        for c, v in zip(used, vals[m:n_checks], strict=True):
+            counts_missing[c] += 0 if np.isnan(v) else int(v)
         if is_bad:
             dropped += n
         else:
-            good[s] = row
+            good[s] = (n, vals)
     counts_missing = {c: v for c, v in counts_missing.items() if v}
     if counts_missing and policy == "error":
         col, cnt = next(iter(counts_missing.items()))
@@ -215,23 +270,34 @@ def table_moments(
                 f"secret predicate {predicate.text!r} is satisfied by {which} of the {what}"
                 + (" (after dropping rows with missing values)" if dropped else "")
             )
-    strata = []
     for s in (1, 0):
-        strata.append(_stratum(good[s], m, shift, names))
-    return TableMoments(strata[0], strata[1], report, sql)
+        _check_finite(good[s][1][:m], names)
+    if not stream:
+        raw = {s: parse_sums(n, vals[n_checks:], m, cross=cross) for s, (n, vals) in good.items()}
+    strata = [_stratum(raw[s], shift, names) for s in (1, 0)]
+    if stream:
+        how = "one pass over the rows streamed from duckdb into BLAS"
+    elif len(statements) == 1:
+        how = f"one aggregate query in {table.dialect}"
+    else:
+        how = f"{len(statements)} aggregate queries in {table.dialect}"
+    return TableMoments(strata[0], strata[1], report, ";\n".join(statements), how)
 
 
-def _stratum(row: tuple[Any, ...], m: int, shift: np.ndarray, names: list[str]) -> StratumSums:
-    n = int(row[2])
-    vals = np.array([np.nan if v is None else float(v) for v in row[3:]], dtype=np.float64)
-    per = vals[: 5 * m].reshape(m, 5)
-    s1, s2, s3, s4, nonfinite = per.T
-    for j in range(m):
-        if nonfinite[j] > 0:
+def _check_finite(nonfinite: np.ndarray, names: list[str]) -> None:
+    """Refuse a statistic whose row feature is NULL, NaN or infinite on some kept row."""
+    for j, v in enumerate(nonfinite):
+        if v > 0:
             raise ParameterError(
-                f"statistic {names[j]!r}: {int(nonfinite[j])} row(s) give NULL, NaN or "
+                f"statistic {names[j]!r}: {int(v)} row(s) give NULL, NaN or "
                 "infinite values; the statistic is undefined there"
             )
+
+
+def _stratum(raw: RawSums, shift: np.ndarray, names: list[str]) -> StratumSums:
+    n, s1, s3, s4 = raw.count, raw.s1, raw.s3, raw.s4
+    s2 = np.diag(raw.s2)
+    for j in range(len(s1)):
         if not np.isfinite(s1[j]) or not np.isfinite(s2[j]):
             # Finite values whose squares or sums pass 1.8e308: the model's moments cannot be
             # represented in double precision (and a mean/variance of inf would be garbage).
@@ -240,35 +306,21 @@ def _stratum(row: tuple[Any, ...], m: int, shift: np.ndarray, names: list[str]) 
                 "precision (the sum of their squares overflows 1.8e308); rescale the column "
                 "(e.g. divide by a power of ten) in the statistic's expression"
             )
-    cross_raw = np.diag(s2)
-    off = vals[5 * m : 5 * m + m * (m - 1) // 2]
-    iu = np.triu_indices(m, k=1)
-    cross_raw[iu] = off
-    cross_raw[(iu[1], iu[0])] = off
     a = s1 / n  # mean of the shifted features
-    cross = cross_raw - np.outer(s1, s1) / n
+    cross = raw.s2 - np.outer(s1, s1) / n
     p3 = s3 - 3 * a * s2 + 2 * n * a**3
     p4 = s4 - 4 * a * s3 + 6 * a**2 * s2 - 3 * n * a**4
     c3 = c4 = None
-    at = 5 * m + m * (m - 1) // 2
-    if _cross_terms(m):
-        # Raw sums of the shifted features: T3[j, k] = Σ d_j d_k², T4[j, k] = Σ d_j² d_k².
-        t3 = np.diag(s3)
-        off3 = vals[at : at + m * (m - 1)]
-        t3[~np.eye(m, dtype=bool)] = off3
-        t4 = np.diag(s4)
-        off4 = vals[at + m * (m - 1) : at + m * (m - 1) + m * (m - 1) // 2]
-        t4[iu] = off4
-        t4[(iu[1], iu[0])] = off4
-        if np.all(np.isfinite(t3)) and np.all(np.isfinite(t4)):
-            c3, c4 = _central_cross(n, a, s1, cross_raw, t3, t4)
+    t3, t4 = raw.t3, raw.t4
+    if t3 is not None and t4 is not None and np.all(np.isfinite(t3)) and np.all(np.isfinite(t4)):
+        c3, c4 = _central_cross(n, a, s1, raw.s2, t3, t4)
     # Rounding can leave tiny negative even moments for a constant feature.
     np.fill_diagonal(cross, np.maximum(np.diag(cross), 0.0))
     return StratumSums(n, shift + a, cross, p3, np.maximum(p4, 0.0), c3, c4)
 
 
 def _cross_terms(m: int) -> int:
-    """Sums of the cross moments the query adds for m statistics (0 above the tight set's
+    """Sums of the cross moments computed for m statistics (0 above the tight set's
     :data:`~distpriv.modeling.shape_moments.MAX_STATISTICS`)."""
     return 3 * m * (m - 1) // 2 if m <= _MAX_CROSS else 0
 

@@ -13,6 +13,7 @@ from typing import Any
 from ...central import CalibratedMechanism, mechanism_info
 from ...errors import (
     MechanismNotApplicableError,
+    ParameterError,
     ParameterTypeError,
     PrivacyLeakWarning,
 )
@@ -28,8 +29,8 @@ from ..outcomes import (
 )
 from ..price.table import price_for_options
 from ..report import PRIVATE_BANNER, secret_dict
+from ..stages import data as sources
 from ..stages.data import (
-    check_memory,
     open_table,
 )
 from ..stages.model import pool_size
@@ -59,6 +60,55 @@ VERIFY_EARLY_STOP = True
 # Smallest --max-samples: the check splits each value's datasets three ways (fit, train,
 # evaluation); below a thousand its bounds say nothing at delta = 1e-3.
 MIN_VERIFY_SAMPLES = 1_000
+
+
+def _look_sizes(budget: int) -> tuple[int, ...]:
+    """Datasets per value at each look of the check for a sample budget."""
+    from ...attacks.verify_sequential import look_schedule
+
+    first = min(VERIFY_SAMPLES, budget)
+    return look_schedule(first, max(first, budget))
+
+
+def _largest_batch(budget: int) -> int:
+    """Most datasets per value the check draws at once (its largest look's increment)."""
+    sizes = _look_sizes(budget)
+    return max([sizes[0], *(b - a for a, b in itertools.pairwise(sizes))])
+
+
+def _check_verify_memory(values: int, n: int, m: int, budget: int, command: str) -> None:
+    """Refuse, before drawing, a check whose largest batch of resampled datasets would pass
+    :data:`~distpriv.pipeline.stages.data.MEMORY_LIMIT_BYTES`, naming what bounds it: the
+    sample budget (``distpriv verify --max-samples``; ``release --verify`` uses the
+    default) and the dataset size (``[model] subset_size``), with a budget that fits."""
+    per_dataset = values * (n + m) * 8.0 * 2  # row indices and the statistics, two copies
+    batch = _largest_batch(budget)
+    limit = sources.MEMORY_LIMIT_BYTES
+    if batch * per_dataset <= limit:
+        return
+    # The largest budget whose batches fit (halving from the current one).
+    fits = budget
+    while fits > MIN_VERIFY_SAMPLES and _largest_batch(fits) * per_dataset > limit:
+        fits = max(MIN_VERIFY_SAMPLES, fits // 2)
+    what = (
+        f"the data-level check would draw {batch} resampled datasets per value at once "
+        f"({values} values, {n} rows each by [model] subset_size, {m} statistics in "
+        f"[query]): about {batch * per_dataset / 1024**3:.1f} GiB of memory (limit "
+        f"{limit / 1024**3:.3g} GiB) with a sample budget of {budget} datasets per value"
+    )
+    smaller_n = "a smaller [model] subset_size"
+    if _largest_batch(fits) * per_dataset > limit:
+        advice = f"even the smallest budget ({MIN_VERIFY_SAMPLES}) does not fit: use {smaller_n}"
+    elif command == "verify":
+        advice = (
+            f"pass --max-samples {fits} or less (max_samples of run_verify), or use {smaller_n}"
+        )
+    else:
+        advice = (
+            f"release --verify uses the default budget; check with `distpriv verify CONFIG "
+            f"--max-samples {fits}` instead, or use {smaller_n}"
+        )
+    raise ParameterError(f"{what}: {advice}")
 
 
 def _verify(
@@ -94,6 +144,7 @@ def _verify_check(
     max_samples: int | None = None,
     early_stop: bool | None = None,
     missing_report: Mapping[str, Any] | None = None,
+    command: str = "release --verify",
 ) -> Any:
     """verify_sequential on datasets resampled from the modelling table (no noise is drawn).
 
@@ -102,16 +153,14 @@ def _verify_check(
     ``VERIFY_MAX_SAMPLES``) or ``VERIFY_SECONDS`` (the stated budget), and with
     ``early_stop`` (default ``VERIFY_EARLY_STOP``) only when the first look is suspicious.
     ``missing_report``: the model's count of missing values in this table (its
-    ``diagnostics["missing"]``), reused when it covers the check's columns.
+    ``diagnostics["missing"]``), reused when it covers the check's columns. ``command``
+    (``"verify"`` or ``"release --verify"``) says which flags a refusal names.
     """
-    from ...attacks.verify_sequential import look_schedule, verify_sequential
+    from ...attacks.verify_sequential import verify_sequential
 
     budget = VERIFY_MAX_SAMPLES if max_samples is None else max_samples
-    first = min(VERIFY_SAMPLES, budget)
-    sizes = look_schedule(first, max(first, budget))
-    batch = max([sizes[0], *(b - a for a, b in itertools.pairwise(sizes))])
-    need = len(secret.values) * batch * (n + len(cfg.query)) * 8.0 * 2
-    check_memory(need, f"--verify ({batch} datasets per value of {n} rows)")
+    sizes = _look_sizes(budget)
+    _check_verify_memory(len(secret.values), n, len(cfg.query), budget, command)
     pool = pool_size(model_frame, n)
     if pool is None and isinstance(secret, ProportionSecret):
         return verify_sequential(
@@ -253,6 +302,7 @@ def run_verify(
             max_samples,
             early_stop,
             missing_report=getattr(model, "diagnostics", {}).get("missing"),
+            command="verify",
         )
         spec = mechanism_info(mech.name)
         public = {
