@@ -46,24 +46,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-__all__ = [
-    "ADULT_ATTRIBUTION",
-    "ADULT_COLUMNS",
-    "HOSPITAL_COLUMNS",
-    "PAPER_SPLIT",
-    "SCENARIOS",
-    "HospitalParameters",
-    "adult_scenario",
-    "generate_hospital",
-    "hospital_moments",
-    "hospital_theta",
-    "load_adult",
-    "load_scenario",
-    "paper_split",
-    "school_network",
-    "split",
-    "synthetic_city",
-]
+# The one export list: __all__ and the type checkers' imports follow _EXPORTS.
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)
 
 if TYPE_CHECKING:
     # The names as attach() resolves them at run time, for type checkers (which do not

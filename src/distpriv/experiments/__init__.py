@@ -28,19 +28,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-__all__ = [
-    "ADULT_STATISTICS",
-    "EXPERIMENTS",
-    "INCOME_SECRET",
-    "Comparison",
-    "Experiment",
-    "ExperimentResult",
-    "reproduction_markdown",
-    "resolve_source",
-    "run_experiment",
-    "run_experiments",
-    "single_run_interval",
-]
+# The one export list: __all__ and the type checkers' imports follow _EXPORTS.
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)
 
 if TYPE_CHECKING:
     # The names as attach() resolves them at run time, for type checkers (which do not

@@ -37,30 +37,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-__all__ = [
-    "AttributeValue",
-    "DataQueryModel",
-    "EventSecret",
-    "LogisticRegressionQuery",
-    "MeanGrid",
-    "MeanSecret",
-    "MissingReport",
-    "ParsedExpression",
-    "ProportionSecret",
-    "Query",
-    "QueryEvaluation",
-    "Secret",
-    "SeveralQueryModel",
-    "SeveralSecrets",
-    "Statistic",
-    "Table",
-    "as_table",
-    "event_weights",
-    "logistic_regression_query",
-    "model_query",
-    "parse_expression",
-    "stratum_moments",
-]
+# The one export list: __all__ and the type checkers' imports follow _EXPORTS.
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)
 
 if TYPE_CHECKING:
     # The names as attach() resolves them at run time, for type checkers (which do not
