@@ -275,7 +275,14 @@ def _fake_experiments(monkeypatch, second: str):
         out_dir.mkdir(parents=True, exist_ok=True)  # as save_figure does
         (out_dir / "one.png").write_bytes(b"png")
         return base.make_result(
-            "one", "One", ["a"], [(1,)], [], ["one.png"], {}, seed, quick, time.perf_counter()
+            "one",
+            "One",
+            ["a"],
+            [(1,)],
+            [],
+            ["one.png"],
+            {},
+            base.RunInfo(seed, quick, time.perf_counter()),
         )
 
     def then(*, quick, seed, out_dir):
@@ -284,7 +291,7 @@ def _fake_experiments(monkeypatch, second: str):
         if second == "error":
             raise ParameterError("it failed")
         return base.make_result(
-            "two", "Two", ["a"], [(2,)], [], [], {}, seed, quick, time.perf_counter()
+            "two", "Two", ["a"], [(2,)], [], [], {}, base.RunInfo(seed, quick, time.perf_counter())
         )
 
     fakes = {

@@ -148,6 +148,23 @@ class Experiment:
     run: Callable[..., ExperimentResult]
 
 
+@dataclass(frozen=True)
+class RunInfo:
+    """How one experiment was run: its seed, quick or full, and when it started.
+
+    Attributes
+    ----------
+    seed : int
+    quick : bool
+    t0 : float
+        Its start, a ``time.perf_counter()`` value.
+    """
+
+    seed: int
+    quick: bool
+    t0: float
+
+
 def make_result(
     name: str,
     title: str,
@@ -156,13 +173,11 @@ def make_result(
     comparisons: list[Comparison],
     figures: list[str],
     params: dict[str, Any],
-    seed: int,
-    quick: bool,
-    t0: float,
+    run: RunInfo,
     checks: dict[str, bool] | None = None,
     notes: tuple[str, ...] = (),
 ) -> ExperimentResult:
-    """An :class:`ExperimentResult` timed from ``t0`` (a ``time.perf_counter()`` value)."""
+    """An :class:`ExperimentResult` of ``run``, timed from its start."""
     return ExperimentResult(
         name,
         title,
@@ -171,9 +186,9 @@ def make_result(
         tuple(comparisons),
         tuple(figures),
         params,
-        seed,
-        quick,
-        time.perf_counter() - t0,
+        run.seed,
+        run.quick,
+        time.perf_counter() - run.t0,
         checks or {},
         notes,
     )

@@ -28,6 +28,7 @@ from .base import (
     Comparison,
     Experiment,
     ExperimentResult,
+    RunInfo,
     make_result,
     positive,
     save_figure,
@@ -189,9 +190,7 @@ def table2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
             "subsets_per_value": 1000,
             "group_size": 100,
         },
-        seed,
-        quick,
-        t0,
+        RunInfo(seed, quick, t0),
     )
 
 
@@ -271,9 +270,7 @@ def table3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
             "test_datasets": 200,
             "classifier": "logistic",
         },
-        seed,
-        quick,
-        t0,
+        RunInfo(seed, quick, t0),
     )
 
 
@@ -355,9 +352,7 @@ def fig2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
         [],
         figs,
         {"delta": 1e-3, "pipelines": n_pipe, "epsilons": grid},
-        seed,
-        quick,
-        t0,
+        RunInfo(seed, quick, t0),
         checks,
     )
 
@@ -454,9 +449,7 @@ def fig3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
         comps,
         figs,
         {"epsilon": 1.0, "delta": 1e-3, "pipelines": n_pipe, "delta_ps": dps},
-        seed,
-        quick,
-        t0,
+        RunInfo(seed, quick, t0),
         checks,
     )
 
@@ -556,9 +549,7 @@ def fig4(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
         comps,
         figs,
         {"delta": 1e-3, "pipelines": n_pipe, "repetitions": reps, "epsilons": grid},
-        seed,
-        quick,
-        t0,
+        RunInfo(seed, quick, t0),
         checks,
     )
 

@@ -55,6 +55,7 @@ from .base import (
     Comparison,
     Experiment,
     ExperimentResult,
+    RunInfo,
     make_result,
     save_figure,
 )
@@ -188,9 +189,7 @@ def dummies(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) 
             "n_inputs": scn.domain.n_inputs,
             "n_outputs": scn.domain.n_outputs,
         },
-        seed,
-        quick,
-        t0,
+        RunInfo(seed, quick, t0),
         {k: bool(v) for k, v in checks.items()},
         (
             "Synthetic city, not Manhattan: the Table 3 comparison shows whether our city "
@@ -355,9 +354,7 @@ def compare(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) 
         [],
         figs,
         {"delta": DELTA, "k": 10, "n_samples_per_direction": n, "targets": targets, "seed": seed},
-        seed,
-        quick,
-        t0,
+        RunInfo(seed, quick, t0),
         checks,
         (
             *notes,

@@ -26,6 +26,7 @@ from ._kawamoto2019_common import EPS_A_LOW, PAPER, PAPER_TABLE2, RADIUS
 from .base import (
     Comparison,
     ExperimentResult,
+    RunInfo,
     make_result,
     save_figure,
     single_run_interval,
@@ -237,9 +238,7 @@ def bounds(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
         _bounds_comparisons(rows),
         figs,
         params,
-        seed,
-        quick,
-        t0,
+        RunInfo(seed, quick, t0),
         _bounds_checks(rows),
         _bounds_notes(rows, outputs, seeds, n),
     )

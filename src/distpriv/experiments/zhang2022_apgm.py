@@ -31,7 +31,7 @@ from ..datasets.hospital import (
 )
 from ..errors import AssumptionWarning
 from ._zhang2022_common import DELTA, EPSILON, N_PATIENTS, PAPER, RUNS
-from .base import Comparison, single_run_interval
+from .base import Comparison, RunInfo, single_run_interval
 from .base import make_result as _result
 from .base import positive as _positive
 from .base import save_figure as _figure
@@ -346,9 +346,7 @@ def apgm_experiment(*, quick: bool = False, seed: int = 0, out_dir: Path | None 
         comps,
         figs,
         params,
-        seed,
-        quick,
-        t0,
+        RunInfo(seed, quick, t0),
         _apgm_checks(sources, sd_of, comps),
         _APGM_NOTES,
     )

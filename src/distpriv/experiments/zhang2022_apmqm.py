@@ -21,7 +21,7 @@ from ..central import (
 )
 from ..datasets.networks import school_network
 from ._zhang2022_common import EPSILON, PAPER, RUNS
-from .base import Comparison
+from .base import Comparison, RunInfo
 from .base import make_result as _result
 from .base import positive as _positive
 from .base import save_figure as _figure
@@ -285,9 +285,7 @@ def apmqm_experiment(*, quick: bool = False, seed: int = 0, out_dir: Path | None
         comps,
         figs,
         {"students": STUDENTS, "epsilon": EPSILON, "epsilons": eps_grid, "secret": "income"},
-        seed,
-        quick,
-        t0,
+        RunInfo(seed, quick, t0),
         checks,
         _apmqm_notes(e_gender, e_sat),
     )
