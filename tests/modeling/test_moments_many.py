@@ -212,7 +212,7 @@ def test_missing_values_and_refusals_are_the_same_on_both_paths(stream):
         _moments(frame.assign(g=0), sql, stream=stream, missing="drop")
 
 
-def test_release_of_200_statistics_runs_in_a_subprocess(tmp_path):
+def test_release_and_verify_of_200_statistics_run_in_a_subprocess(tmp_path):
     """The CLI's data path at m = 200 (crashed with SIGFPE: exit 136, no message)."""
     rng = np.random.default_rng(1)
 
@@ -247,6 +247,21 @@ def test_release_of_200_statistics_runs_in_a_subprocess(tmp_path):
     sds = np.array([s["noise_sd"] for s in stats])
     values = np.array([s["value"] for s in stats])
     assert np.all(np.isfinite(values)) and np.all(np.isfinite(sds)) and np.all(sds > 0)
+    # The same model and mechanism, then the data-level check (a small budget: the point is
+    # that the process lives and reports).
+    argv = ["verify", str(config), "--max-samples", "1000", "--json"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "distpriv", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode in (0, 1), (proc.returncode, proc.stderr[-2000:])
+    check = json.loads(proc.stdout)["verification"]
+    assert check["n_samples"] == 1000
+    assert check["verdict"] in ("violation", "inconclusive", "no evidence")
 
 
 def test_a_histograms_cells_take_the_sparse_product(monkeypatch):

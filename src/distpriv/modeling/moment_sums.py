@@ -12,8 +12,9 @@ m ≈ 177). Two ways that scale are here:
   of at most :data:`MAX_AGGREGATES` each, every one grouped by stratum, for any engine
   (Spark SQL included); with few statistics that is one statement.
 * :func:`streamed_sums` (DuckDB): the per-row features leave the engine as Arrow record
-  batches, and Σ ddᵀ is accumulated with BLAS (XᵀX in float64 per batch) and a compensated
-  (Kahan) sum across batches, in memory bounded by the batch, whatever the table's size.
+  batches, and Σ ddᵀ is accumulated with BLAS (XᵀX in float64 per batch; a sparse product
+  for a histogram's cells) and a blocked, compensated (Kahan) sum across batches, in memory
+  bounded by the batch, whatever the table's size.
   Integer-valued shifted features give integer products, summed exactly in float64 (below
   2⁵³) by either path, so both reproduce the old single statement's sums bit for bit.
 """
@@ -351,11 +352,6 @@ def _batches(
         # Column-major: each Arrow column is copied into contiguous memory.
         x = np.empty((rows, m), dtype=np.float64, order="F")
         for j in range(m):
-            col = batch.column(2 + n_flags + j)
-            x[:, j] = col.to_numpy(zero_copy_only=False) if col.null_count == 0 else _nan(col)
+            # A double column: pyarrow gives NaN for NULL (the check counts them).
+            x[:, j] = batch.column(2 + n_flags + j).to_numpy(zero_copy_only=False)
         yield s, bad, miss, x
-
-
-def _nan(column: Any) -> np.ndarray:
-    """A nullable Arrow double column as float64 with NaN for NULL."""
-    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
