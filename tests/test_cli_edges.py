@@ -43,3 +43,46 @@ def test_unwritable_out_is_refused_before_the_ledger_records(hospital, capsys):
     one_line_error(status, err, "--out", "/proc/x.json")
     assert "recorded" not in err
     assert _recorded(ledger) == 0
+
+
+def _blank(path: Path, column: str, row: int) -> Path:
+    """A copy of a CSV file with one cell of ``column`` emptied (a NULL when read)."""
+    import pandas as pd
+
+    frame = pd.read_csv(path)
+    frame.loc[row, column] = None
+    out = path.with_name(f"null-{column}-{path.name}")
+    frame.to_csv(out, index=False)
+    return out
+
+
+def test_null_in_the_secret_column_of_the_released_table_is_an_error(hospital, capsys):
+    # missing = "error" in the example: documented to cover the secret's column too.
+    data = _blank(hospital / "release.csv", "gender", 3)
+    status, _, err = run(
+        ["release", hospital / "hospital.toml", "--no-ledger", "--data", data], capsys
+    )
+    one_line_error(status, err, "'gender'", "released data", "1 missing")
+
+
+def test_null_in_the_secret_column_library_release(hospital):
+    import warnings
+
+    import pandas as pd
+
+    import distpriv as dp
+    from distpriv.errors import ParameterError
+
+    data = pd.read_csv(_blank(hospital / "release.csv", "gender", 0))
+    secret = dp.ProportionSecret("gender = 'female'", [0.5, 0.6])
+    kwargs = dict(
+        model_data=str(hospital / "model.csv"), mechanism="expm-g", epsilon=1.0, delta=1e-3
+    )
+    with pytest.raises(ParameterError, match="'gender' of the released data has 1 missing"):
+        dp.release(data, {"h": "avg(height)"}, secret, **kwargs)
+    # "drop" leaves the row out: F is the mean over the other 49 rows (pandas' mean).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = dp.release(data, {"h": "avg(height)"}, secret, missing="drop", **kwargs)
+    assert rep.true_value[0] == pytest.approx(data["height"][data["gender"].notna()].mean())
+    assert rep.true_value[0] != pytest.approx(data["height"].mean())

@@ -539,7 +539,7 @@ def prepare_release(
         population=population,
     )
     # F(data) first: a problem with the released table is reported before calibration's.
-    evaluation = q.evaluation(table, missing=missing)
+    evaluation = q.evaluation(table, missing=missing, also=secret.columns)
     value = evaluation.value
     choice = None
     if auto:

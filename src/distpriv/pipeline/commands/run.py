@@ -183,7 +183,7 @@ def run_release(
         model, mech, choice = _model_and_mechanism(
             cfg, model_frame, query, secret, n, progress, support=False
         )
-        evaluation = query.evaluation(released, missing=cfg.missing)
+        evaluation = query.evaluation(released, missing=cfg.missing, also=secret.columns)
         value = evaluation.value
         # One home for the release's warnings, shared with the library's distpriv.release.
         overlap = release_warnings(
