@@ -86,3 +86,18 @@ def test_null_in_the_secret_column_library_release(hospital):
         rep = dp.release(data, {"h": "avg(height)"}, secret, missing="drop", **kwargs)
     assert rep.true_value[0] == pytest.approx(data["height"][data["gender"].notna()].mean())
     assert rep.true_value[0] != pytest.approx(data["height"].mean())
+
+
+def test_audit_all_pairs_counts_the_pairs_of_psi(hospital, capsys):
+    import itertools
+    import json
+
+    values = [0.5, 0.6, 0.7]
+    text = (hospital / "hospital.toml").read_text().replace("[0.5, 0.6]", str(values))
+    (hospital / "three.toml").write_text(text)
+    args = ["audit", hospital / "three.toml", "--pairs", "all", "--repetitions", "2"]
+    status, out, err = run([*args, "--seed", "1", "--json"], capsys)
+    assert status == 0, err
+    every = len(list(itertools.combinations(values, 2)))  # Ψ: every pair of the values
+    notes = [n for n in json.loads(out)["notes"] if n.startswith("pairs audited")]
+    assert len(notes) == 1 and notes[0].startswith(f"pairs audited: {every} of {every} (all)")
