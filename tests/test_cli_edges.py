@@ -101,3 +101,22 @@ def test_audit_all_pairs_counts_the_pairs_of_psi(hospital, capsys):
     every = len(list(itertools.combinations(values, 2)))  # Ψ: every pair of the values
     notes = [n for n in json.loads(out)["notes"] if n.startswith("pairs audited")]
     assert len(notes) == 1 and notes[0].startswith(f"pairs audited: {every} of {every} (all)")
+
+
+def test_mean_secret_with_ten_thousand_values_is_one_line(hospital, capsys):
+    text = (hospital / "hospital.toml").read_text()
+    values = ", ".join(str(60 + k / 1000) for k in range(10_000))
+    text = text.replace("predicate = \"gender = 'female'\"\nvalues = [0.5, 0.6]", "")
+    text = text.replace(
+        "[secret]\n", f'[secret]\nkind = "mean"\nexpression = "height"\nvalues = [{values}]\n'
+    )
+    (hospital / "mean.toml").write_text(text)
+    status, _, err = run(["release", hospital / "mean.toml", "--no-ledger"], capsys)
+    one_line_error(status, err, "mean.toml: [secret] values", "10000 means given", "at most")
+
+
+def test_share_values_given_as_percentages_name_file_and_key(hospital, capsys):
+    text = (hospital / "hospital.toml").read_text().replace("[0.5, 0.6]", "[75, 85]")
+    (hospital / "pct.toml").write_text(text)
+    status, _, err = run(["release", hospital / "pct.toml", "--no-ledger"], capsys)
+    one_line_error(status, err, "pct.toml: [secret] values [75, 85]", "fractions", "0.75")

@@ -31,3 +31,15 @@ def test_several_secrets_takes_the_grid_the_refusal_names():
     assert [v.value for v in s.values] == [*grid, 0.2, 0.3]
     within = [(a, b) for a, b in itertools.combinations(grid, 2) if b - a <= 0.05 + 1e-12]
     assert [(a.value, b.value) for a, b in s.pairs] == [*within, (0.2, 0.3)]
+
+
+def test_mean_secret_caps_its_number_of_values():
+    from distpriv.modeling import MeanSecret
+    from distpriv.modeling.secret_mean import MAX_MEAN_VALUES
+
+    ok = MeanSecret("age", [30 + k / 100 for k in range(MAX_MEAN_VALUES)], within=0.05)
+    assert len(ok.values) == MAX_MEAN_VALUES
+    with pytest.raises(ParameterError) as info:
+        MeanSecret("age", [30 + k / 1000 for k in range(10_000)])
+    msg = str(info.value)
+    assert "\n" not in msg and "10000 means given" in msg and f"at most {MAX_MEAN_VALUES}" in msg

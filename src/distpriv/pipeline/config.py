@@ -486,6 +486,13 @@ def _check_grid(values: Any, subset_size: Any, where: str) -> None:
     round p·n silently (0.305 × 100 → 31) while the report states 0.305 (issue #26 item 4).
     Types and ranges are checked where the secret is built; only well-typed values here."""
     n = subset_size
+    if isinstance(values, list):
+        big = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if any(v > 1 for v in big):  # 75 for 75 %: say what a share is, in the file's words
+            raise ConfigError(
+                f"{where}: [secret] values {values!r}: a share secret's values are fractions "
+                f"of the rows in [0, 1] (0.75 for 75 %), got {max(big)!r}"
+            )
     if isinstance(n, bool) or not isinstance(n, int) or n <= 0 or not isinstance(values, list):
         return
     for p in values:

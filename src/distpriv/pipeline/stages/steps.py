@@ -19,6 +19,7 @@ from ...central import CalibratedMechanism, mechanism_info
 from ...errors import (
     ConfigError,
     ParameterError,
+    ParameterTypeError,
 )
 from ...modeling import DataQueryModel, ProportionSecret, Query, Secret
 from ...modeling import tables as _tables_mod
@@ -111,7 +112,14 @@ SECRET_BUILDERS: dict[str, Callable[[dict[str, Any]], Secret]] = {
 
 def _secret(cfg: ReleaseConfig) -> Secret:
     spec = {k: v for k, v in cfg.secret.items() if k != "kind"}
-    secret = SECRET_BUILDERS[cfg.secret.get("kind", "proportion")](spec)
+    try:
+        secret = SECRET_BUILDERS[cfg.secret.get("kind", "proportion")](spec)
+    except (ParameterError, ParameterTypeError) as exc:  # the file and the table, once
+        msg = str(exc)
+        if msg.startswith(cfg.path):
+            raise
+        msg = msg if msg.startswith("[secret]") else f"[secret] {msg}"
+        raise type(exc)(f"{cfg.path}: {msg}") from None
     grid = getattr(secret, "grid", None)
     if getattr(secret, "is_grid", False) and grid is not None:
         try:  # a range or events: the values on the subset's grid
