@@ -66,6 +66,12 @@ class ReleaseReport:
         was made (they are also emitted as Python warnings). :meth:`to_dict` states those
         that the public report of ``distpriv release`` states, in the same public words
         (:func:`distpriv.pipeline.report.public_warnings`); :meth:`diagnostics` all of them.
+    secret : Secret or None
+        The secret as given (``None``: the model's).
+    ledger : dict or None
+        The public ``"ledger"`` block (:func:`~distpriv.release_with_ledger` sets it).
+    beta : float or None
+        The calibration's confidence on the population (per-attribute guarantees).
     """
 
     release: Release
@@ -75,70 +81,64 @@ class ReleaseReport:
     n_rows: int
     choice: Any = field(default=None, repr=False)
     warnings: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    secret: Any = field(default=None, repr=False)  # as given (default: the model's)
+    ledger: dict[str, Any] | None = field(default=None, repr=False)  # the public block
+    beta: float | None = field(default=0.05, repr=False)  # the calibration's, per attribute
 
     def _repr_html_(self) -> str:
-        """The publishable part as compact HTML (for notebooks); never the true values.
-
-        Each statistic with its noise and the 95 % interval of the noise around the
-        released value (:func:`distpriv.pipeline.report.intervals95`, as in the public
-        report of ``distpriv release``).
-        """
+        """The publishable part as compact HTML (for notebooks); never the true values:
+        each statistic with its noise and the 95 % interval of the noise around the
+        released value, as in the public report of ``distpriv release``."""
         from ..._html import repr_report
 
-        public = {"kind": "release", **self.to_dict()}
-        public["statistics"] = self._public_statistics()
-        return repr_report(public, private_hidden=True, private_method=".diagnostics()")
-
-    def _public_statistics(self) -> list[dict[str, Any]]:
-        """Name, released value, noise sd and 95 % interval for the true value per statistic.
-
-        The interval is the released value ± the half-width of the noise's central 95 %
-        (:func:`~distpriv.pipeline.report.intervals95`: exact for Gaussian or one Laplace
-        term, Chebyshev otherwise), intersected with a declared range. Around a value that
-        was clamped to its range it is at least as wide as around the unclamped one.
-        """
-        from ..report import intervals95
-
-        half, how = intervals95(self.mechanism)
-        value = np.asarray(self.release.value, dtype=float).reshape(-1)
-        query = getattr(self.model, "query", None)
-        m = value.size
-        if query is not None:
-            lo, hi = query.range_bounds()
-        else:
-            lo, hi = np.full(m, -np.inf), np.full(m, np.inf)
-        sd = np.sqrt(np.clip(np.diag(self.mechanism.noise_covariance), 0.0, None))
-        return [
-            {
-                "name": name,
-                "value": float(value[k]),
-                "noise_sd": float(sd[k]),
-                "interval95": [
-                    float(np.clip(value[k] - half[k], lo[k], hi[k])),
-                    float(np.clip(value[k] + half[k], lo[k], hi[k])),
-                ],
-                "interval95_method": how[k],
-            }
-            for k, name in enumerate(self.release.statistics)
-        ]
+        return repr_report(self.to_dict(), private_hidden=True, private_method=".diagnostics()")
 
     def to_dict(self) -> dict[str, Any]:
-        """The publishable part: statistics, noisy values, noise, guarantee, warnings."""
-        from ..report import public_warnings
+        """The publishable part in the layout of ``distpriv release --json``.
 
-        return to_jsonable(
-            {
-                "statistics": list(self.release.statistics),
-                "released": self.release.value,
-                "sampler": self.release.sampler,
-                "secure": self.release.secure,
-                "mechanism": self.mechanism.name,
-                "noise_covariance": self.mechanism.noise_covariance,
-                "expected_l2_error": self.mechanism.expected_l2_error(),
-                "guarantee": self.release.guarantee.to_dict(),
-                "warnings": public_warnings(self.warnings),
-            }
+        The same keys from the same function (:func:`distpriv.pipeline.report.public_release`):
+        ``kind``, ``title``, ``secure_noise``, ``secret``, ``statistics`` (name,
+        expression, value, noise sd, 95 % interval), ``mechanism``, ``guarantee``,
+        ``verification`` (None), ``ledger`` (the composed guarantee of
+        :func:`~distpriv.release_with_ledger`, or a note that nothing was recorded),
+        ``choice`` (``mechanism="auto"``), ``provenance`` (no data fingerprints: the
+        library holds no identity key), ``not_private`` for a seeded release, and
+        ``warnings`` in public words.
+        """
+        from ..report import provenance, public_release, public_warnings
+
+        secret = self.secret if self.secret is not None else self.model.secret
+        prov = provenance(
+            rel=self.release, data_sha256=None, model_data_sha256=None, insecure_seed=None
         )
+        with warnings.catch_warnings():  # raised once already, when the release was made
+            warnings.simplefilter("ignore")
+            public = public_release(
+                title=f"release: {secret.describe()}",
+                secret=secret,
+                query=self.model.query,
+                rel=self.release,
+                mech=self.mechanism,
+                prov=prov,
+            )
+            if hasattr(self.model, "parts"):  # several secrets: the guarantee per attribute
+                from ..report_several import attribute_guarantees
+
+                public["secret"]["attributes"] = attribute_guarantees(
+                    public["secret"]["attributes"], self.model, self.mechanism, beta=self.beta
+                )
+        if self.ledger is not None:
+            public["ledger"] = self.ledger
+        else:
+            from ..ledger import not_recorded
+
+            public["ledger"] = not_recorded("distpriv.release (no ledger given)")
+        if self.choice is not None:  # mechanism = "auto": the comparison behind the choice
+            public["choice"] = self.choice.rows()
+            weights = self.choice.weights
+            public["choice_weights"] = None if weights is None else list(weights)
+        public["warnings"] = public_warnings(self.warnings)
+        return to_jsonable(public)
 
     def diagnostics(self, *, include_true: bool = False) -> dict[str, Any]:
         """The curator's private diagnostics (model moments, stratum sizes, true values)."""
@@ -472,6 +472,8 @@ def release(
         n_rows=prep.table.n_rows,
         choice=prep.choice,
         warnings=caught.items,
+        secret=secret,
+        beta=beta,
     )
 
 

@@ -339,7 +339,8 @@ def release_with_ledger(
             model_data=model_frame,
             model_account=_account(led, model_frame),
             subset_size=table.n_rows,
-            method=method_for(mechanism, method),
+            # The mechanism calibrated (``auto``'s choice), whose model the ledger rebuilds.
+            method=method_for(prep.mechanism.name, method),
             n_samples=n_samples,
             budget=budget,
             noise_rng=gen,
@@ -359,9 +360,19 @@ def release_with_ledger(
     if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
         rel = replace(rel, value=prep.query.clamp(rel.value)[0])
     report = ReleaseReport(
-        rel, prep.mechanism, prep.model, prep.value, table.n_rows, warnings=caught.items
+        rel,
+        prep.mechanism,
+        prep.model,
+        prep.value,
+        table.n_rows,
+        choice=prep.choice,
+        warnings=caught.items,
+        secret=secret,
+        beta=beta,
     )
-    return LedgeredRelease(report=report, entry=entry, composed=composed, budget=effective)
+    out = LedgeredRelease(report=report, entry=entry, composed=composed, budget=effective)
+    # report.to_dict() then carries the composed guarantee, as the CLI's JSON does.
+    return replace(out, report=replace(report, ledger=out.ledger_summary()))
 
 
 @dataclass(frozen=True)
