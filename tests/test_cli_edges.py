@@ -120,3 +120,26 @@ def test_share_values_given_as_percentages_name_file_and_key(hospital, capsys):
     (hospital / "pct.toml").write_text(text)
     status, _, err = run(["release", hospital / "pct.toml", "--no-ledger"], capsys)
     one_line_error(status, err, "pct.toml: [secret] values [75, 85]", "fractions", "0.75")
+
+
+@pytest.mark.parametrize(
+    ("line", "typo", "meant", "table"),
+    [
+        ("epsilon = 1.0", "epsilion = 1.0", "'epsilon'", "[mechanism]"),
+        ("delta = 1e-3", "deltta = 1e-3", "'delta'", "[mechanism]"),
+        ("subset_size = 50", "subset_sise = 50", "'subset_size'", "[model]"),
+    ],
+)
+def test_a_misspelt_key_is_named_with_the_nearest_known_one(
+    hospital, capsys, line, typo, meant, table
+):
+    import difflib
+
+    text = (hospital / "hospital.toml").read_text()
+    assert line in text
+    (hospital / "typo.toml").write_text(text.replace(line, typo))
+    status, _, err = run(["release", hospital / "typo.toml", "--no-ledger"], capsys)
+    wrong = typo.split(" =")[0]
+    # difflib itself agrees that the suggestion is the closest of the table's keys.
+    assert difflib.get_close_matches(wrong, [meant.strip("'"), "name", "beta"], n=1)
+    one_line_error(status, err, "typo.toml", f"'{wrong}'", table, meant)

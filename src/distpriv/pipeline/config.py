@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..central import MECHANISMS
+from ..central import MECHANISMS, mechanism_info
 from ..errors import ConfigError, DistPrivError
 from ..querymodel import GaussianQueryModel
 
@@ -81,10 +82,20 @@ def _check_keys(
 ) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
+        near = [f"{k!r} -> {m!r}" for k in unknown if (m := _nearest(k, allowed, set(table)))]
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
         raise ConfigError(
-            f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
+            f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in {where}{hint}; "
             f"allowed: {', '.join(sorted(allowed))}"
         )
+
+
+def _nearest(key: str, known: Iterable[str], given: Iterable[str] = ()) -> str | None:
+    """The known key ``key`` most likely misspells (difflib), unless it is given too."""
+    import difflib
+
+    match = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+    return match[0] if match and match[0] not in set(given) else None
 
 
 def load_model_config(path: str | Path) -> ModelConfig:
@@ -292,6 +303,15 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
     if not isinstance(mech, dict):
         raise ConfigError(f"{where}: missing [mechanism] table")
     mech = dict(mech)
+    # Other keys are mechanism options, checked by the mechanism; one that is no option
+    # of any mechanism but nearly a key of this table is a misspelling, named here.
+    base = ("name", "epsilon", "delta", "beta", "population_set")
+    options = set().union(*(mechanism_info(m).options for m in MECHANISMS))
+    for key in sorted(set(mech) - set(base) - options):
+        if near := _nearest(key, base, mech):
+            raise ConfigError(
+                f"{where}: unknown key {key!r} in [mechanism]; did you mean {near!r}?"
+            )
     for key in ("name", "epsilon"):
         if key not in mech:
             raise ConfigError(f"{where}: [mechanism] needs {key!r}")
