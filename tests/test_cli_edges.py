@@ -143,3 +143,36 @@ def test_a_misspelt_key_is_named_with_the_nearest_known_one(
     # difflib itself agrees that the suggestion is the closest of the table's keys.
     assert difflib.get_close_matches(wrong, [meant.strip("'"), "name", "beta"], n=1)
     one_line_error(status, err, "typo.toml", f"'{wrong}'", table, meant)
+
+
+def test_a_statistic_that_fails_on_the_released_table_is_named_alone_before_modelling(
+    hospital, capsys, monkeypatch
+):
+    import pandas as pd
+
+    import distpriv.pipeline.stages.steps as steps
+
+    # One text cell makes the released file's weight column text: avg(weight) cannot run
+    # there, though it runs on the modelling table.
+    frame = pd.read_csv(hospital / "release.csv").astype({"weight": object})
+    frame.loc[0, "weight"] = "n/a"
+    frame.to_csv(hospital / "text-weight.csv", index=False)
+
+    def no_modelling(*args, **kwargs):
+        raise AssertionError("modelling started before the released table was checked")
+
+    monkeypatch.setattr(steps, "build_model", no_modelling)
+    args = ["release", hospital / "hospital.toml", "--no-ledger"]
+    status, _, err = run([*args, "--data", hospital / "text-weight.csv"], capsys)
+    line = one_line_error(status, err, "statistic 'avg_weight' (avg(weight))")
+    assert "avg_height" not in line and "avg_blood_pressure" not in line
+
+
+def test_verify_memory_refusal_names_verify_own_flag_and_key(hospital, capsys):
+    text = (
+        (hospital / "hospital.toml").read_text().replace("subset_size = 50", "subset_size = 1500")
+    )
+    (hospital / "big.toml").write_text(text)
+    status, _, err = run(["verify", hospital / "big.toml"], capsys)
+    line = one_line_error(status, err, "distpriv verify --max-samples", "[model] subset_size")
+    assert "GiB of memory" in line and "--verify" not in line.replace("distpriv verify", "")

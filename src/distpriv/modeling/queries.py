@@ -328,6 +328,19 @@ class Query:
             value = table.aggregate(exprs, what)
         return QueryEvaluation(value, table.n_rows, report)
 
+    def check_on(self, data: Any) -> None:
+        """Compute the SQL statistics once on ``data`` (one query), before any modelling:
+        a statistic the engine cannot compute there (a text column in ``avg``, a bad cast)
+        is named alone with the engine's reason. A callable is not checked here."""
+        if self.function is not None:
+            return
+        table = as_table(data)
+        self.check_columns(table)
+        exprs = [_tree(s).sql() for s in self.statistics]
+        table.check_aggregates(
+            exprs, [f"statistic {s.name!r} ({s.expression})" for s in self.statistics]
+        )
+
     def evaluate_subsets(self, table: Table, rows: np.ndarray) -> np.ndarray:
         """F on each row set ``rows[r]`` (shape (s, n)) without the linear fast path."""
         if self.function is not None:

@@ -527,6 +527,11 @@ def prepare_release(
     if not auto:
         mechanism_info(mechanism)  # fail fast on an unknown name, before modelling
     gen = None if rng is None else check_rng(rng)
+    # F(data) first: a problem with the released table (or a statistic the engine cannot
+    # compute on the modelling table) is reported before the modelling and calibration.
+    evaluation = q.evaluation(table, missing=missing, also=secret.columns)
+    value = evaluation.value
+    q.check_on(model_data)
     model = build_model(
         model_data,
         q,
@@ -540,9 +545,6 @@ def prepare_release(
         missing=missing,
         population=population,
     )
-    # F(data) first: a problem with the released table is reported before calibration's.
-    evaluation = q.evaluation(table, missing=missing, also=secret.columns)
-    value = evaluation.value
     choice = None
     if auto:
         choice = choose_for_table(

@@ -180,11 +180,13 @@ def run_release(
     with _collect_warnings() as caught, _population_set(cfg):
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         model_frame, released, source = _tables(cfg, data, n)
+        # F(data) first: a statistic that fails on the released table is named before the
+        # minutes of modelling, not after.
+        evaluation = query.evaluation(released, missing=cfg.missing, also=secret.columns)
+        value = evaluation.value
         model, mech, choice = _model_and_mechanism(
             cfg, model_frame, query, secret, n, progress, support=False
         )
-        evaluation = query.evaluation(released, missing=cfg.missing, also=secret.columns)
-        value = evaluation.value
         # One home for the release's warnings, shared with the library's distpriv.release.
         overlap = release_warnings(
             model_frame, released, model, mech, rows_used=evaluation.n_rows, verified=verify

@@ -94,6 +94,7 @@ def _verify_check(
     max_samples: int | None = None,
     early_stop: bool | None = None,
     missing_report: Mapping[str, Any] | None = None,
+    command: str = "release",
 ) -> Any:
     """verify_sequential on datasets resampled from the modelling table (no noise is drawn).
 
@@ -102,7 +103,8 @@ def _verify_check(
     ``VERIFY_MAX_SAMPLES``) or ``VERIFY_SECONDS`` (the stated budget), and with
     ``early_stop`` (default ``VERIFY_EARLY_STOP``) only when the first look is suspicious.
     ``missing_report``: the model's count of missing values in this table (its
-    ``diagnostics["missing"]``), reused when it covers the check's columns.
+    ``diagnostics["missing"]``), reused when it covers the check's columns. ``command``
+    (``"release"`` or ``"verify"``) names the flag a memory refusal points to.
     """
     from ...attacks.verify_sequential import look_schedule, verify_sequential
 
@@ -111,7 +113,11 @@ def _verify_check(
     sizes = look_schedule(first, max(first, budget))
     batch = max([sizes[0], *(b - a for a, b in itertools.pairwise(sizes))])
     need = len(secret.values) * batch * (n + len(cfg.query)) * 8.0 * 2
-    check_memory(need, f"--verify ({batch} datasets per value of {n} rows)")
+    # In the words of the command that asked: `distpriv verify` has --max-samples,
+    # `distpriv release --verify` has no budget flag; both have [model] subset_size.
+    knob = "distpriv release --verify" if command == "release" else "distpriv verify"
+    knob += "" if command == "release" else f" --max-samples {budget}"
+    check_memory(need, f"{knob} ({batch} datasets per value of [model] subset_size = {n} rows)")
     pool = _pool_size(model_frame, n)
     if pool is None and isinstance(secret, ProportionSecret):
         return verify_sequential(
@@ -253,6 +259,7 @@ def run_verify(
             max_samples,
             early_stop,
             missing_report=getattr(model, "diagnostics", {}).get("missing"),
+            command="verify",
         )
         spec = mechanism_info(mech.name)
         public = {

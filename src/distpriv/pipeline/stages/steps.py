@@ -206,6 +206,7 @@ def _model_and_mechanism(
     """The model and the calibrated mechanism (fixed or ``auto``); ``support``: warn here
     when the model rests on too few rows (``run_release`` warns with the release's other
     warnings instead)."""
+    query.check_on(model_frame)  # a statistic that fails on the table: named, before modelling
     if cfg.mechanism == AUTO:
         return _auto_model_and_mechanism(cfg, model_frame, query, secret, n, progress, support)
     method = method_for(cfg.mechanism, cfg.model.get("method", "analytic"))
