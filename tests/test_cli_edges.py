@@ -176,3 +176,27 @@ def test_verify_memory_refusal_names_verify_own_flag_and_key(hospital, capsys):
     status, _, err = run(["verify", hospital / "big.toml"], capsys)
     line = one_line_error(status, err, "distpriv verify --max-samples", "[model] subset_size")
     assert "GiB of memory" in line and "--verify" not in line.replace("distpriv verify", "")
+
+
+def test_a_mean_secret_warns_in_averages_not_shares(hospital, capsys):
+    """The non-Gaussian shape and the too-few-rows warnings of a mean secret speak of its
+    average (and of the table's rows), never of a share ``p=66.0`` or of rows "with the
+    property"."""
+    import pandas as pd
+
+    pd.read_csv(hospital / "model.csv").iloc[:300].to_csv(hospital / "m300.csv", index=False)
+    text = (hospital / "hospital.toml").read_text()
+    text = text.replace("predicate = \"gender = 'female'\"", 'kind = "mean"\nexpression = "height"')
+    text = text.replace("values = [0.5, 0.6]", "values = [66.0, 67.5]")
+    (hospital / "mean.toml").write_text(text)
+    (hospital / "mean300.toml").write_text(text.replace('"model.csv"', '"m300.csv"'))
+    status, _, err = run(["verify", hospital / "mean.toml"], capsys)
+    assert status == 0, err
+    shape = [w for w in err.splitlines() if "f_theta is not Gaussian" in w]
+    assert shape and all("at an average of height of 6" in w for w in shape), err
+    args = ["release", hospital / "mean300.toml", "--no-ledger", "--insecure-seed", "1"]
+    status, _, err = run(args, capsys)
+    assert status == 0, err
+    few = [w for w in err.splitlines() if "too few rows" in w]
+    assert few and "50 rows per dataset drawn from the 300 of the table" in few[0], err
+    assert "p=" not in err and "the property" not in err

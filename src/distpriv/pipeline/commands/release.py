@@ -347,7 +347,8 @@ def release_warnings(
     overlap = warn_overlap_tables(model_table, released)
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
-            check_model_support(part.stratum_sizes, part.counts, model.subset_size)
+            kind = getattr(part.secret, "kind", "proportion")
+            check_model_support(part.stratum_sizes, part.counts, model.subset_size, kind)
     warn_partial_noise(mech, verified)
     if rows_used is not None:
         warn_dropped(rows_used, released.n_rows)

@@ -221,14 +221,18 @@ def warn_overlap(model: pd.DataFrame, released: pd.DataFrame) -> int:
 
 
 def check_model_support(
-    stratum_sizes: tuple[int, int], counts: tuple[int, ...], subset_size: int
+    stratum_sizes: tuple[int, int],
+    counts: tuple[int, ...],
+    subset_size: int,
+    kind: str = "proportion",
 ) -> None:
     """Warn when the model rests on too few rows per stratum for the subset size.
 
     Each modelled dataset draws round(p·n) rows from the N_A rows with the property and the
     rest from the N_B without; when N_A or N_B is below :data:`MIN_ROWS_PER_DRAWN_ROW`
     times the rows drawn, the datasets share most of their rows and f_θ describes the
-    modelling table itself rather than datasets like the released one.
+    modelling table itself rather than datasets like the released one. ``kind``: the
+    secret's; a mean secret's strata are virtual, so its words are the table's rows.
     """
     need_a = max(counts)
     need_b = subset_size - min(counts)
@@ -242,6 +246,8 @@ def check_model_support(
         detail = "; ".join(
             f"{need} rows drawn from the {have} {label} the property" for label, have, need in low
         )
+        if kind == "mean":  # no property splits the rows: each dataset draws from them all
+            detail = f"{subset_size} rows per dataset drawn from the {n_a} of the table"
         warnings.warn(
             f"the model rests on too few rows ({detail}; want at least "
             f"{MIN_ROWS_PER_DRAWN_ROW}x): the modelled datasets overlap heavily and the "

@@ -227,7 +227,8 @@ def _model_and_mechanism(
     )
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
-            check_model_support(part.stratum_sizes, part.counts, n)
+            kind = getattr(part.secret, "kind", "proportion")
+            check_model_support(part.stratum_sizes, part.counts, n, kind)
     # The model carries its table's facts (model_query); the call names the problem when
     # the statistics have none (not linear) and the mechanism needs them.
     facts = (
@@ -273,7 +274,8 @@ def _auto_model_and_mechanism(
     )
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
-            check_model_support(part.stratum_sizes, part.counts, n)
+            kind = getattr(part.secret, "kind", "proportion")
+            check_model_support(part.stratum_sizes, part.counts, n, kind)
     choice = choose_for_table(
         model,
         epsilon=cfg.epsilon,
