@@ -200,3 +200,42 @@ def test_a_mean_secret_warns_in_averages_not_shares(hospital, capsys):
     few = [w for w in err.splitlines() if "too few rows" in w]
     assert few and "50 rows per dataset drawn from the 300 of the table" in few[0], err
     assert "p=" not in err and "the property" not in err
+
+
+def test_a_modelling_table_holding_released_rows_is_refused_unless_allowed(
+    hospital, capsys, monkeypatch
+):
+    import pandas as pd
+
+    import distpriv.pipeline.stages.steps as steps
+
+    released = pd.read_csv(hospital / "release.csv")
+    model = pd.concat([pd.read_csv(hospital / "model.csv"), released.iloc[:30]])
+    model.to_csv(hospital / "model.csv", index=False)
+    # pandas' count of released rows found in the modelling table (the reference).
+    shared = len(released.merge(model.drop_duplicates(), how="inner"))
+    assert shared == 30
+    real_build = steps.build_model
+
+    def no_modelling(*args, **kwargs):
+        raise AssertionError("modelling started before the overlap was refused")
+
+    monkeypatch.setattr(steps, "build_model", no_modelling)
+    ledger = hospital / "led.sqlite"
+    status, _, err = run(["release", hospital / "hospital.toml", "--ledger", ledger], capsys)
+    one_line_error(status, err, f"{shared} of the 50 released rows", "allow_overlap = true")
+    assert "--allow-overlap" in err and _recorded(ledger) == 0
+    # Said explicitly: released, with the warning.
+    monkeypatch.setattr(steps, "build_model", real_build)
+    args = ["release", hospital / "hospital.toml", "--no-ledger", "--insecure-seed", "1"]
+    status, _, err = run([*args, "--allow-overlap"], capsys)
+    assert status == 0, err
+    assert f"warning: {shared} of the 50 released rows also appear" in err
+    text = (
+        (hospital / "hospital.toml")
+        .read_text()
+        .replace('missing = "error"', 'missing = "error"\nallow_overlap = true')
+    )
+    (hospital / "allowed.toml").write_text(text)
+    status, _, err = run(["release", hospital / "allowed.toml", *args[2:]], capsys)
+    assert status == 0 and f"{shared} of the 50 released rows also appear" in err

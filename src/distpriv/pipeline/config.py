@@ -163,7 +163,10 @@ _RELEASE_TOP = {
     "ledger",
     "ranges",
 }
-_RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test", "missing"}
+_RELEASE_DATA = {
+    "model", "release", "split_seed", "auxiliary", "test", "missing",
+    "allow_overlap",  # the released rows may also be modelling rows (refused by default)
+}  # fmt: skip
 # [secret] keys per ``kind`` (default "proportion"): (allowed, required).
 SECRET_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "proportion": (
@@ -229,6 +232,8 @@ class ReleaseConfig:
     # [mechanism] population_set: the population confidence set the commands calibrate,
     # compose and report with (distpriv.population_set; "box" by default).
     population_set: str = DEFAULT_POPULATION_SET
+    # [data] allow_overlap: the curator accepts released rows in the modelling table.
+    allow_overlap: bool = False
 
 
 def _table(
@@ -455,6 +460,8 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         raise ConfigError(
             f"{where}: [data] missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}"
         )
+    if not isinstance(dat.get("allow_overlap", False), bool):
+        raise ConfigError(f"{where}: [data] allow_overlap must be true or false")
     if not isinstance(mod.get("population", False), bool):
         raise ConfigError(f"{where}: [model] population must be true or false")
     _bootstrap(mod.get("bootstrap"), f"{where}: [model] bootstrap")
@@ -497,6 +504,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         ledger=_ledger_table(led, base, where),
         ranges=_ranges(data, where),
         population_set=population_set,
+        allow_overlap=dat.get("allow_overlap", False),
     )
 
 

@@ -43,6 +43,25 @@ __all__ = [
 ]
 
 
+class _NamedStatistics:
+    """The part of a :class:`~distpriv.modeling.Query` a public report reads, for a model
+    built by hand (statistics known by name only, no declared ranges)."""
+
+    def __init__(self, names: Any) -> None:
+        from types import SimpleNamespace
+
+        self.statistics = tuple(SimpleNamespace(name=n, expression=None) for n in names)
+        self.ranges: dict[str, tuple[float, float]] = {}
+
+    def clamp(self, value: Any) -> tuple[np.ndarray, np.ndarray]:
+        v = np.asarray(value, dtype=float)
+        return v, np.zeros(v.shape, dtype=bool)
+
+    def range_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        m = len(self.statistics)
+        return np.full(m, -np.inf), np.full(m, np.inf)
+
+
 @dataclass(frozen=True)
 class ReleaseReport:
     """A protected release with everything the curator needs to audit it.
@@ -107,16 +126,19 @@ class ReleaseReport:
         """
         from ..report import provenance, public_release, public_warnings
 
-        secret = self.secret if self.secret is not None else self.model.secret
+        secret = self.secret if self.secret is not None else getattr(self.model, "secret", None)
+        query: Any = getattr(self.model, "query", None)
+        if query is None:  # a model given by hand: its statistics' names are all there is
+            query = _NamedStatistics(self.release.statistics)
         prov = provenance(
             rel=self.release, data_sha256=None, model_data_sha256=None, insecure_seed=None
         )
         with warnings.catch_warnings():  # raised once already, when the release was made
             warnings.simplefilter("ignore")
             public = public_release(
-                title=f"release: {secret.describe()}",
+                title="release" if secret is None else f"release: {secret.describe()}",
                 secret=secret,
-                query=self.model.query,
+                query=query,
                 rel=self.release,
                 mech=self.mechanism,
                 prov=prov,
@@ -317,6 +339,7 @@ def release_warnings(
     rows_used: int | None = None,
     verified: bool = False,
     support: bool = True,
+    overlap: int | None = None,
 ) -> int:
     """The warnings of a release, one home for :func:`release` and ``run_release``.
 
@@ -338,13 +361,17 @@ def release_warnings(
         The data-level check runs (changes the advice of the partial-noise warning).
     support : bool
         Check the model's support (``False`` when the caller already has).
+    overlap : int, optional
+        The overlap when the caller has already checked it (``run_release`` does, before
+        modelling, and refuses it unless the curator allowed it).
 
     Returns
     -------
     int
         Released rows also found in the modelling table (curator-private).
     """
-    overlap = warn_overlap_tables(model_table, released)
+    if overlap is None:
+        overlap = warn_overlap_tables(model_table, released)
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
             kind = getattr(part.secret, "kind", "proportion")
