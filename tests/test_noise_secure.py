@@ -325,5 +325,5 @@ def test_data_release_without_rng_is_secure():
         seeded = dp.release(data, {"avg_age": "avg(age)"}, secret, rng=3, **kwargs)
     assert secure.release.secure and "OpenDP" in secure.release.sampler
     assert not seeded.release.secure
-    assert secure.to_dict()["secure"] is True and seeded.to_dict()["secure"] is False
-    assert "NOT private" in seeded.to_dict()["sampler"]
+    assert secure.to_dict()["secure_noise"] is True and seeded.to_dict()["secure_noise"] is False
+    assert "NOT private" in seeded.to_dict()["provenance"]["sampler"]

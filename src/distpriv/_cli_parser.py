@@ -123,6 +123,12 @@ def _release(sub: Any, types: dict[str, Any]) -> Any:
         help="reproducible numpy noise from seed N: the release is NOT private",
     )
     rel.add_argument(
+        "--allow-overlap",
+        action="store_true",
+        help="release even though the modelling table holds released rows (refused by "
+        "default; also [data] allow_overlap = true): the noise then depends on them",
+    )
+    rel.add_argument(
         "--include-true",
         action="store_true",
         help="also put the true (unprotected) values into the private diagnostics",

@@ -112,6 +112,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
                 ledger=False if args.no_ledger else args.ledger,
                 budget=args.budget,
                 progress=bars.step("mechanism = auto: calibrating every mechanism"),
+                allow_overlap=True if args.allow_overlap else None,
             )
         public, private, page = outcome.public, outcome.private, None
         if args.html is not None:

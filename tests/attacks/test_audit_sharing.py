@@ -62,7 +62,7 @@ def unshared():
 
 def test_one_model_one_facts_one_calibration_cache_and_the_same_report(monkeypatch, unshared):
     facts = _counting(monkeypatch, audit_command, "engine_table_facts")
-    models = _counting(monkeypatch, audit_command, "build_model")
+    models = _counting(monkeypatch, audit_command, "build_query_model")
     caches = _counting(monkeypatch, _calibration_cache, "CalibrationCache")
     outcome = _audit()
     assert len(facts) == 1  # groupdp-g's defaults and auto's candidates: the same facts

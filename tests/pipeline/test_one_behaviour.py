@@ -115,6 +115,7 @@ def test_library_release_warns_like_run_release(parts, tmp_path):
     config = tmp_path / "release.toml"
     config.write_text(
         'title = "small"\n[data]\nmodel = "model.csv"\nrelease = "released.csv"\n'
+        "allow_overlap = true\n"
         '[query]\navg_age = "avg(age)"\nn_female = "count_if(sex = \'Female\')"\n'
         "[secret]\npredicate = \"income = '>50K'\"\nvalues = [0.45, 0.55]\n"
         "[model]\nsubset_size = 100\n"

@@ -80,7 +80,7 @@ def test_a_clean_release_states_none():
         dp.release, data, QUERY, WIDE, model_data=model, mechanism="expm-g", epsilon=1.0,
         delta=1e-3, rng=1,
     )  # fmt: skip
-    assert np.linalg.matrix_rank(np.asarray(rep.to_dict()["noise_covariance"])) == 3
+    assert np.linalg.matrix_rank(np.asarray(rep.to_dict()["mechanism"]["noise_covariance"])) == 3
     assert rep.to_dict()["warnings"] == [] and rep.diagnostics()["warnings"] == list(
         dict.fromkeys(" ".join(m.split()) for m in raised)
     )
@@ -125,11 +125,12 @@ def test_a_release_that_needs_no_noise_says_so(joint_set):
         delta=1e-3, rng=1,
     )  # fmt: skip
     public = rep.to_dict()
-    assert public["expected_l2_error"] == 0.0
-    assert not np.any(np.asarray(public["noise_covariance"]))
+    assert public["mechanism"]["expected_l2_error"] == 0.0
+    assert not np.any(np.asarray(public["mechanism"]["noise_covariance"]))
     # Published exactly: the statistics of the 20 rows themselves.
     exact = [data["age"].mean(), float((data["sex"] == "Female").sum()), data["hours"].mean()]
-    np.testing.assert_allclose(public["released"], exact, rtol=1e-12)
+    released = [st["value"] for st in public["statistics"]]
+    np.testing.assert_allclose(released, exact, rtol=1e-12)
     (warning,) = public["warnings"]
     assert warning["kind"] == "no-noise" and warning["qualifies_guarantee"] is True
     assert "published exactly" in warning["text"] and "lattice floor" in warning["text"]
@@ -153,7 +154,7 @@ def test_a_release_that_needs_no_noise_says_so(joint_set):
         dp.release, data, QUERY, WIDE, model_data=model, mechanism="auto", epsilon=1.0,
         delta=1e-3, rng=1,
     )  # fmt: skip
-    cov = np.asarray(auto.to_dict()["noise_covariance"])
+    cov = np.asarray(auto.to_dict()["mechanism"]["noise_covariance"])
     assert np.linalg.matrix_rank(cov) == 3 and auto.to_dict()["warnings"] == []
 
 

@@ -120,13 +120,13 @@ def test_two_secure_releases_differ_and_seeded_ones_repeat(tmp_path):
     assert multiset_fingerprint(released, key=key) == e.public["provenance"]["data_sha256"]
 
 
-def test_overlapping_modelling_table_warns(tmp_path):
+def test_overlapping_modelling_table_warns_when_allowed(tmp_path):
     config = _hospital_copy(tmp_path)
     folder = config.parent
     model = pd.concat([pd.read_csv(folder / "release.csv"), pd.read_csv(folder / "model.csv")])
     model.to_csv(folder / "model.csv", index=False)
     with pytest.warns(dp.PrivacyLeakWarning, match="50 of the 50 released rows"):
-        outcome = run_release(config)
+        outcome = run_release(config, allow_overlap=True)
     assert outcome.private["rows_also_in_modelling_table"] == 50
     assert any("released rows also appear" in w for w in outcome.warnings)
 

@@ -173,9 +173,13 @@ def _decompose(
         who = _literal_support_mismatch(sp_k, sq_k)
         if who:
             return _degenerate(who)
-        part = np.linalg.norm(u[:, null].T @ d)
+        proj = u[:, null].T @ d
+        part = np.linalg.norm(proj)
         if part > _NULL_DIFF_RTOL * max(float(np.linalg.norm(d)), 1e-300) and part > 0:
             return _means_differ_in_null()
+        # (proj != 0, not part > 0: the norm of a 1e-300 part underflows to 0.)
+        if np.any(proj != 0.0) and _literal_mean_outside(sp_k, sq_k, *means):
+            return _means_differ_in_null(literal=True)
         w, u = w[~null], u[:, ~null]
     cond = float(w[-1] / w.min())
     if cond > _MAX_CONDITION:
@@ -344,12 +348,25 @@ def _refine(
     return None
 
 
-def _means_differ_in_null() -> _Decomposition:
-    return _Decomposition(
-        "different supports",
-        *(np.zeros(0),) * 3,
-        detail="the means differ in a direction where both covariances vanish",
-    )
+def _means_differ_in_null(literal: bool = False) -> _Decomposition:
+    why = " (exactly, in the covariances and means as given)" if literal else ""
+    detail = "the means differ in a direction where both covariances vanish" + why
+    return _Decomposition("different supports", *(np.zeros(0),) * 3, detail=detail)
+
+
+def _literal_mean_outside(
+    sp: np.ndarray, sq: np.ndarray, mean_p: np.ndarray, mean_q: np.ndarray
+) -> bool:
+    """Whether, all taken as exact, μ_p − μ_q is outside the range of Σ_p + Σ_q: then the
+    Gaussians are mutually singular and δ = 1 at every ε, however small that part is
+    (exact rational arithmetic, as :func:`_literal_support_mismatch`)."""
+    fs = [[Fraction(float(x)) + Fraction(float(y)) for x, y in zip(a, b, strict=True)]
+          for a, b in zip(sp, sq, strict=True)]  # fmt: skip
+    rank = _exact_rank(fs)
+    if rank == len(fs):
+        return False
+    diff = [Fraction(float(x)) - Fraction(float(y)) for x, y in zip(mean_p, mean_q, strict=True)]
+    return _exact_rank([[*row, dk] for row, dk in zip(fs, diff, strict=True)]) > rank
 
 
 def _exact_rank(rows: list[list[Fraction]]) -> int:
@@ -538,6 +555,8 @@ def _decompose_extended(
             part = mpmath.sqrt(sum((u[:, i].T * d)[0] ** 2 for i in null))
             if part > _NULL_DIFF_RTOL * mpmath.norm(d) and part > 0:
                 return _means_differ_in_null()
+            if part > 0 and _literal_mean_outside(sp, sq, mean_p, mean_q):
+                return _means_differ_in_null(literal=True)
         cond = float(w_max / min(w[i] for i in rest))
         if cond > _MAX_CONDITION:
             return _unresolvable(cond)

@@ -72,9 +72,7 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------------------
 # One covariance: the closed form of Balle & Wang (2018, Thm 8) at Mahalanobis distance D.
-# ---------------------------------------------------------------------------------------
 
 
 def _log_gaussian_delta(epsilon: float, distance: np.ndarray) -> np.ndarray:
@@ -86,8 +84,9 @@ def _log_gaussian_delta(epsilon: float, distance: np.ndarray) -> np.ndarray:
     d = distance
     a = log_ndtr(d / 2.0 - epsilon / d)
     b = epsilon + log_ndtr(-d / 2.0 - epsilon / d)
-    with np.errstate(divide="ignore"):
-        return a + np.log(-np.expm1(np.minimum(b - a, 0.0)))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a = −inf: δ ≤ e^a is 0 in floats
+        out = a + np.log(-np.expm1(np.minimum(b - a, 0.0)))
+    return np.where(np.isneginf(a), -np.inf, out)
 
 
 def gaussian_delta(distance: float | np.ndarray, *, epsilon: float) -> float | np.ndarray:
@@ -162,9 +161,7 @@ def gaussian_epsilon(distance: float, *, delta: float) -> float:
     return float(brentq(f, 0.0, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
-# ---------------------------------------------------------------------------------------
 # Two Gaussians with different covariances: the privacy loss is a generalised chi-square.
-# ---------------------------------------------------------------------------------------
 
 
 # Default absolute accuracy requested from the characteristic-function inversion.
@@ -509,12 +506,15 @@ def _equal_covariance_profile(
         # their size, plus ε) is amplified by e^a + e^b when they nearly cancel.
         a = float(log_ndtr(dist / 2.0 - epsilon / dist))
         b = epsilon + float(log_ndtr(-dist / 2.0 - epsilon / dist))
-        eta = 16.0 * _U * (1.0 + abs(a) + abs(b) + epsilon)
+        # An infinite log (e^a or e^b below the smallest double) carries no rounding.
+        eta = 16.0 * _U * (1.0 + sum(abs(x) for x in (a, b) if math.isfinite(x)) + epsilon)
         err = 1e-12 * val + (math.exp(a) + math.exp(min(b, 700.0))) * eta + 1e-300
     # The whitening's rounding of D: dδ/dD = φ(D/2 − ε/D) ≤ φ(0), and D = √(2 Σ s²) moves
     # by at most √2 ‖Δs‖ (doubled for the second order).
     shift_err = float(np.linalg.norm(np.broadcast_to(dec.err_shift, dec.shift.shape)))
-    slope = math.exp(-0.5 * (dist / 2.0 - epsilon / dist) ** 2) / math.sqrt(2.0 * math.pi)
+    # z·z, not z ** 2, which raises OverflowError in the far tail (ε = 1e300, D = 1e-160).
+    z = dist / 2.0 - epsilon / dist
+    slope = math.exp(-0.5 * (z * z)) / math.sqrt(2.0 * math.pi)
     err += 2.0 * slope * math.sqrt(2.0) * shift_err
     upper = min(1.0, val + err)
     return GaussianPairProfile(

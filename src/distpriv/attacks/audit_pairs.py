@@ -366,7 +366,7 @@ def audit_pairs(
             groups.append(g)
     spec = parse_pairs(pairs)
     notes.append(
-        f"pairs audited: {audited} of {sum(len(p) for p in _groups(secret))} ({spec}); within "
+        f"pairs audited: {audited} of {sum(len(p) for _, p in _groups(secret))} ({spec}); within "
         "a repetition the datasets at a value serve every audited pair containing it; each "
         f"pair's bounds at confidence {per_pair:.4g} (Bonferroni over the pairs)"
     )

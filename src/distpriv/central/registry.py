@@ -72,7 +72,8 @@ class TableFacts:
     subset_size : int
         n, the number of rows of a protected dataset.
     spans : tuple of float
-        max − min of each statistic's per-row feature over the modelling table, shape (m,).
+        max − min of each statistic's per-row feature over the modelling table, shape (m,);
+        the width of its declared range instead where the query declares a finite one.
     scales : tuple of str
         ``"mean"`` or ``"sum"`` per statistic (avg vs count/sum).
     """
@@ -87,7 +88,8 @@ class TableFacts:
 
 def _groupdp_defaults(facts: TableFacts) -> dict[str, Any]:
     """The paper's group-DP baseline (Chen & Ohrimenko 2023 §5): g = n, range/n for a mean,
-    the range (at least 1) for a count or sum, ranges from the public modelling table."""
+    the range (at least 1) for a count or sum; ranges declared with the query where given,
+    else from the modelling table (:attr:`TableFacts.spans`)."""
     n = facts.subset_size
     sens = [
         span / n if scale == "mean" else max(span, 1.0)

@@ -11,7 +11,7 @@ here from ``pipeline/stages/data.py``, where the pipeline computed them on its o
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -86,7 +86,23 @@ def engine_table_facts(
         math.nan if lat.step is None else lat.step
         for lat in table_lattices(table, query, subset_size, missing=missing)
     )
-    return TableFacts(subset_size, tuple(spans), linear_scales(query), steps)
+    return TableFacts(subset_size, declared_spans(query, spans), linear_scales(query), steps)
+
+
+def declared_spans(query: Query, spans: Any) -> tuple[float, ...]:
+    """Each statistic's span for the group-DP baselines: the width of its declared range
+    where it has a finite one, else the modelling table's per-row span.
+
+    The group-DP noise is published (its comparison in ``auto``'s table, the report's
+    figure): a declared range is public, the table's max − min is a fact about its rows.
+    A row moves a statistic within its range by at most the range's width (a mean's rows
+    lie in it too: the width is then the per-row span).
+    """
+    lo, hi = query.range_bounds()
+    width = hi - lo
+    return tuple(
+        float(w) if np.isfinite(w) else float(v) for v, w in zip(spans, width, strict=True)
+    )
 
 
 def linear_scales(query: Query) -> tuple[str, ...]:

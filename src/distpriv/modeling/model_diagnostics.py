@@ -6,6 +6,7 @@ secret's model builder reports the same diagnostics).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,9 +32,13 @@ def _shape_moments(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _warn_non_gaussian(
-    diag: dict[str, Any], values: tuple[float, ...], names: tuple[str, ...]
+    diag: dict[str, Any],
+    values: tuple[float, ...],
+    names: tuple[str, ...],
+    at: Callable[[Any], str] = lambda v: f"p={v}",
 ) -> None:
-    """AssumptionWarning when a statistic's skewness or kurtosis is > 5 standard errors."""
+    """AssumptionWarning when a statistic's skewness or kurtosis is > 5 standard errors;
+    ``at`` words a value of the secret (a share ``p=0.45``; a mean secret its average)."""
     for key in ("skewness", "excess_kurtosis"):
         se = diag["gaussian_se"][key]
         z = np.abs(diag[key]) / se
@@ -41,7 +46,7 @@ def _warn_non_gaussian(
             t, j = np.unravel_index(int(np.argmax(z)), z.shape)
             warnings.warn(
                 f"f_theta is not Gaussian: {key.replace('_', ' ')} of {names[j]!r} at "
-                f"p={values[t]} is {diag[key][t, j]:.3g} ({z[t, j]:.1f} standard errors); the "
+                f"{at(values[t])} is {diag[key][t, j]:.3g} ({z[t, j]:.1f} standard errors); the "
                 "Gaussian mechanisms rest on this approximation (their guarantee reports it "
                 "as unverified; Chen & Ohrimenko 2023 Thm 4.7 covers a bounded model error: "
                 "distpriv.relax_wasserstein)",

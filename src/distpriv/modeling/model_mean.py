@@ -410,7 +410,12 @@ def mean_model(
             AssumptionWarning,
             stacklevel=3,
         )
-    _warn_non_gaussian(diagnostics, secret.values, q.names)
+    _warn_non_gaussian(
+        diagnostics,
+        secret.values,
+        q.names,
+        at=lambda v: f"an average of {secret.expression} of {v:g}",
+    )
     uncertainty = None if population else _uncertainty(x, s, fit, secret, n)
     how = (
         "without replacement from the table (declared the whole population; "

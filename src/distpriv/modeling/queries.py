@@ -9,7 +9,7 @@ a fast numpy path for Monte Carlo modelling and admit exact analytic moments
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -280,7 +280,9 @@ class Query:
         """F on a whole table, shape (m,); see :meth:`evaluation`."""
         return self.evaluation(data, missing=missing).value
 
-    def evaluation(self, data: Any, *, missing: str = "error") -> QueryEvaluation:
+    def evaluation(
+        self, data: Any, *, missing: str = "error", also: Iterable[str] = ()
+    ) -> QueryEvaluation:
         """F on a whole table, computed in its engine (DuckDB or Spark), with the NULL policy.
 
         Parameters
@@ -292,6 +294,10 @@ class Query:
             the count; ``"drop"`` leaves those rows out and reports how
             many (:attr:`QueryEvaluation.missing`). A Python callable receives the table
             as a DataFrame, NULLs included: it handles them itself.
+        also : iterable of str
+            Further columns the policy covers (the secret's): those the table has are
+            checked (``"error"``) or filtered (``"drop"``) like the statistics' own, since
+            the released rows are the rows whose property the secret describes.
 
         Returns
         -------
@@ -307,11 +313,13 @@ class Query:
         what = [f"statistic {s.name!r} ({s.expression})" for s in self.statistics]
         # One query: the statistics and the NULL/NaN counts of their columns. Only when
         # something is missing does a second query (the errors or the drop) follow.
-        value = table.aggregate(exprs, what, missing_in=self.columns)
-        report = MissingReport(missing, tuple(sorted(self.columns)))
+        have = {c.lower() for c in table.columns}
+        used = self.columns | {c for c in also if c.lower() in have}
+        value = table.aggregate(exprs, what, missing_in=used)
+        report = MissingReport(missing, tuple(sorted(used)))
         if table.last_missing:
             table, report = table.complete(
-                self.columns,
+                used,
                 missing=missing,
                 what="released data",
                 counts=table.last_missing,
@@ -319,6 +327,19 @@ class Query:
             )
             value = table.aggregate(exprs, what)
         return QueryEvaluation(value, table.n_rows, report)
+
+    def check_on(self, data: Any) -> None:
+        """Compute the SQL statistics once on ``data`` (one query), before any modelling:
+        a statistic the engine cannot compute there (a text column in ``avg``, a bad cast)
+        is named alone with the engine's reason. A callable is not checked here."""
+        if self.function is not None:
+            return
+        table = as_table(data)
+        self.check_columns(table)
+        exprs = [_tree(s).sql() for s in self.statistics]
+        table.check_aggregates(
+            exprs, [f"statistic {s.name!r} ({s.expression})" for s in self.statistics]
+        )
 
     def evaluate_subsets(self, table: Table, rows: np.ndarray) -> np.ndarray:
         """F on each row set ``rows[r]`` (shape (s, n)) without the linear fast path."""

@@ -91,6 +91,17 @@ class SeveralSecrets:
                 raise ParameterTypeError(
                     f"attributes[{k}] must be a ProportionSecret, got {type(a).__name__}"
                 )
+        for k, a in enumerate(attrs):
+            if a.is_grid and a.value_range is not None:
+                # The grid needs the subset size, which only the model knows; listing the
+                # grid here keeps the hypotheses (and their labels) fixed from the start.
+                lo, hi = a.value_range
+                raise ParameterError(
+                    f"attributes[{k}] is a range [{lo:g}, {hi:g}], which needs the subset "
+                    "size to become values: pass its grid, "
+                    f"ProportionSecret({a.predicate!r}, range=[{lo:g}, {hi:g}], "
+                    "...).grid(subset_size)"
+                )
         if len(attrs) < 2:
             raise ParameterError(
                 f"attributes must hold at least two secrets, got {len(attrs)}: for one "

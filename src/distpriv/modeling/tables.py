@@ -377,6 +377,26 @@ class Table:
         except duckdb.Error as exc:
             raise ParameterError(f"{what}: {' '.join(str(exc).split())}") from exc
 
+    def _name_failing(self, expressions: list[str], what: list[str]) -> None:
+        """After a joint aggregate failed: run each expression alone and raise naming the
+        first that fails by itself (not every statistic of the query); return if none does."""
+        if len(expressions) < 2:
+            return
+        for e, name in zip(expressions, what, strict=True):
+            self.run([f"CAST(({e}) AS DOUBLE)"], what=f"{name} on {self.source}")
+
+    def check_aggregates(self, expressions: list[str], what: list[str]) -> None:
+        """Run SQL aggregates once over all rows, their values unchecked: one the engine
+        cannot compute on this table (a type or binder error) is named alone."""
+        exprs = [
+            self.safe_sql(e, name, "aggregate") for e, name in zip(expressions, what, strict=True)
+        ]
+        try:
+            self.run([f"CAST(({e}) AS DOUBLE)" for e in exprs], what=", ".join(what))
+        except ParameterError:
+            self._name_failing(exprs, what)
+            raise
+
     def aggregate(
         self,
         expressions: list[str],
@@ -404,7 +424,11 @@ class Table:
             select += [f"sum(CASE WHEN {c} THEN 1 ELSE 0 END)" for c in conds]
             if conds:
                 select.append(f"sum(CASE WHEN {' OR '.join(conds)} THEN 1 ELSE 0 END)")
-            row = self.run(select, what=", ".join(what))[0]
+            try:
+                row = self.run(select, what=", ".join(what))[0]
+            except ParameterError:
+                self._name_failing(expressions, what)
+                raise
             m = len(expressions)
             values, count = row[:m], row[m]
             self._n_rows = int(count)

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..central import MECHANISMS
+from ..central import MECHANISMS, mechanism_info
 from ..errors import ConfigError, DistPrivError
 from ..querymodel import GaussianQueryModel
 from .plan import (
@@ -97,10 +98,20 @@ def _check_keys(
 ) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
+        near = [f"{k!r} -> {m!r}" for k in unknown if (m := _nearest(k, allowed, set(table)))]
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
         raise ConfigError(
-            f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
+            f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in {where}{hint}; "
             f"allowed: {', '.join(sorted(allowed))}"
         )
+
+
+def _nearest(key: str, known: Iterable[str], given: Iterable[str] = ()) -> str | None:
+    """The known key ``key`` most likely misspells (difflib), unless it is given too."""
+    import difflib
+
+    match = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+    return match[0] if match and match[0] not in set(given) else None
 
 
 def load_model_config(path: str | Path) -> ModelConfig:
@@ -168,7 +179,10 @@ _RELEASE_TOP = {
     "ledger",
     "ranges",
 }
-_RELEASE_DATA = {"model", "release", "split_seed", "auxiliary", "test", "missing"}
+_RELEASE_DATA = {
+    "model", "release", "split_seed", "auxiliary", "test", "missing",
+    "allow_overlap",  # the released rows may also be modelling rows (refused by default)
+}  # fmt: skip
 # [secret] keys per ``kind`` (default "proportion"): (allowed, required).
 SECRET_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "proportion": (
@@ -234,6 +248,8 @@ class ReleaseConfig:
     # [mechanism] population_set: the population confidence set the commands calibrate,
     # compose and report with (distpriv.population_set; "box" by default).
     population_set: str = DEFAULT_POPULATION_SET
+    # [data] allow_overlap: the curator accepts released rows in the modelling table.
+    allow_overlap: bool = False
 
     @cached_property
     def plan(self) -> ReleasePlan:
@@ -360,6 +376,15 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
     if not isinstance(mech, dict):
         raise ConfigError(f"{where}: missing [mechanism] table")
     mech = dict(mech)
+    # Other keys are mechanism options, checked by the mechanism; one that is no option
+    # of any mechanism but nearly a key of this table is a misspelling, named here.
+    base = ("name", "epsilon", "delta", "beta", "population_set")
+    options = set().union(*(mechanism_info(m).options for m in MECHANISMS))
+    for key in sorted(set(mech) - set(base) - options):
+        if near := _nearest(key, base, mech):
+            raise ConfigError(
+                f"{where}: unknown key {key!r} in [mechanism]; did you mean {near!r}?"
+            )
     for key in ("name", "epsilon"):
         if key not in mech:
             raise ConfigError(f"{where}: [mechanism] needs {key!r}")
@@ -503,6 +528,8 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         raise ConfigError(
             f"{where}: [data] missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}"
         )
+    if not isinstance(dat.get("allow_overlap", False), bool):
+        raise ConfigError(f"{where}: [data] allow_overlap must be true or false")
     if not isinstance(mod.get("population", False), bool):
         raise ConfigError(f"{where}: [model] population must be true or false")
     _bootstrap(mod.get("bootstrap"), f"{where}: [model] bootstrap")
@@ -545,6 +572,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         ledger=_ledger_table(led, base, where),
         ranges=_ranges(data, where),
         population_set=population_set,
+        allow_overlap=dat.get("allow_overlap", False),
     )
 
 
@@ -554,6 +582,13 @@ def _check_grid(values: Any, subset_size: Any, where: str) -> None:
     round p·n silently (0.305 × 100 → 31) while the report states 0.305.
     Types and ranges are checked where the secret is built; only well-typed values here."""
     n = subset_size
+    if isinstance(values, list):
+        big = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if any(v > 1 for v in big):  # 75 for 75 %: say what a share is, in the file's words
+            raise ConfigError(
+                f"{where}: [secret] values {values!r}: a share secret's values are fractions "
+                f"of the rows in [0, 1] (0.75 for 75 %), got {max(big)!r}"
+            )
     if isinstance(n, bool) or not isinstance(n, int) or n <= 0 or not isinstance(values, list):
         return
     for p in values:

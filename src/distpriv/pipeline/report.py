@@ -122,7 +122,7 @@ def provenance(
 def public_release(
     *,
     title: str,
-    secret: Secret,
+    secret: Secret | None,
     query: Query,
     rel: Release,
     mech: CalibratedMechanism,
@@ -175,7 +175,7 @@ def public_release(
         "kind": "release",
         "title": title,
         "secure_noise": secure_noise,
-        "secret": secret_dict(secret),
+        "secret": None if secret is None else secret_dict(secret),
         "statistics": stats,
         "mechanism": {
             "name": mech.name,

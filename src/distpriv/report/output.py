@@ -49,12 +49,27 @@ def check_output(
         raise OutputError(f"{flag} {str(target)!r}: folder {str(parent)!r} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(f"{flag} {str(target)!r}: folder {str(parent)!r} is not writable")
+    _probe(parent, target, flag)
     if not overwrite and target.exists():
         raise OutputError(
             f"{flag} {str(target)!r} already exists: a release is never overwritten (its "
             "values may be published already); choose another file"
         )
     return target
+
+
+def _probe(folder: Path, target: Path, flag: str) -> None:
+    """Create and remove a temporary file in ``folder``: permission bits do not tell
+    (root may write anywhere ``os.access`` looks, yet not into ``/proc`` or a read-only
+    mount), and a command must fail here, before it records a release, not after."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputError(
+            f"{flag} {str(target)!r}: cannot write in folder {str(folder)!r} ({exc.strerror})"
+        ) from None
+    os.close(fd)
+    Path(tmp).unlink(missing_ok=True)
 
 
 def _link_new(tmp: str, target: Path, flag: str) -> None:

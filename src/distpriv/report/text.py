@@ -444,7 +444,7 @@ def render_ledger(report: dict[str, Any]) -> str:
 def render_verification(public: dict[str, Any], price: dict[str, Any] | None = None) -> str:
     """``distpriv verify``: the mechanism, its guarantee and the data-level check (no noise),
     after the curator-private price per statistic when given
-    (:mod:`distpriv.pipeline.price`)."""
+    (:mod:`distpriv.pipeline.price.table`)."""
     buf = _Buffer()
     console = buf.console
     mech = public["mechanism"]
@@ -516,11 +516,18 @@ def price_lines(console: Console, price: dict[str, Any]) -> None:
             _num(r.get("noise_sd_at_weight_x10"), ".4g"),
         )
     console.print(what)
-    console.print(
-        f"  nearly collinear: R^2 >= {price.get('collinear_r2', 0.9):g} on the other statistics "
-        f"under the model; condition number of their correlation: "
-        f"{_num(price.get('condition_number'), '.3g')}"
-    )
+    r2 = price.get("collinear_r2", 0.9)
+    cond = _num(price.get("condition_number"), ".3g")
+    if any(r["nearly_collinear"] for r in price["statistics"]):  # the legend of (collinear)
+        console.print(
+            f"  (collinear): R^2 >= {r2:g} on the other statistics under the model; "
+            f"condition number of their correlation: {cond}"
+        )
+    else:  # said only when some statistic is
+        console.print(
+            f"  no statistic is nearly collinear with the others (each R^2 < {r2:g}); "
+            f"condition number of their correlation: {cond}"
+        )
     for line in price["lines"]:
         console.print(f"  {_e(line)}")
     console.print(f"  {_e(price['weights'])}")

@@ -45,6 +45,25 @@ __all__ = [
 ]
 
 
+class _NamedStatistics:
+    """The part of a :class:`~distpriv.modeling.Query` a public report reads, for a model
+    built by hand (statistics known by name only, no declared ranges)."""
+
+    def __init__(self, names: Any) -> None:
+        from types import SimpleNamespace
+
+        self.statistics = tuple(SimpleNamespace(name=n, expression=None) for n in names)
+        self.ranges: dict[str, tuple[float, float]] = {}
+
+    def clamp(self, value: Any) -> tuple[np.ndarray, np.ndarray]:
+        v = np.asarray(value, dtype=float)
+        return v, np.zeros(v.shape, dtype=bool)
+
+    def range_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        m = len(self.statistics)
+        return np.full(m, -np.inf), np.full(m, np.inf)
+
+
 @dataclass(frozen=True)
 class ReleaseReport:
     """A protected release with everything the curator needs to audit it.
@@ -68,6 +87,12 @@ class ReleaseReport:
         was made (they are also emitted as Python warnings). :meth:`to_dict` states those
         that the public report of ``distpriv release`` states, in the same public words
         (:func:`distpriv.pipeline.report.public_warnings`); :meth:`diagnostics` all of them.
+    secret : Secret or None
+        The secret as given (``None``: the model's).
+    ledger : dict or None
+        The public ``"ledger"`` block (:func:`~distpriv.release_with_ledger` sets it).
+    beta : float or None
+        The calibration's confidence on the population (per-attribute guarantees).
     """
 
     release: Release
@@ -77,70 +102,67 @@ class ReleaseReport:
     n_rows: int
     choice: Any = field(default=None, repr=False)
     warnings: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    secret: Any = field(default=None, repr=False)  # as given (default: the model's)
+    ledger: dict[str, Any] | None = field(default=None, repr=False)  # the public block
+    beta: float | None = field(default=0.05, repr=False)  # the calibration's, per attribute
 
     def _repr_html_(self) -> str:
-        """The publishable part as compact HTML (for notebooks); never the true values.
-
-        Each statistic with its noise and the 95 % interval of the noise around the
-        released value (:func:`distpriv.pipeline.report.intervals95`, as in the public
-        report of ``distpriv release``).
-        """
+        """The publishable part as compact HTML (for notebooks); never the true values:
+        each statistic with its noise and the 95 % interval of the noise around the
+        released value, as in the public report of ``distpriv release``."""
         from ...util.templates import repr_report
 
-        public = {"kind": "release", **self.to_dict()}
-        public["statistics"] = self._public_statistics()
-        return repr_report(public, private_hidden=True, private_method=".diagnostics()")
-
-    def _public_statistics(self) -> list[dict[str, Any]]:
-        """Name, released value, noise sd and 95 % interval for the true value per statistic.
-
-        The interval is the released value ± the half-width of the noise's central 95 %
-        (:func:`~distpriv.pipeline.report.intervals95`: exact for Gaussian or one Laplace
-        term, Chebyshev otherwise), intersected with a declared range. Around a value that
-        was clamped to its range it is at least as wide as around the unclamped one.
-        """
-        from ..report import intervals95
-
-        half, how = intervals95(self.mechanism)
-        value = np.asarray(self.release.value, dtype=float).reshape(-1)
-        query = getattr(self.model, "query", None)
-        m = value.size
-        if query is not None:
-            lo, hi = query.range_bounds()
-        else:
-            lo, hi = np.full(m, -np.inf), np.full(m, np.inf)
-        sd = np.sqrt(np.clip(np.diag(self.mechanism.noise_covariance), 0.0, None))
-        return [
-            {
-                "name": name,
-                "value": float(value[k]),
-                "noise_sd": float(sd[k]),
-                "interval95": [
-                    float(np.clip(value[k] - half[k], lo[k], hi[k])),
-                    float(np.clip(value[k] + half[k], lo[k], hi[k])),
-                ],
-                "interval95_method": how[k],
-            }
-            for k, name in enumerate(self.release.statistics)
-        ]
+        return repr_report(self.to_dict(), private_hidden=True, private_method=".diagnostics()")
 
     def to_dict(self) -> dict[str, Any]:
-        """The publishable part: statistics, noisy values, noise, guarantee, warnings."""
-        from ..report import public_warnings
+        """The publishable part in the layout of ``distpriv release --json``.
 
-        return to_jsonable(
-            {
-                "statistics": list(self.release.statistics),
-                "released": self.release.value,
-                "sampler": self.release.sampler,
-                "secure": self.release.secure,
-                "mechanism": self.mechanism.name,
-                "noise_covariance": self.mechanism.noise_covariance,
-                "expected_l2_error": self.mechanism.expected_l2_error(),
-                "guarantee": self.release.guarantee.to_dict(),
-                "warnings": public_warnings(self.warnings),
-            }
+        The same keys from the same function (:func:`distpriv.pipeline.report.public_release`):
+        ``kind``, ``title``, ``secure_noise``, ``secret``, ``statistics`` (name,
+        expression, value, noise sd, 95 % interval), ``mechanism``, ``guarantee``,
+        ``verification`` (None), ``ledger`` (the composed guarantee of
+        :func:`~distpriv.release_with_ledger`, or a note that nothing was recorded),
+        ``choice`` (``mechanism="auto"``), ``provenance`` (no data fingerprints: the
+        library holds no identity key), ``not_private`` for a seeded release, and
+        ``warnings`` in public words.
+        """
+        from ..report import provenance, public_release, public_warnings
+
+        secret = self.secret if self.secret is not None else getattr(self.model, "secret", None)
+        query: Any = getattr(self.model, "query", None)
+        if query is None:  # a model given by hand: its statistics' names are all there is
+            query = _NamedStatistics(self.release.statistics)
+        prov = provenance(
+            rel=self.release, data_sha256=None, model_data_sha256=None, insecure_seed=None
         )
+        with warnings.catch_warnings():  # raised once already, when the release was made
+            warnings.simplefilter("ignore")
+            public = public_release(
+                title="release" if secret is None else f"release: {secret.describe()}",
+                secret=secret,
+                query=query,
+                rel=self.release,
+                mech=self.mechanism,
+                prov=prov,
+            )
+            if hasattr(self.model, "parts"):  # several secrets: the guarantee per attribute
+                from ..report_several import attribute_guarantees
+
+                public["secret"]["attributes"] = attribute_guarantees(
+                    public["secret"]["attributes"], self.model, self.mechanism, beta=self.beta
+                )
+        if self.ledger is not None:
+            public["ledger"] = self.ledger
+        else:
+            from ..ledger import not_recorded
+
+            public["ledger"] = not_recorded("distpriv.release (no ledger given)")
+        if self.choice is not None:  # mechanism = "auto": the comparison behind the choice
+            public["choice"] = self.choice.rows()
+            weights = self.choice.weights
+            public["choice_weights"] = None if weights is None else list(weights)
+        public["warnings"] = public_warnings(self.warnings)
+        return to_jsonable(public)
 
     def diagnostics(self, *, include_true: bool = False) -> dict[str, Any]:
         """The curator's private diagnostics (model moments, stratum sizes, true values)."""
@@ -310,6 +332,7 @@ def release_warnings(
     rows_used: int | None = None,
     verified: bool = False,
     support: bool = True,
+    overlap: int | None = None,
 ) -> int:
     """The warnings of a release, one home for :func:`release` and ``run_release``.
 
@@ -331,16 +354,21 @@ def release_warnings(
         The data-level check runs (changes the advice of the partial-noise warning).
     support : bool
         Check the model's support (``False`` when the caller already has).
+    overlap : int, optional
+        The overlap when the caller has already checked it (``run_release`` does, before
+        modelling, and refuses it unless the curator allowed it).
 
     Returns
     -------
     int
         Released rows also found in the modelling table (curator-private).
     """
-    overlap = warn_overlap_tables(model_table, released)
+    if overlap is None:
+        overlap = warn_overlap_tables(model_table, released)
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
-            check_model_support(part.stratum_sizes, part.counts, model.subset_size)
+            kind = getattr(part.secret, "kind", "proportion")
+            check_model_support(part.stratum_sizes, part.counts, model.subset_size, kind)
     warn_partial_noise(mech, verified)
     if rows_used is not None:
         warn_dropped(rows_used, released.n_rows)
@@ -465,6 +493,8 @@ def release(
         n_rows=prep.table.n_rows,
         choice=prep.choice,
         warnings=caught.items,
+        secret=secret,
+        beta=beta,
     )
 
 
@@ -518,6 +548,11 @@ def prepare_release(
     if not auto:
         mechanism_info(mechanism)  # fail fast on an unknown name, before modelling
     gen = None if rng is None else check_rng(rng)
+    # F(data) first: a problem with the released table (or a statistic the engine cannot
+    # compute on the modelling table) is reported before the modelling and calibration.
+    evaluation = q.evaluation(table, missing=missing, also=secret.columns)
+    value = evaluation.value
+    q.check_on(model_data)
     model = build_model(
         model_data,
         q,
@@ -531,9 +566,6 @@ def prepare_release(
         missing=missing,
         population=population,
     )
-    # F(data) first: a problem with the released table is reported before calibration's.
-    evaluation = q.evaluation(table, missing=missing)
-    value = evaluation.value
     choice = None
     if auto:
         choice = choose_for_table(

@@ -36,6 +36,7 @@ from ..report import (
     public_release,
     public_warnings,
 )
+from ..stages.data import warn_overlap_tables
 from ..stages.steps import (
     _collect_warnings,
     _complete,
@@ -118,12 +119,14 @@ def run_release(
     ledger: str | Path | Ledger | bool | None = None,
     budget: Budget | str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    allow_overlap: bool | None = None,
 ) -> ReleaseOutcome:
     """Release the configured statistics of a table with secure noise.
 
     Reads the configuration, loads the modelling and released tables (paths relative to
-    the config file), warns (:class:`~distpriv.errors.PrivacyLeakWarning`) when the
-    modelling table contains released rows or is too small for the subset size, builds
+    the config file), refuses a modelling table that contains released rows (unless
+    ``allow_overlap``: then it warns), warns
+    (:class:`~distpriv.errors.PrivacyLeakWarning`) when it is too small for the subset size, builds
     the query model the mechanism's registry entry asks for (Chen & Ohrimenko 2023
     App. C.1), calibrates (e.g. Thm 4.5 for EigM), and releases F(data) + Z with noise
     from the secure sampler.
@@ -158,6 +161,10 @@ def run_release(
         before any noise is drawn.
     progress : callable(done, total), optional
         Called as ``mechanism = "auto"`` calibrates each candidate mechanism.
+    allow_overlap : bool, optional
+        Release even though the modelling table holds released rows (beyond chance), with
+        a warning; by default (the config's ``[data] allow_overlap``, false unless set)
+        such a release is refused before any modelling (``--allow-overlap``).
 
     Returns
     -------
@@ -180,15 +187,20 @@ def run_release(
     with _collect_warnings() as caught, _population_set(cfg):
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         model_frame, released, source = _tables(cfg, data, n)
+        allow = cfg.allow_overlap if allow_overlap is None else allow_overlap
+        overlap_rows = warn_overlap_tables(model_frame, released, allow=bool(allow))
+        # F(data) first: a statistic that fails on the released table is named before the
+        # minutes of modelling, not after.
+        evaluation = query.evaluation(released, missing=cfg.missing, also=secret.columns)
+        value = evaluation.value
         model, mech, choice = _model_and_mechanism(
             cfg, model_frame, query, secret, n, progress, support=False
         )
-        evaluation = query.evaluation(released, missing=cfg.missing)
-        value = evaluation.value
         # One home for the release's warnings, shared with the library's distpriv.release.
         overlap = release_warnings(
-            model_frame, released, model, mech, rows_used=evaluation.n_rows, verified=verify
-        )
+            model_frame, released, model, mech, rows_used=evaluation.n_rows, verified=verify,
+            overlap=overlap_rows,
+        )  # fmt: skip
         verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
 
         def fingerprints(k: bytes) -> tuple[str, str]:

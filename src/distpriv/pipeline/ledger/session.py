@@ -261,7 +261,7 @@ def release_with_ledger(
 ) -> LedgeredRelease:
     """:func:`distpriv.pipeline.release` judged together with the ledger's earlier releases.
 
-    ``population`` and ``beta`` as in :func:`distpriv.pipeline.commands.release` (the confidence on
+    ``population`` and ``beta`` as in :func:`distpriv.pipeline.release` (the confidence on
     the population); declared ranges of the query clamp the released values the same way.
 
     The modelling and calibration of the new release happen first (outside the lock);
@@ -274,7 +274,7 @@ def release_with_ledger(
     ----------
     data, query, secret, model_data, mechanism, epsilon, delta, subset_size, method,
     n_samples, options, rng, missing
-        As for :func:`distpriv.pipeline.commands.release`: ``rng=None`` draws the noise from the
+        As for :func:`distpriv.pipeline.release`: ``rng=None`` draws the noise from the
         secure sampler; a seed gives a reproducible simulation that is NOT private.
     ledger : Ledger or path
     budget : Budget, optional
@@ -339,7 +339,8 @@ def release_with_ledger(
             model_data=model_frame,
             model_account=_account(led, model_frame),
             subset_size=table.n_rows,
-            method=method_for(mechanism, method),
+            # The mechanism calibrated (``auto``'s choice), whose model the ledger rebuilds.
+            method=method_for(prep.mechanism.name, method),
             n_samples=n_samples,
             budget=budget,
             noise_rng=gen,
@@ -359,9 +360,19 @@ def release_with_ledger(
     if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
         rel = replace(rel, value=prep.query.clamp(rel.value)[0])
     report = ReleaseReport(
-        rel, prep.mechanism, prep.model, prep.value, table.n_rows, warnings=caught.items
+        rel,
+        prep.mechanism,
+        prep.model,
+        prep.value,
+        table.n_rows,
+        choice=prep.choice,
+        warnings=caught.items,
+        secret=secret,
+        beta=beta,
     )
-    return LedgeredRelease(report=report, entry=entry, composed=composed, budget=effective)
+    out = LedgeredRelease(report=report, entry=entry, composed=composed, budget=effective)
+    # report.to_dict() then carries the composed guarantee, as the CLI's JSON does.
+    return replace(out, report=replace(report, ledger=out.ledger_summary()))
 
 
 @dataclass(frozen=True)

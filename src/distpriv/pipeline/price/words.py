@@ -108,16 +108,24 @@ def price_lines(
             )
     if mse_fitted is not None and mse_fitted > 0:
         factors = [f for r in rows if (f := r.premise_factor) is not None]
-        single = (
-            f", the noise sd of single statistics by {min(factors):.3g}-{max(factors):.3g}x"
-            if factors
-            else ""
+        span = f"{min(factors):.3g}-{max(factors):.3g}" if factors else ""
+        premise = (
+            "the population premise (the guarantee holds on the population, not only on "
+            "the fitted moments)"
         )
-        out.append(
-            f"the population premise (the guarantee holds on the population, not only on "
-            f"the fitted moments) multiplies E||Z||^2 by {mse / mse_fitted:.3g} "
-            f"({mse:.4g} against {mse_fitted:.4g}){single}"
-        )
+        ratio = mse / mse_fitted
+        if ratio >= 1.0:
+            single = f", the noise sd of single statistics by {span}x" if factors else ""
+            out.append(
+                f"{premise} multiplies E||Z||^2 by {ratio:.3g} ({mse:.4g} against "
+                f"{mse_fitted:.4g}){single}"
+            )
+        else:  # less noise than the fitted moments need: not a cost
+            single = f"; single statistics' noise sd is {span} times theirs" if factors else ""
+            out.append(
+                f"{premise} costs no noise here: its calibration needs E||Z||^2 = {mse:.4g}, "
+                f"{ratio:.3g} times the {mse_fitted:.4g} of the fitted moments alone{single}"
+            )
     costly = mse_fitted is None or mse > TIGHT_HINT_FACTOR * mse_fitted
     if population_set is not None and population_set != "tight" and costly:
         out.append(

@@ -27,7 +27,12 @@ from ...errors import ParameterError, PrivacyLeakWarning
 from ...modeling import Query
 from ...modeling.engines import DuckDBEngine, file_reader, locked_connection
 from ...modeling.expressions import quote_column
-from ...modeling.facts import LATTICE_SAMPLE_ROWS, engine_table_facts, linear_scales
+from ...modeling.facts import (
+    LATTICE_SAMPLE_ROWS,
+    declared_spans,
+    engine_table_facts,
+    linear_scales,
+)
 from ...modeling.lattice import query_lattices
 from ...modeling.tables import Table, as_table, sample_table
 from ..config import BUILTIN_PREFIX, DUCKDB_PREFIX, SPARK_PREFIX
@@ -221,14 +226,18 @@ def warn_overlap(model: pd.DataFrame, released: pd.DataFrame) -> int:
 
 
 def check_model_support(
-    stratum_sizes: tuple[int, int], counts: tuple[int, ...], subset_size: int
+    stratum_sizes: tuple[int, int],
+    counts: tuple[int, ...],
+    subset_size: int,
+    kind: str = "proportion",
 ) -> None:
     """Warn when the model rests on too few rows per stratum for the subset size.
 
     Each modelled dataset draws round(p·n) rows from the N_A rows with the property and the
     rest from the N_B without; when N_A or N_B is below :data:`MIN_ROWS_PER_DRAWN_ROW`
     times the rows drawn, the datasets share most of their rows and f_θ describes the
-    modelling table itself rather than datasets like the released one.
+    modelling table itself rather than datasets like the released one. ``kind``: the
+    secret's; a mean secret's strata are virtual, so its words are the table's rows.
     """
     need_a = max(counts)
     need_b = subset_size - min(counts)
@@ -242,6 +251,8 @@ def check_model_support(
         detail = "; ".join(
             f"{need} rows drawn from the {have} {label} the property" for label, have, need in low
         )
+        if kind == "mean":  # no property splits the rows: each dataset draws from them all
+            detail = f"{subset_size} rows per dataset drawn from the {n_a} of the table"
         warnings.warn(
             f"the model rests on too few rows ({detail}; want at least "
             f"{MIN_ROWS_PER_DRAWN_ROW}x): the modelled datasets overlap heavily and the "
@@ -284,7 +295,7 @@ def table_facts(data: Any, query: Query, subset_size: int) -> TableFacts:
         math.nan if lat.step is None else lat.step
         for lat in query_lattices(table, query, subset_size)
     )
-    return TableFacts(subset_size, spans, linear_scales(query), steps)
+    return TableFacts(subset_size, declared_spans(query, spans), linear_scales(query), steps)
 
 
 # ---------------------------------------------------------------------------------------
@@ -441,11 +452,23 @@ def table_overlap(model: Table, released: Table) -> tuple[int, float | None]:
     return k, (float(dup or 0) / float(total) if total else 0.0)
 
 
-def warn_overlap_tables(model: Table, released: Table) -> int:
-    """:func:`warn_overlap` for engine-backed tables (same rule, same warning)."""
+def warn_overlap_tables(model: Table, released: Table, *, allow: bool = True) -> int:
+    """:func:`warn_overlap` for engine-backed tables (same rule, same warning).
+
+    With ``allow=False`` (a configuration's default: ``[data] allow_overlap``,
+    ``--allow-overlap``) the overlap is refused instead, before anything is modelled.
+    """
     k, dup = table_overlap(model, released)
     chance = released.n_rows * (dup or 0.0)
     if k > chance + 4.0 * np.sqrt(chance):
+        if not allow:
+            raise ParameterError(
+                f"{k} of the {released.n_rows} released rows also appear in the modelling "
+                "table: the model must come from other data than the data it protects (the "
+                "noise scale would depend on the private rows); model on other rows, or say "
+                "so explicitly with [data] allow_overlap = true (distpriv release "
+                "--allow-overlap)"
+            )
         warnings.warn(
             f"{k} of the {released.n_rows} released rows also appear in the modelling table: "
             "the model should come from other data than the data it protects (the noise "

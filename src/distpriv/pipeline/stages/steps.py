@@ -19,6 +19,7 @@ from ...central import CalibratedMechanism, mechanism_info
 from ...errors import (
     ConfigError,
     ParameterError,
+    ParameterTypeError,
 )
 from ...modeling import DataQueryModel, ProportionSecret, Query, Secret
 from ...modeling.identity import multiset_fingerprint
@@ -112,7 +113,14 @@ SECRET_BUILDERS: dict[str, Callable[[dict[str, Any]], Secret]] = {
 
 def _secret(cfg: ReleaseConfig) -> Secret:
     spec = {k: v for k, v in cfg.secret.items() if k != "kind"}
-    secret = SECRET_BUILDERS[cfg.secret.get("kind", "proportion")](spec)
+    try:
+        secret = SECRET_BUILDERS[cfg.secret.get("kind", "proportion")](spec)
+    except (ParameterError, ParameterTypeError) as exc:  # the file and the table, once
+        msg = str(exc)
+        if msg.startswith(cfg.path):
+            raise
+        msg = msg if msg.startswith("[secret]") else f"[secret] {msg}"
+        raise type(exc)(f"{cfg.path}: {msg}") from None
     grid = getattr(secret, "grid", None)
     if getattr(secret, "is_grid", False) and grid is not None:
         try:  # a range or events: the values on the subset's grid
@@ -195,13 +203,15 @@ def _model_and_mechanism(
     """The model and the calibrated mechanism (fixed or ``auto``); ``support``: warn here
     when the model rests on too few rows (``run_release`` warns with the release's other
     warnings instead)."""
+    query.check_on(model_frame)  # a statistic that fails on the table: named, before modelling
     if cfg.mechanism == AUTO:
         return _auto_model_and_mechanism(cfg, model_frame, query, secret, n, progress, support)
     spec = model_spec(cfg, n, cfg.mechanism, secret)
     model = build_query_model(spec, model_frame, query, secret)
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
-            check_model_support(part.stratum_sizes, part.counts, n)
+            kind = getattr(part.secret, "kind", "proportion")
+            check_model_support(part.stratum_sizes, part.counts, n, kind)
     # The model carries its table's facts (model_query); the call names the problem when
     # the statistics have none (not linear) and the mechanism needs them.
     facts = (
@@ -235,7 +245,8 @@ def _auto_model_and_mechanism(
     model = build_query_model(spec, model_frame, query, secret)
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
-            check_model_support(part.stratum_sizes, part.counts, n)
+            kind = getattr(part.secret, "kind", "proportion")
+            check_model_support(part.stratum_sizes, part.counts, n, kind)
     choice = choose_for_table(
         model,
         epsilon=cfg.epsilon,
