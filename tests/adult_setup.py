@@ -31,7 +31,7 @@ RICH = "income = '>50K'"
 INCOME = ProportionSecret(RICH, values=[0.45, 0.55])
 
 
-def adult_model(frame: Any, *, quiet: bool = False, **options: Any) -> Any:
+def adult_analytic_model(frame: Any, *, quiet: bool = False, **options: Any) -> Any:
     """The analytic model of :data:`ADULT_STATS` and :data:`INCOME` on ``frame`` (subsets of
     100 rows, ``rng=0``); ``options`` override or add keywords of ``model_query``, and
     ``quiet`` silences the assumption warnings of a small table."""
@@ -105,3 +105,7 @@ def release_toml(
     if extra:
         lines.append(extra)
     return "\n".join(lines) + "\n"
+
+
+#: The ``[secret]`` body of :data:`INCOME` in a configuration.
+INCOME_TOML = "predicate = \"income = '>50K'\"\nvalues = [0.45, 0.55]"

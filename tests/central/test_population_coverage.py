@@ -43,6 +43,7 @@ import pytest
 from scipy.stats import binom, kurtosis
 
 import distpriv as dp
+from adult_setup import ADULT_STATS, INCOME
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.central import mechanism_info
 from distpriv.datasets.adult import load_adult
@@ -63,14 +64,6 @@ slow = pytest.mark.skipif(
     reason="slow (auto on 120 tables; a stage of its own in .ci/run): set DISTPRIV_SLOW=1",
 )
 
-ADULT_STATS = {
-    "avg_age": "avg(age)",
-    "avg_education_years": "avg(education_num)",
-    "n_never_married": "count_if(marital_status = 'Never-married')",
-    "n_female": "count_if(sex = 'Female')",
-    "avg_hours_per_week": "avg(hours_per_week)",
-}
-ADULT_SECRET = ProportionSecret("income = '>50K'", values=[0.45, 0.55])
 RAND_STATS = {
     "avg_visits": "avg(mdvis)",
     "avg_disease": "avg(disea)",
@@ -159,7 +152,7 @@ def violations(frame, stats, secret, sizes, seed, mechanisms=MECHANISMS):
 )
 def test_default_calibration_covers_the_population(which, mechanisms):
     if which == "adult":
-        frame, stats, secret = load_adult(), ADULT_STATS, ADULT_SECRET
+        frame, stats, secret = load_adult(), ADULT_STATS, INCOME
     else:
         frame, stats, secret = load_randhie(), RAND_STATS, RAND_SECRET
     ratios = violations(frame, stats, secret, SIZES, seed=25, mechanisms=mechanisms)
@@ -223,7 +216,7 @@ def test_never_weaker_the_accountant_confirms_the_claim_on_the_sets_members(whic
     """Never weaker: on several tables, each mechanism's claim is confirmed by
     the accountant for the published noise on every member the population set checks."""
     if which == "adult":
-        frame, stats, secret = load_adult(), ADULT_STATS, ADULT_SECRET
+        frame, stats, secret = load_adult(), ADULT_STATS, INCOME
     else:
         frame, stats, secret = load_randhie(), RAND_STATS, RAND_SECRET
     rng = np.random.default_rng(2526)
@@ -306,7 +299,7 @@ AUTO_SEED = 250
 
 def _setup(which: str):
     if which == "adult":
-        return load_adult(), ADULT_STATS, ADULT_SECRET
+        return load_adult(), ADULT_STATS, INCOME
     return load_randhie(), RAND_STATS, RAND_SECRET
 
 

@@ -25,6 +25,7 @@ from scipy.special import ndtri
 from scipy.stats import binom
 
 import distpriv as dp
+from adult_setup import ADULT_STATS, INCOME
 from distpriv.errors import MechanismNotApplicableError
 from distpriv.modeling import model_query
 from distpriv.population._stack import gap_bound
@@ -32,8 +33,6 @@ from distpriv.population._tight import quantile_level, quantile_shift_stack
 from distpriv.population.confidence import population_model, population_set
 
 from .test_population_coverage import (
-    ADULT_SECRET,
-    ADULT_STATS,
     HEAVY_SECRET,
     HEAVY_STATS,
     RAND_SECRET,
@@ -206,7 +205,7 @@ def test_shaped_noise_calibrated_on_the_tight_set_covers_the_population(which):
     from distpriv.datasets.adult import load_adult
 
     if which == "adult":
-        frame, stats, secret = load_adult(), ADULT_STATS, ADULT_SECRET
+        frame, stats, secret = load_adult(), ADULT_STATS, INCOME
     else:
         frame, stats, secret = load_randhie(), RAND_STATS, RAND_SECRET
     pop = _quiet(
