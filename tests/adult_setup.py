@@ -31,7 +31,7 @@ RICH = "income = '>50K'"
 INCOME = ProportionSecret(RICH, values=[0.45, 0.55])
 
 
-def adult_analytic_model(frame: Any, *, quiet: bool = False, **options: Any) -> Any:
+def adult_income_model(frame: Any, *, quiet: bool = False, **options: Any) -> Any:
     """The analytic model of :data:`ADULT_STATS` and :data:`INCOME` on ``frame`` (subsets of
     100 rows, ``rng=0``); ``options`` override or add keywords of ``model_query``, and
     ``quiet`` silences the assumption warnings of a small table."""

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adult_setup import adult_analytic_model
+from adult_setup import adult_income_model
 from distpriv import (
     GaussianQueryModel,
     MechanismNotApplicableError,
@@ -34,7 +34,7 @@ DELTA = 1e-3
 def adult_model(adult_modeling):
     # Layer 1 (exact on the model) of the paper's modelling split, taken as the
     # population as in the paper: the numbers of docs/guarantees.md §2.
-    return adult_analytic_model(adult_modeling, population=True)
+    return adult_income_model(adult_modeling, population=True)
 
 
 def _outputs(model, noise_cov):
