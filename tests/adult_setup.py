@@ -109,3 +109,22 @@ def release_toml(
 
 #: The ``[secret]`` body of :data:`INCOME` in a configuration.
 INCOME_TOML = "predicate = \"income = '>50K'\"\nvalues = [0.45, 0.55]"
+
+
+#: Two statistics of the small release: quick to model and calibrate.
+TWO_STATS = {"avg_age": "avg(age)", "n_female": "count_if(sex = 'Female')"}
+
+
+def small_release_toml(**overrides: Any) -> str:
+    """:func:`release_toml` of the small Adult release of ``adult_release_tables``: the
+    tables ``model.csv`` and ``released.csv``, :data:`TWO_STATS`, the income secret, the
+    analytic model and daum at ε = 1, δ = 1e-3; ``overrides`` replace any of these."""
+    settings: dict[str, Any] = {
+        "release": "released.csv",
+        "query": TWO_STATS,
+        "secret": INCOME_TOML,
+        "method": "analytic",
+        "mechanism": "daum",
+        **overrides,
+    }
+    return release_toml(**settings)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adult_setup import INCOME_TOML, copy_release_tables, release_toml
+from adult_setup import copy_release_tables, small_release_toml
 from cli_helpers import one_line_error, run
 from distpriv import GaussianQueryModel
 
@@ -286,13 +286,8 @@ def tables(tmp_path_factory, adult_release_tables):
 def _config(base, name, *, model="model.csv", release="released.csv", query='a = "avg(age)"'):
     path = base / f"{name}.toml"
     path.write_text(
-        release_toml(
-            title="hostile data",
-            model=model,
-            release=release,
-            query=query,
-            secret=INCOME_TOML,
-            method="analytic",
+        small_release_toml(
+            title="hostile data", model=model, release=release, query=query, mechanism="expm-g"
         )
     )
     return path

@@ -112,18 +112,11 @@ def test_calibrate_help_lists_mechanisms_and_calibrations():
 
 
 def test_ledger_show_of_a_real_ledger_imports_nothing_heavy(tmp_path, adult_release_tables):
-    from adult_setup import INCOME_TOML, copy_release_tables, release_toml
+    from adult_setup import copy_release_tables, small_release_toml
     from distpriv.pipeline import run_release
 
     copy_release_tables(adult_release_tables, tmp_path)
-    config = release_toml(
-        title="startup ledger",
-        release="released.csv",
-        query={"avg_age": "avg(age)"},
-        secret=INCOME_TOML,
-        method="analytic",
-        mechanism="daum",
-    )
+    config = small_release_toml(title="startup ledger", query={"avg_age": "avg(age)"})
     (tmp_path / "release.toml").write_text(config)
     ledger = tmp_path / "ledger.db"
     run_release(tmp_path / "release.toml", ledger=ledger, insecure_seed=1)

@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 
-from adult_setup import INCOME_TOML, copy_release_tables, release_toml
+from adult_setup import copy_release_tables, small_release_toml
 from cli_helpers import run
 from distpriv.cli import main
 from distpriv.composition.accountant import ReleaseSpec, compose
@@ -20,15 +20,7 @@ from distpriv.pipeline import run_release
 from distpriv.pipeline.ledger import Ledger
 from distpriv.pipeline.stages.data import load_frame
 
-TWO_STATS = {"avg_age": "avg(age)", "n_female": "count_if(sex = 'Female')"}
-CONFIG = release_toml(
-    title="ledger test",
-    release="released.csv",
-    query=TWO_STATS,
-    secret=INCOME_TOML,
-    method="analytic",
-    mechanism="daum",
-)
+CONFIG = small_release_toml(title="ledger test")
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adult_setup import INCOME_TOML, copy_release_tables, release_toml
+from adult_setup import copy_release_tables, small_release_toml
 from cli_helpers import run
 from distpriv.errors import LedgerError
 from distpriv.pipeline.ledger import (
@@ -32,16 +32,7 @@ from distpriv.pipeline.ledger import (
 )
 from distpriv.pipeline.stages.data import fingerprint, load_frame
 
-TWO_STATS = {"avg_age": "avg(age)", "n_female": "count_if(sex = 'Female')"}
-CONFIG = release_toml(
-    title="default ledger test",
-    insecure_seed=5,
-    release="released.csv",
-    query=TWO_STATS,
-    secret=INCOME_TOML,
-    method="analytic",
-    mechanism="daum",
-)
+CONFIG = small_release_toml(title="default ledger test", insecure_seed=5)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from adult_setup import INCOME_TOML, copy_release_tables, release_toml
+from adult_setup import copy_release_tables, small_release_toml
 from cli_helpers import run
 from distpriv.pipeline.ledger import DEFAULT_LEDGER_NAME, Ledger
 
@@ -20,16 +20,8 @@ def _config(folder, adult_release_tables, *, release="released.csv", epsilon="1.
     copy_release_tables(adult_release_tables, folder)
     cfg = folder / "release.toml"
     cfg.write_text(
-        release_toml(
-            title="refusal test",
-            insecure_seed=3,
-            release=release,
-            query={"avg_age": "avg(age)", "n_female": "count_if(sex = 'Female')"},
-            secret=INCOME_TOML,
-            method="analytic",
-            mechanism="daum",
-            epsilon=epsilon,
-            extra=extra,
+        small_release_toml(
+            title="refusal test", insecure_seed=3, release=release, epsilon=epsilon, extra=extra
         )
     )
     return cfg
