@@ -19,7 +19,7 @@ The same sizes as one repetition of ``distpriv audit examples/adult-income.toml`
 also runs the mechanism-aware classifier and the likelihood-ratio test and bounds ε, so it
 does more than this. Not a distpriv import anywhere: this is the baseline.
 
-Run: ``python benchmarks/_cold_notebook.py`` (prints the two accuracies).
+Run: ``python -m benchmarks._cold_notebook`` (prints the two accuracies).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_accounting.py [--seed N] [--repeat K]
+    python -m benchmarks.bench_accounting [--seed N] [--repeat K]
 
 Part 1 — one pair of 5-dimensional Gaussians with different covariances (condition
 number 1e3, covariances differing by up to 10×): the exact δ(ε) of
@@ -32,15 +32,14 @@ import math
 import sys
 import time
 import warnings
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np
 
 from distpriv import MechanismNotApplicableError, calibrate, gaussian_pair_profile
 from distpriv.datasets import paper_split
 from distpriv.modeling import ProportionSecret, model_query
+
+from ._common import best_of
 
 GAUSSIAN = ("expm-g", "dirm-g", "eigm", "daum", "optimal-g", "apgm", "noiseless")
 STATS = {
@@ -50,15 +49,6 @@ STATS = {
     "n_female": "count_if(sex = 'Female')",
     "avg_hours": "avg(hours_per_week)",
 }
-
-
-def best_of(fn, repeat: int) -> tuple[float, object]:
-    best, out = math.inf, None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def mc_delta(mp, sp, mq, sq, eps, rng, n):

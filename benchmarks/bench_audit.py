@@ -20,7 +20,7 @@ sampled with ``DataFrame.sample`` per stratum and ``pd.concat``, its statistics 
 pandas, noise drawn per dataset per mechanism, and a logistic regression (the only attack)
 trained on the raw shadow statistics.
 
-Run: ``python benchmarks/bench_audit.py [--seed N]``.
+Run: ``python -m benchmarks.bench_audit [--seed N]``.
 """
 
 from __future__ import annotations
@@ -31,12 +31,9 @@ import subprocess
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv import MECHANISMS, AssumptionWarning, calibrate, model_query
 from distpriv.attacks import audit
@@ -47,6 +44,8 @@ from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
 from distpriv.experiments.paper import group_sensitivities
 from distpriv.modeling import Query
 from distpriv.modeling.strata import StratifiedSampler
+
+from ._common import src_env
 
 
 def calibrated(parts, seed):
@@ -242,15 +241,16 @@ COLD_IMPORT = {
 
 
 def cold_import_seconds(which):
-    """Wall time of a fresh interpreter that imports distpriv and builds one classifier."""
+    """Wall time of a fresh interpreter that imports this checkout's distpriv and builds one
+    classifier."""
     code = (
-        "import sys, time; t = time.perf_counter(); "
-        f"sys.path[:0] = [{str(Path(__file__).resolve().parents[1] / 'src')!r}"
-        "]; "
+        "import time; t = time.perf_counter(); "
         "import distpriv.attacks; "
         f"{COLD_IMPORT[which]}; print(time.perf_counter() - t)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=src_env()
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 

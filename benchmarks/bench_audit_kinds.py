@@ -17,25 +17,19 @@ Baseline in the same run: the proportion audit of ``examples/adult-income.toml``
 cost (rejection sampling for a mean, a value draw per dataset for an event, one audit per
 attribute for several).
 
-Run: ``python benchmarks/bench_audit_kinds.py [--repetitions 10] [--seed 0]``.
+Run: ``python -m benchmarks.bench_audit_kinds [--repetitions 10] [--seed 0]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
-from pathlib import Path
-
-try:
-    import distpriv  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv.pipeline import run_audit
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from ._common import EXAMPLES
+
 CASES = (
     ("proportion (baseline)", "adult-income.toml", ["expm-g"]),
     ("mean", "adult-mean.toml", ["expm-g"]),

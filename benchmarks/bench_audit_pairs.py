@@ -10,7 +10,7 @@ binding pair, then pairs spread over Ψ). Printed, in one run:
   pairs (the baseline), and their ratio;
 * per pair, expm-g's best attack with its interval (at the joint confidence) and verdict.
 
-Run: ``python benchmarks/bench_audit_pairs.py [--pairs 8] [--repetitions 5] [--seed 0]``.
+Run: ``python -m benchmarks.bench_audit_pairs [--pairs 8] [--repetitions 5] [--seed 0]``.
 
 Recorded (seed 0; 2-core machine shared with other jobs, load average 10-11, CPU seconds):
 
@@ -27,28 +27,14 @@ Recorded (seed 0; 2-core machine shared with other jobs, load average 10-11, CPU
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 import warnings
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "modeling"))
-
-from _real_subsets import PREDICATE, STATS
 
 import distpriv as dp
 from distpriv.attacks import audit, audit_pairs, choose_pairs
 from distpriv.datasets.adult import load_adult, paper_split
 from distpriv.modeling import ProportionSecret, model_query
 
-
-def _timed(fn, *args, **kwargs):
-    c0, w0 = time.process_time(), time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = fn(*args, **kwargs)
-    return out, time.process_time() - c0, time.perf_counter() - w0
+from ._common import PREDICATE, STATS, timed_quietly
 
 
 def main() -> None:
@@ -74,13 +60,13 @@ def main() -> None:
         repetitions=args.repetitions,
         rng=args.seed,
     )
-    rep, c_new, w_new = _timed(audit_pairs, pairs=args.pairs, **common)
+    rep, c_new, w_new = timed_quietly(audit_pairs, pairs=args.pairs, **common)
     ((_, chosen),) = choose_pairs(
         model.secret, args.pairs, model=model, noises=[mech.noise_covariance]
     )
     c_old = w_old = 0.0
     for pair in chosen:
-        _, c, w = _timed(audit, pair=pair, **common)
+        _, c, w = timed_quietly(audit, pair=pair, **common)
         c_old, w_old = c_old + c, w_old + w
     print(
         f"{len(chosen)} of {len(model.secret.pairs)} pairs, {args.repetitions} repetitions: "

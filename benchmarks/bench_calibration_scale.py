@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_calibration_scale.py [--sizes 5 20 50 100 200 500]
+    python -m benchmarks.bench_calibration_scale [--sizes 5 20 50 100 200 500]
                                                  [--old-max 50] [--repeats 1] [--auto-max 100]
 
 Setting: synthetic query models with two hypotheses (one pair of Ψ, as a
@@ -33,9 +33,6 @@ import sys
 import time
 import warnings
 from functools import partial
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_cold_path.py [--runs K] [--root CHECKOUT [--root CHECKOUT ...]]
+    python -m benchmarks.bench_cold_path [--runs K] [--root CHECKOUT [--root CHECKOUT ...]]
 
 Four cases, each a fresh interpreter, run K times (default 5) interleaved so that load on
 the machine hits every case alike:
@@ -344,7 +344,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from ._common import ROOT
 
 
 def cases(root: Path) -> dict[str, list[str]]:

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_cold_start.py [--runs K]
+    python -m benchmarks.bench_cold_start [--runs K]
 
 Each case is a fresh interpreter (``python -c ...`` / ``python -m distpriv ...``), run K times
 (default 7) interleaved so that load on the machine hits every case alike; printed are the
@@ -20,9 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+from ._common import src_env
 
 CASES: dict[str, list[str]] = {
     "baseline: import numpy, pandas": ["-c", "import numpy, pandas"],
@@ -37,7 +36,6 @@ CASES: dict[str, list[str]] = {
 
 
 def _empty_ledger(directory: str) -> str:
-    sys.path.insert(0, str(SRC))
     from distpriv.pipeline.ledger import Ledger
 
     path = os.path.join(directory, "ledger.db")
@@ -49,7 +47,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env = src_env()
     with tempfile.TemporaryDirectory() as tmp:
         ledger = _empty_ledger(tmp)
         times: dict[str, list[float]] = {name: [] for name in CASES}

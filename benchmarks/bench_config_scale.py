@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_config_scale.py [--rows 10000000[,100000000]] [--small 10000]
+    python -m benchmarks.bench_config_scale [--rows 10000000[,100000000]] [--small 10000]
                                             [--no-spark] [--workdir /tmp] [--keep]
 
 Setting: the Adult example (examples/adult-income.toml: five linear statistics of a 100-row
@@ -33,15 +33,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
-sys.path.insert(0, str(SRC))
+from ._common import ROOT, peak_mib, src_env
 
 FEATURES = (
     "CAST(age AS DOUBLE)",
@@ -110,18 +108,6 @@ def generate(path: Path, rows: int) -> float:
     return time.perf_counter() - start
 
 
-def peak_mib() -> float:
-    """Peak resident memory of this process image (``VmHWM``; ``ru_maxrss`` on other
-    systems). On Linux ``ru_maxrss`` also counts the parent's pages at fork time."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def fresh_ledger(config: str | Path, tag: str) -> Path:
     """A new, empty ledger file for one release: every measured release is the first of
     its data (a second release adds the joint model's aggregate; measured separately)."""
@@ -183,9 +169,13 @@ def child_spark(configs: list[str], paths: list[str]) -> None:
 
 
 def run_child(args: list[str]) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
     proc = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-m", __spec__.name, *args],
+        capture_output=True,
+        text=True,
+        env=src_env(),
+        cwd=ROOT,
+        check=False,
     )
     if proc.returncode != 0:
         raise SystemExit(f"child {args[:2]} failed:\n{proc.stderr[-3000:]}")

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_experiments.py [--baseline eb5e882] [--quick-only] [--seed 0]
+    python -m benchmarks.bench_experiments [--baseline eb5e882] [--quick-only] [--seed 0]
 
 The baseline commit's ``src`` is exported with ``git archive`` into a temporary directory;
 each command runs in a fresh subprocess with ``PYTHONPATH`` pointing at one tree or the
@@ -19,29 +19,18 @@ import argparse
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from io import BytesIO
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from ._common import SRC, export_src, src_env
+
 RUN = "import sys; from distpriv.cli import main; sys.exit(main())"
-
-
-def export(commit: str, into: Path) -> Path:
-    """``git archive <commit> src`` unpacked into ``into``; returns its ``src`` directory."""
-    blob = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", commit, "src"], check=True, capture_output=True
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(blob)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
 
 
 def start(src: Path, args: list[str], out_dir: Path) -> tuple[subprocess.Popen, float, object]:
     """Start the CLI from ``src`` writing into ``out_dir``; returns (process, start, log)."""
-    env = {**os.environ, "PYTHONPATH": str(src), "MPLBACKEND": "Agg"}
+    env = {**src_env(src), "MPLBACKEND": "Agg"}
     cmd = [sys.executable, "-c", RUN, *args, "--out", str(out_dir), "--json"]
     log = open(out_dir.with_suffix(".log"), "wb")  # noqa: SIM115 - closed in finish()
     return (
@@ -76,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     variants = [["--quick"]] if args.quick_only else [["--quick"], []]
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
-        base = export(args.baseline, Path(tmp) / "baseline")
-        trees = [("current", ROOT / "src"), (f"baseline {args.baseline}", base)]
+        base = export_src(args.baseline, Path(tmp) / "baseline")
+        trees = [("current", SRC), (f"baseline {args.baseline}", base)]
         header = f"{'command':<36} {'tree':<18} {'time (s)':>9} {'peak RSS (MiB)':>15}"
         print(header)
         print("-" * len(header))

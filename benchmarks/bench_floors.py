@@ -1,6 +1,6 @@
 """Full-rank noise at rank-one prices: E‖Z‖² of the floored mechanisms.
 
-    PYTHONPATH=src python benchmarks/bench_floors.py
+    python -m benchmarks.bench_floors
 
 For Adult (five statistics, 100 rows, income share 0.45 vs 0.55) and the shipped hospital
 example (three averages of one-decimal columns, 50 rows, share of women 0.5 vs 0.6), at
@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -41,14 +40,15 @@ from distpriv.modeling import ProportionSecret, Query
 from distpriv.pipeline.stages.calibrate import choose_mechanism
 from distpriv.pipeline.stages.data import table_facts
 
+from ._common import EXAMPLES
+
 EPSILONS = (0.2, 0.5, 1.0, 2.0, 5.0)
 DELTA = 1e-3
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def tables():
     adult = paper_split(rng=0)["modeling"]
-    hospital = pd.read_csv(ROOT / "examples" / "hospital" / "model.csv")
+    hospital = pd.read_csv(EXAMPLES / "hospital" / "model.csv")
     hq = {
         "avg_height": "avg(height)",
         "avg_weight": "avg(weight)",

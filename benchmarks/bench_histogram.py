@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_histogram.py [--repeats 3] [--config examples/adult-histogram.toml]
+    python -m benchmarks.bench_histogram [--repeats 3] [--config examples/adult-histogram.toml]
 
 Setting: ``examples/adult-histogram.toml`` — the 100 counts per year of age (17–66) and sex
 of a 100-row Adult subset (a ``GROUP BY age, sex`` of counts as the statistics), hiding
@@ -24,24 +24,15 @@ import argparse
 import dataclasses
 import statistics
 import sys
-import time
 import warnings
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-
-
-def timed(fn) -> tuple[float, float, object]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    out = fn()
-    return time.perf_counter() - wall, time.process_time() - cpu, out
+from ._common import EXAMPLES, timed
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--config", default=str(ROOT / "examples" / "adult-histogram.toml"))
+    ap.add_argument("--config", default=str(EXAMPLES / "adult-histogram.toml"))
     args = ap.parse_args()
 
     from distpriv.pipeline import run_release
@@ -61,7 +52,7 @@ def main() -> int:
     for name, cfg in (("expm-g", one), ("auto", auto)):
         walls, cpus = [], []
         for _ in range(args.repeats):
-            wall, cpu, outcome = timed(lambda c=cfg: run(c))
+            outcome, cpu, wall = timed(lambda c=cfg: run(c))
             walls.append(wall)
             cpus.append(cpu)
         rows[name] = (statistics.median(walls), statistics.median(cpus))

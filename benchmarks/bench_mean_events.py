@@ -10,15 +10,13 @@ and of the baseline (``MeanSecret`` at the events' closest values, 38 vs 41), an
 both with their ratio (the price of hiding a range whatever the weights: the farthest
 cross pair binds).
 
-Run: ``python benchmarks/bench_mean_events.py``.
+Run: ``python -m benchmarks.bench_mean_events``.
 """
 
 from __future__ import annotations
 
-import time
 import warnings
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -26,6 +24,8 @@ import pandas as pd
 import distpriv as dp
 from distpriv.datasets.adult import load_adult, paper_split
 from distpriv.modeling import EventSecret, MeanGrid, MeanSecret, model_query
+
+from ._common import timed
 
 ADULT_STATS = {
     "avg_education_years": "avg(education_num)",
@@ -42,12 +42,6 @@ RAND_STATS = {
     "n_free_care": "count_if(lncoins = 0)",
     "avg_log_income": "avg(lpi)",
 }
-
-
-def _timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
-    t = time.process_time()
-    out = fn(*args, **kwargs)
-    return out, time.process_time() - t
 
 
 def main() -> None:
@@ -83,10 +77,10 @@ def main() -> None:
         for step in (None, fine):
             secret = EventSecret(MeanGrid(col, step=step), events=events)
             for label, table, pop in (("population", frame, True), ("layer", modelling, False)):
-                model, t_model = _timed(
+                model, t_model, _ = timed(
                     model_query, table, stats, secret, subset_size=100, population=pop
                 )
-                base, t_base = _timed(
+                base, t_base, _ = timed(
                     model_query,
                     table,
                     stats,
@@ -95,8 +89,8 @@ def main() -> None:
                     population=pop,
                 )
                 for mech in ("expm-g", "eigm"):
-                    a, t_a = _timed(dp.calibrate, mech, model, epsilon=1.0, delta=1e-3)
-                    b, t_b = _timed(dp.calibrate, mech, base, epsilon=1.0, delta=1e-3)
+                    a, t_a, _ = timed(dp.calibrate, mech, model, epsilon=1.0, delta=1e-3)
+                    b, t_b, _ = timed(dp.calibrate, mech, base, epsilon=1.0, delta=1e-3)
                     za, zb = np.trace(a.noise_covariance), np.trace(b.noise_covariance)
                     print(
                         f"{name} step={step} {label} {mech}: {len(model.pairs)} pairs, model "

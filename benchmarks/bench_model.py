@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_model.py [--seed N]
+    python -m benchmarks.bench_model [--seed N]
 
 Setting (§5.1): the Adult modelling split (``paper_split(rng=seed)["modeling"]``, 25,222
 rows), the five statistics ``avg(age)``, ``avg(education_num)``,
@@ -32,18 +32,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np
 import pandas as pd
 
 from distpriv.datasets import paper_split
 from distpriv.modeling import ProportionSecret, model_query
+
+from ._common import best_of
 
 SUBSET_SIZE = 100
 N_SUBSETS = 1000
@@ -57,16 +53,6 @@ STATISTICS = {
     "avg(hours_per_week)": "avg(hours_per_week)",
 }
 MEAN_SE_TOL = 5.0
-
-
-def best_of(func: Callable[[], Any], repeat: int) -> tuple[Any, float]:
-    """Return (value, best wall-clock seconds over ``repeat`` runs)."""
-    best, value = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        value = func()
-        best = min(best, time.perf_counter() - start)
-    return value, best
 
 
 def naive_model(data: pd.DataFrame, seed: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
@@ -121,9 +107,9 @@ def main(argv: list[str] | None = None) -> int:
             rng=seed,
         )
 
-    mc, t_mc = best_of(lambda: ours("montecarlo"), 3)
-    an, t_an = best_of(lambda: ours("analytic"), 3)
-    (nv_means, nv_covs, _), t_naive = best_of(lambda: naive_model(data, seed), 1)
+    t_mc, mc = best_of(lambda: ours("montecarlo"), 3)
+    t_an, an = best_of(lambda: ours("analytic"), 3)
+    t_naive, (nv_means, nv_covs, _) = best_of(lambda: naive_model(data, seed), 1)
 
     print(f"seed = {seed}")
     print(

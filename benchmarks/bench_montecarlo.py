@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_montecarlo.py [--subsets 1000000] [--old-subsets 100000]
+    python -m benchmarks.bench_montecarlo [--subsets 1000000] [--old-subsets 100000]
                                           [--cliff-rows 1000000] [--seed 0]
 
 Part 1 — 10⁶ subsets per value of the secret on Adult (the paper's five statistics, income
@@ -23,19 +23,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from io import BytesIO
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+import numpy as np
 
-import numpy as np  # noqa: E402
+from ._common import SRC, export_src, src_env
 
 BASELINE = "eb5e882"
 
@@ -64,24 +60,13 @@ print(json.dumps({"seconds": elapsed, "peak_kib": peak, "before_kib": before,
 """
 
 
-def export_baseline(commit: str, into: Path) -> Path:
-    """``git archive <commit> src`` unpacked into ``into``; returns its ``src`` directory."""
-    blob = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", commit, "src"], check=True, capture_output=True
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(blob)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
-
-
 def run_child(src: Path, subsets: int, seed: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(src)}
     out = subprocess.run(
         [sys.executable, "-c", CHILD, str(subsets), str(seed)],
         check=True,
         capture_output=True,
         text=True,
-        env=env,
+        env=src_env(src),
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -95,8 +80,8 @@ def part_memory(args: argparse.Namespace, baseline_src: Path) -> None:
         f"Part 1: Monte Carlo model on Adult, subset size 100, 2 values, 5 statistics "
         f"(seed {args.seed})"
     )
-    new_big = run_child(ROOT / "src", args.subsets, args.seed)
-    new_small = run_child(ROOT / "src", args.old_subsets, args.seed + 1)
+    new_big = run_child(SRC, args.subsets, args.seed)
+    new_small = run_child(SRC, args.old_subsets, args.seed + 1)
     old_small = run_child(baseline_src, args.old_subsets, args.seed + 2)
     scale = args.subsets / args.old_subsets
     old_time = old_small["seconds"] * scale
@@ -247,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         if not args.skip_memory:
-            part_memory(args, export_baseline(BASELINE, Path(tmp)))
+            part_memory(args, export_src(BASELINE, Path(tmp)))
     if not args.skip_cliff:
         part_cliff(args)
     return 0

@@ -8,25 +8,22 @@ calibration reads its defaults from the registry (:func:`distpriv.central.defaul
 Both paths give the same sensitivities (checked); the ratio is printed for 2 calibrations
 (an audit of groupdp-l and groupdp-g) and for 20 (a sweep over ε).
 
-Run: ``python benchmarks/bench_pipeline.py [--repeat N]``.
+Run: ``python -m benchmarks.bench_pipeline [--repeat N]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv.central import default_options
 from distpriv.datasets import paper_split
 from distpriv.modeling import Query
 from distpriv.modeling.tables import as_table
 from distpriv.pipeline import ADULT_STATISTICS, table_facts
+
+from ._common import best_of
 
 N = 100
 
@@ -49,15 +46,6 @@ def ours(calibrations: int) -> list[np.ndarray]:
     return [default_options("groupdp-g", facts)["sensitivities"] for _ in range(calibrations)]
 
 
-def timed(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -67,8 +55,8 @@ def main() -> None:
         "group-DP default options on the Adult modelling split (25,222 rows), best of", args.repeat
     )
     for k in (2, 20):
-        old = timed(lambda k=k: [previous(ADULT_STATISTICS, N) for _ in range(k)], args.repeat)
-        new = timed(lambda k=k: ours(k), args.repeat)
+        old, _ = best_of(lambda k=k: [previous(ADULT_STATISTICS, N) for _ in range(k)], args.repeat)
+        new, _ = best_of(lambda k=k: ours(k), args.repeat)
         print(
             f"  {k:>2} calibrations: previous {old * 1e3:8.1f} ms, ours {new * 1e3:7.1f} ms, "
             f"ratio {old / new:5.1f}x"

@@ -15,21 +15,17 @@ Printed per size and mechanism (medians over the tables): E‖Z‖² of each and
 (the price), the share of tables whose true δ(1) on the model of all of Adult (declared
 the population) exceeds the claim, and the calibration times with their ratio (the cost).
 
-Run: ``python benchmarks/bench_population.py [--tables N] [--seed N]`` (about 2 minutes
+Run: ``python -m benchmarks.bench_population [--tables N] [--seed N]`` (about 2 minutes
 with the defaults on a quiet 2-core machine).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv import calibrate
 from distpriv.accounting import gaussian_pair_delta

@@ -23,7 +23,7 @@ Printed, in one run:
   tests/modeling/_real_subsets.py; the reference needs full-rank noise comparable to the
   statistics' spread, see the comment in ``main``).
 
-Run: ``python benchmarks/bench_range.py [--full] [--seed N]``.
+Run: ``python -m benchmarks.bench_range [--full] [--seed N]``.
 
 Recorded (seed 0; 2-core machine shared with other jobs, load average 15–19, so CPU
 seconds are the figure; BLAS on one thread, so on an idle machine wall ≈ CPU):
@@ -58,17 +58,8 @@ seconds are the figure; BLAS on one thread, so on an idle machine wall ≈ CPU):
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-import warnings
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "modeling"))
-
-from _real_subsets import PREDICATE, STATS, adult_features, mc_delta, subsets
 
 import distpriv as dp
 from distpriv.accounting import gaussian_pair_profile
@@ -83,17 +74,11 @@ from distpriv.population import pair_pruning
 from distpriv.population.confidence import population_model
 from distpriv.population.exact import pair_deltas
 
+from ._common import PREDICATE, STATS, adult_features, mc_delta, subsets, timed_quietly
+
 PAIRS = ((0.2, 0.25), (0.38, 0.43), (0.55, 0.6))
 # Pairs of Ψ inside the gap (not binding): the audit of the chosen noise only.
 INNER = ((0.38, 0.39), (0.38, 0.41))
-
-
-def _timed(fn, *args, **kwargs):
-    c0, w0 = time.process_time(), time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = fn(*args, **kwargs)
-    return out, time.process_time() - c0, time.perf_counter() - w0
 
 
 def _full_worst(every, noise, *, epsilon, delta):
@@ -155,13 +140,13 @@ def main() -> None:
     args = ap.parse_args()
     parts = paper_split(load_adult(), rng=args.seed)
     secret = ProportionSecret(PREDICATE, range=(0.2, 0.6), within=0.05)
-    model, c, _ = _timed(model_query, parts["modeling"], STATS, secret, subset_size=100)
+    model, c, _ = timed_quietly(model_query, parts["modeling"], STATS, secret, subset_size=100)
     print(f"model: {len(model.labels)} values, {len(model.pairs)} pairs ({c:.2f} s CPU)")
 
     if args.no_auto:
         choice = None
     else:
-        choice, c_auto, w_auto = _timed(choose_mechanism, model, epsilon=1.0, delta=1e-3)
+        choice, c_auto, w_auto = timed_quietly(choose_mechanism, model, epsilon=1.0, delta=1e-3)
         print(f"auto: {c_auto:.1f} s CPU, {w_auto:.1f} s wall; chose {choice.name}")
         for row in choice.candidates:
             tag = "verified" if row.verified else row.reason[:70]
@@ -170,11 +155,11 @@ def main() -> None:
     print("baseline (pruning off) vs pruned, CPU seconds:")
     names = [c.mechanism for c in choice.candidates] if args.full and choice else ["expm-g", "eigm"]
     for name in names:
-        _, c_on, _ = _timed(dp.calibrate, name, model, epsilon=1.0, delta=1e-3)
+        _, c_on, _ = timed_quietly(dp.calibrate, name, model, epsilon=1.0, delta=1e-3)
         monkey: dict = {}
         _unpruned(monkey)
         try:
-            _, c_off, _ = _timed(dp.calibrate, name, model, epsilon=1.0, delta=1e-3)
+            _, c_off, _ = timed_quietly(dp.calibrate, name, model, epsilon=1.0, delta=1e-3)
         except dp.DistPrivError:
             c_off = float("nan")
         finally:
@@ -187,7 +172,7 @@ def main() -> None:
     # spread: kernels that narrow barely overlap and the estimate is not valid there (it
     # reads δ ≈ 0.4 for optimal-g-full, which this reference can neither confirm nor
     # refute); the floored mechanisms need distpriv.verify_on_data (not run here).
-    iso = _timed(dp.calibrate, "expm-g", model, epsilon=1.0, delta=1e-3)[0]
+    iso = timed_quietly(dp.calibrate, "expm-g", model, epsilon=1.0, delta=1e-3)[0]
     mech = iso if choice is None else choice.mechanism
     noise = mech.noise_covariance
     n, ex = _exact_count(pair_deltas(model, noise, epsilon=1.0, screen=1e-3))
@@ -201,7 +186,7 @@ def main() -> None:
     x, rows_a, rows_b = adult_features()
     rng = np.random.default_rng(args.seed)
     for pair in INNER:
-        rep, c, _ = _timed(
+        rep, c, _ = timed_quietly(
             audit,
             auxiliary=parts["auxiliary"],
             test=parts["test"],
@@ -223,7 +208,7 @@ def main() -> None:
                 f"model {_bayes_accuracy(model, pair, mech.noise_covariance):.3f}"
             )
     for pair in PAIRS:
-        rep, c, _ = _timed(
+        rep, c, _ = timed_quietly(
             audit,
             auxiliary=parts["auxiliary"],
             test=parts["test"],

@@ -18,7 +18,7 @@ real subsets at that noise, with enough datasets that the Monte Carlo error is s
   error): any such number above the claim δ would be a violation;
 * the fitted model's own figures: its Bayes accuracy (1 + TV)/2 and δ(ε) at the pair.
 
-Run: ``python benchmarks/bench_range_realopt.py [--n 100000] [--seed 0] [--n-delta N]
+Run: ``python -m benchmarks.bench_range_realopt [--n 100000] [--seed 0] [--n-delta N]
 [--audit-reps R]`` (``--n-delta``: the likelihood-ratio test's accuracy and δ lower bound
 on 2N real releases per value; ``--audit-reps``: bench_range's audit of each pair again,
 same seed and mechanisms, R repetitions).
@@ -47,17 +47,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "modeling"))
-
-from _real_subsets import PREDICATE, STATS
 
 import distpriv as dp
 from distpriv.accounting import gaussian_pair_profile
@@ -66,6 +59,8 @@ from distpriv.attacks.likelihood import GaussianLikelihoodRatio
 from distpriv.datasets.adult import load_adult, paper_split
 from distpriv.modeling import ProportionSecret, Query, model_query
 from distpriv.modeling.strata import StratifiedSampler
+
+from ._common import PREDICATE, STATS
 
 PAIRS = ((0.2, 0.25), (0.38, 0.43), (0.55, 0.6))
 

@@ -8,31 +8,20 @@ Cases (each timed against its naive baseline in the same run, best of k repeats)
 2. ``daum`` calibration: the Sherman–Morrison closed form, versus Alg. 1 line 7 as written
    (bisection on the positive-definiteness of Σ + (σ² − (αc/ε)²) vvᵀ, 60 eigen-solves).
 
-Run: ``python benchmarks/bench_release.py [--seed N] [--batch N]``.
+Run: ``python -m benchmarks.bench_release [--seed N] [--batch N]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv import GaussianQueryModel, calibrate, max_mahalanobis_distance
 from distpriv.central import daum_variance
 
-
-def best_of(fn, repeats):
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+from ._common import best_of
 
 
 def make_model(rng, m=5):

@@ -20,22 +20,15 @@ Printed:
   model alone (β = none), and the time of the model with and without the bootstrap
   (ours vs the baseline in the same run).
 
-Run: ``python benchmarks/bench_released_model.py [--repetitions 10] [--n-samples 1000]
+Run: ``python -m benchmarks.bench_released_model [--repetitions 10] [--n-samples 1000]
 [--bootstrap 50]`` (about a minute on a quiet 2-core machine).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
-from pathlib import Path
-
-try:
-    import distpriv  # noqa: F401
-except ImportError:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import distpriv as dp
 from distpriv.attacks import audit

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_scale.py [--rows 100000000] [--baseline-rows 10000000]
+    python -m benchmarks.bench_scale [--rows 100000000] [--baseline-rows 10000000]
                                      [--workdir /tmp] [--keep]
 
 Setting: the income model of Chen & Ohrimenko 2023, §5.1 (five linear
@@ -41,9 +41,9 @@ import time
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
 import numpy as np
+
+from ._common import ROOT
 
 SUBSET_SIZE = 100
 PREDICATE = "income = '>50K'"
@@ -197,7 +197,8 @@ def independent(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 def measure(mode: str, path: Path) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", mode, "--path", str(path)],
+        [sys.executable, "-m", __spec__.name, "--child", mode, "--path", str(path)],
+        cwd=ROOT,
         check=True,
         capture_output=True,
         text=True,

@@ -10,7 +10,7 @@ OpenDP measurement for each size is built once and cached), and a batch of relea
 call (time per release). The mechanism is EigM calibrated on a five-statistic model with six
 hypotheses, so its noise covariance is full rank with unequal scales along a rotated basis.
 
-Run: ``python benchmarks/bench_secure_noise.py [--seed N] [--repeats N] [--batch N]``.
+Run: ``python -m benchmarks.bench_secure_noise [--seed N] [--repeats N] [--batch N]``.
 """
 
 from __future__ import annotations
@@ -20,11 +20,8 @@ import statistics
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv import AssumptionWarning, GaussianQueryModel, calibrate
 

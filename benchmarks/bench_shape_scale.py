@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_shape_scale.py [--sizes 20 50 100 200 500] [--hypotheses 2 3]
+    python -m benchmarks.bench_shape_scale [--sizes 20 50 100 200 500] [--hypotheses 2 3]
                                            [--limit 600]
 
 Setting: k = 2 or 3 hypotheses whose covariances are drawn **independently** (Wishart with
@@ -236,10 +236,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np
 

@@ -14,7 +14,7 @@ Agreement (exit 1 otherwise): the vectorised and the per-tuple likelihood ratio 
 same tuples to 1e-12, and the two samplers' estimates of ε at δ = 0.01 have overlapping 95 %
 intervals and KL estimates within 5 standard errors.
 
-Run: ``python benchmarks/bench_tupling.py [--seed N] [--samples N] [--naive-samples N]``.
+Run: ``python -m benchmarks.bench_tupling [--seed N] [--samples N] [--naive-samples N]``.
 """
 
 from __future__ import annotations
@@ -22,27 +22,16 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv.local import Domain, restricted_laplace, tupling_mechanism, tupling_monte_carlo
 from distpriv.local.montecarlo import TuplingMonteCarlo
 from distpriv.local.tupling import _pure_epsilon
 
+from ._common import best_of
+
 TARGET = 1e6  # tuples per second (k = 10, |Y| = 276)
-
-
-def best_of(fn, repeats):
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def make_case(seed, n_x=240, n_y=276, k=10):

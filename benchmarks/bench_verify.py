@@ -18,7 +18,7 @@ the exact δ of the release:
 * ``hospital expm-g`` / ``hospital daum``: the synthetic hospital table (50 records,
   values rounded to 0.1), a non-Adult lattice.
 
-Run: ``python benchmarks/bench_verify.py [--samples N]``.
+Run: ``python -m benchmarks.bench_verify [--samples N]``.
 """
 
 from __future__ import annotations
@@ -27,14 +27,10 @@ import argparse
 import re
 import subprocess
 import sys
-import time
 import types
 import warnings
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv import (
     GaussianQueryModel,
@@ -48,6 +44,8 @@ from distpriv.attacks import verify_on_data
 from distpriv.datasets import generate_hospital, paper_split
 from distpriv.pipeline.commands.demo import ADULT_STATISTICS, INCOME_SECRET
 
+from ._common import ROOT, timed
+
 # The previous check, pinned by commit (see the module docstring).
 BASELINE_COMMIT = "bdff0f1f5c1f20540ee8a48ff309a7796af96f3f"
 BASELINE_PATH = "src/distpriv/attacks/verify.py"
@@ -55,11 +53,10 @@ BASELINE_PATH = "src/distpriv/attacks/verify.py"
 
 def load_baseline() -> types.ModuleType:
     """The pinned previous ``verify.py`` as a module (relative imports made absolute)."""
-    root = Path(__file__).resolve().parents[1]
     try:
         source = subprocess.run(
             ["git", "show", f"{BASELINE_COMMIT}:{BASELINE_PATH}"],
-            cwd=root,
+            cwd=ROOT,
             check=True,
             capture_output=True,
             text=True,
@@ -68,6 +65,10 @@ def load_baseline() -> types.ModuleType:
         sys.exit(f"bench_verify: the pinned baseline needs git history ({exc})")
     source = re.sub(r"^from \.\.(\w)", r"from distpriv.\1", source, flags=re.M)
     source = re.sub(r"^from \.(\w)", r"from distpriv.attacks.\1", source, flags=re.M)
+    # the private validation module has since become the public distpriv.util.validation
+    source = source.replace(
+        "from distpriv._validation import", "from distpriv.util.validation import"
+    )
     module = types.ModuleType("_verify_baseline")
     module.__file__ = f"{BASELINE_COMMIT[:7]}:{BASELINE_PATH}"
     sys.modules[module.__name__] = module  # dataclasses resolve their module by name
@@ -76,12 +77,6 @@ def load_baseline() -> types.ModuleType:
 
 
 baseline = load_baseline()
-
-
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
 
 
 def exact_delta(model, mech):
@@ -116,9 +111,9 @@ def row(name, old, t_old, new, t_new, new_nonull, t_nonull, exact=None):
 
 
 def run(name, samples, mech, exact=None, n_eval=10_000):
-    old, t_old = timed(lambda: baseline.verify_on_data(samples, mech, rng=1, n_eval=n_eval))
-    new, t_new = timed(lambda: verify_on_data(samples, mech, rng=1, n_eval=n_eval))
-    nn, t_nn = timed(
+    old, _, t_old = timed(lambda: baseline.verify_on_data(samples, mech, rng=1, n_eval=n_eval))
+    new, _, t_new = timed(lambda: verify_on_data(samples, mech, rng=1, n_eval=n_eval))
+    nn, _, t_nn = timed(
         lambda: verify_on_data(samples, mech, rng=1, n_eval=n_eval, null_control=False)
     )
     row(name, old, t_old, new, t_new, nn, t_nn, exact)

@@ -29,7 +29,7 @@ default: stop after the first look unless it is inconclusive or a
 lattice decoder applies); with the same seeds, its first look is the one of the run
 without it, so the two runs differ only by the stopping rule.
 
-Run: ``python benchmarks/bench_verify_power.py [--runs R] [--max-samples N] [--early-stop]
+Run: ``python -m benchmarks.bench_verify_power [--runs R] [--max-samples N] [--early-stop]
 [--settings gaussian,lattice] [--levels 1,3,5,10]``.
 """
 
@@ -38,14 +38,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv import GaussianQueryModel, Noise, SampledQueryModel, calibrate, gaussian_pair_delta
 from distpriv.attacks import verify_on_data, verify_sequential

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_winf.py [--seed N]
+    python -m benchmarks.bench_winf [--seed N]
 
 Times, in the same run, our exact ∞-Wasserstein distance (Chen & Ohrimenko 2023, Def. 3.1)
 and a naive version written here, checks that both return the same value (exit status 1
@@ -31,11 +31,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np
 from scipy.optimize import linprog
@@ -44,6 +39,8 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 from scipy.spatial.distance import cdist
 
 from distpriv.distances import closeness, winf_distance
+
+from ._common import best_of
 
 MASS_TOL = 1e-12  # same rounding tolerance on quantile intervals as the library
 FLOW_TOL = 1e-9
@@ -165,17 +162,6 @@ def adult_samples(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------------------------
 
 
-def best_of(func: Callable[[], float], repeat: int) -> tuple[float, float]:
-    """Return (value, best wall-clock seconds over ``repeat`` runs)."""
-    best = float("inf")
-    value = float("nan")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        value = func()
-        best = min(best, time.perf_counter() - start)
-    return value, best
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=0, help="seed of numpy.random.default_rng")
@@ -241,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(header))
     ok = True
     for name, ours, naive, rep_ours, rep_naive in cases:
-        got, t_ours = best_of(ours, rep_ours)
-        want, t_naive = best_of(naive, rep_naive)
+        t_ours, got = best_of(ours, rep_ours)
+        t_naive, want = best_of(naive, rep_naive)
         same = got == want
         ok &= same
         flag = "" if same else f"  MISMATCH (naive {want!r})"

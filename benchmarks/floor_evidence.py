@@ -1,6 +1,6 @@
 """Evidence for the noise floor's size: decoding and the data-level check on Adult.
 
-    PYTHONPATH=src python benchmarks/floor_evidence.py [--subsets 400] [--samples 20000]
+    python -m benchmarks.floor_evidence [--subsets 400] [--samples 20000]
 
 For floors of 0, 0.25, 1, 3 and 10 grid steps, ``daum-floor`` is calibrated exactly at
 (1, 1e-3) on the analytic Adult model (five statistics, 100 rows, income share 0.45 vs

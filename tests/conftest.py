@@ -98,3 +98,40 @@ def short_utility_grid(monkeypatch):
 
     monkeypatch.setattr(html, "utility_curve", short)
     return SHORT_UTILITY_GRID
+
+
+# -- the Adult set-up many tests share (its reference values are in adult_setup.py) ----------
+
+
+@pytest.fixture(scope="module")
+def adult_parts():
+    """The paper's split of Adult (seed 0): ``modeling``, ``auxiliary`` and ``test`` frames.
+    One per test module, so that a module altering a frame cannot reach another."""
+    from distpriv.datasets import paper_split
+
+    return paper_split(rng=0)
+
+
+@pytest.fixture(scope="module")
+def adult_modeling(adult_parts):
+    """The modelling frame of the paper's split of Adult (seed 0)."""
+    return adult_parts["modeling"]
+
+
+@pytest.fixture(scope="module")
+def adult_analytic(adult_modeling):
+    """The analytic model of the paper's five statistics and income secret on the modelling
+    frame (``adult_setup.adult_income_model``; its assumption warnings silenced)."""
+    from adult_setup import adult_income_model
+
+    return adult_income_model(adult_modeling, quiet=True)
+
+
+@pytest.fixture(scope="session")
+def adult_release_tables(tmp_path_factory):
+    """A directory holding a small Adult release, ``model.csv`` (3,000 rows) and
+    ``released.csv`` (100 rows), written once per session: copy it
+    (``adult_setup.copy_release_tables``) before writing anything next to it."""
+    from adult_setup import write_release_tables
+
+    return write_release_tables(tmp_path_factory.mktemp("adult-release"))

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from adult_setup import copy_release_tables, small_release_toml
 from cli_helpers import one_line_error, run
 from distpriv import GaussianQueryModel
 
@@ -263,35 +264,14 @@ def test_audit_size_bounds_in_the_library():
 
 # --- data and config -------------------------------------------------------------------------
 
-CONFIG = """
-title = "hostile data"
-[data]
-model = "{model}"
-release = "{release}"
-[query]
-{query}
-[secret]
-predicate = "income = '>50K'"
-values = [0.45, 0.55]
-[model]
-subset_size = 100
-method = "analytic"
-[mechanism]
-name = "expm-g"
-epsilon = 1.0
-delta = 1e-3
-"""
-
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory):
-    from distpriv.pipeline.stages.data import load_frame
+def tables(tmp_path_factory, adult_release_tables):
+    import pandas as pd
 
-    base = tmp_path_factory.mktemp("hostile-data")
-    model = load_frame("adult:modeling", split_seed=0).iloc[:3000].copy()
-    test = load_frame("adult:test", split_seed=0).iloc[:100].copy()
-    model.to_csv(base / "model.csv", index=False)
-    test.to_csv(base / "released.csv", index=False)
+    base = copy_release_tables(adult_release_tables, tmp_path_factory.mktemp("hostile-data"))
+    model = pd.read_csv(base / "model.csv")
+    test = pd.read_csv(base / "released.csv")
     huge = model.copy()
     huge["age"] = huge["age"].astype(float)
     huge.loc[huge.index[:5], "age"] = 1e308  # finite, but its square overflows
@@ -305,7 +285,11 @@ def tables(tmp_path_factory):
 
 def _config(base, name, *, model="model.csv", release="released.csv", query='a = "avg(age)"'):
     path = base / f"{name}.toml"
-    path.write_text(CONFIG.format(model=model, release=release, query=query))
+    path.write_text(
+        small_release_toml(
+            title="hostile data", model=model, release=release, query=query, mechanism="expm-g"
+        )
+    )
     return path
 
 

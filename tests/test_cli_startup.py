@@ -111,37 +111,13 @@ def test_calibrate_help_lists_mechanisms_and_calibrations():
     assert "optimal-g" in out and "exact, analytic, classical" in " ".join(out.split())
 
 
-LEDGER_CONFIG = """
-title = "startup ledger"
-[data]
-model = "model.csv"
-release = "released.csv"
-[query]
-avg_age = "avg(age)"
-[secret]
-predicate = "income = '>50K'"
-values = [0.45, 0.55]
-[model]
-subset_size = 100
-method = "analytic"
-[mechanism]
-name = "daum"
-epsilon = 1.0
-delta = 1e-3
-"""
-
-
-def test_ledger_show_of_a_real_ledger_imports_nothing_heavy(tmp_path):
+def test_ledger_show_of_a_real_ledger_imports_nothing_heavy(tmp_path, adult_release_tables):
+    from adult_setup import copy_release_tables, small_release_toml
     from distpriv.pipeline import run_release
-    from distpriv.pipeline.stages.data import load_frame
 
-    load_frame("adult:modeling", split_seed=0, what="model").iloc[:3000].to_csv(
-        tmp_path / "model.csv", index=False
-    )
-    load_frame("adult:test", split_seed=0, what="test").iloc[:100].to_csv(
-        tmp_path / "released.csv", index=False
-    )
-    (tmp_path / "release.toml").write_text(LEDGER_CONFIG)
+    copy_release_tables(adult_release_tables, tmp_path)
+    config = small_release_toml(title="startup ledger", query={"avg_age": "avg(age)"})
+    (tmp_path / "release.toml").write_text(config)
     ledger = tmp_path / "ledger.db"
     run_release(tmp_path / "release.toml", ledger=ledger, insecure_seed=1)
     for argv in (("ledger", "show", str(ledger)), ("ledger", "show", str(ledger), "--json")):

@@ -8,27 +8,15 @@ import warnings
 import numpy as np
 import pytest
 
-from distpriv import Noise, ParameterError, calibrate, model_query
+from adult_setup import ADULT_STATS, INCOME, adult_income_model
+from distpriv import Noise, ParameterError, calibrate
 from distpriv.attacks import GaussianLikelihoodRatio, audit
 from distpriv.attacks.classifiers import fit_predict
-from distpriv.datasets import paper_split
-from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
 
 
 @pytest.fixture(scope="module")
-def setting():
-    parts = paper_split(rng=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = model_query(
-            parts["modeling"],
-            ADULT_STATISTICS,
-            INCOME_SECRET,
-            subset_size=100,
-            method="analytic",
-            rng=0,
-        )
-    return parts, model
+def setting(adult_parts, adult_analytic):
+    return adult_parts, adult_analytic
 
 
 def run(setting, mechanisms, epsilon, repetitions=10, **kw):
@@ -38,8 +26,8 @@ def run(setting, mechanisms, epsilon, repetitions=10, **kw):
         return audit(
             auxiliary=parts["auxiliary"],
             test=parts["test"],
-            query=ADULT_STATISTICS,
-            secret=INCOME_SECRET,
+            query=ADULT_STATS,
+            secret=INCOME,
             subset_size=100,
             mechanisms=mechanisms,
             model=model,
@@ -139,8 +127,8 @@ def test_bad_input(setting):
     base = dict(
         auxiliary=parts["auxiliary"],
         test=parts["test"],
-        query=ADULT_STATISTICS,
-        secret=INCOME_SECRET,
+        query=ADULT_STATS,
+        secret=INCOME,
         subset_size=100,
         mechanisms=["expm-g"],
         model=model,
@@ -196,17 +184,9 @@ def test_raw_classifier_predicts_all_mechanisms_in_one_batch(setting, monkeypatc
 
 def test_audit_reports_data_level_check(setting):
     parts, _ = setting
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        mc = model_query(
-            parts["modeling"],
-            ADULT_STATISTICS,
-            INCOME_SECRET,
-            subset_size=100,
-            method="montecarlo",
-            n_samples=2000,
-            rng=3,
-        )
+    mc = adult_income_model(
+        parts["modeling"], method="montecarlo", n_samples=2000, rng=3, quiet=True
+    )
     # The analytic model has no samples: verify needs them from somewhere.
     with pytest.raises(ParameterError, match="verify_samples"):
         run(setting, ["daum"], 1.0, repetitions=1, verify=True)

@@ -6,41 +6,20 @@ references."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 
 import numpy as np
 import pytest
 
-from distpriv import GaussianQueryModel, Noise, calibrate, gaussian_pair_delta
+from distpriv import GaussianQueryModel, Noise, calibrate
 from distpriv.attacks import verify_sequential
 from distpriv.attacks._verify_stats import _cp, detectable_delta
 from distpriv.attacks.bounds import clopper_pearson
 from distpriv.modeling.lattice import decoder_ruled_out, detect_sample_lattice, lattice_decoder
 from distpriv.util.distributions import binom_sf
 
-G_MEANS = np.array([[0.0, 0.0], [1.0, -0.5]])
-G_COVS = np.array([[[1.0, 0.3], [0.3, 1.0]], [[1.2, 0.2], [0.2, 0.9]]])
-
-
-def gaussian_draw(n, g):
-    return [g.multivariate_normal(G_MEANS[k], G_COVS[k], n, method="eigh") for k in (0, 1)]
-
-
-def exact_delta(mech):
-    nz = mech.noise_covariance
-    return max(
-        float(
-            gaussian_pair_delta(G_MEANS[a], G_COVS[a] + nz, G_MEANS[b], G_COVS[b] + nz, epsilon=1)
-        )
-        for a, b in ((0, 1), (1, 0))
-    )
-
-
-def scaled(mech, c):
-    vals, vecs = np.linalg.eigh(mech.noise_covariance)
-    return dataclasses.replace(mech, noise=Noise.along("gaussian", vecs, np.sqrt(vals * c)))
+from ._gaussian_pair import G_COVS, G_MEANS, exact_delta, gaussian_draw, scaled
 
 
 @pytest.fixture(scope="module")

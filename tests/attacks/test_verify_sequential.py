@@ -17,9 +17,10 @@ from distpriv import (
     ParameterTypeError,
     SampledQueryModel,
     calibrate,
-    gaussian_pair_delta,
 )
 from distpriv.attacks import look_schedule, verify_on_data, verify_sequential
+
+from ._gaussian_pair import G_COVS, G_MEANS, exact_delta, gaussian_draw, scaled
 
 # Rows of n = 50 records: a, b in {0, 1}, x in {0, 1, 2}; released: Σa, Σb, mean(x), three
 # grid-valued statistics (two counts and the mean of an integer column).
@@ -147,29 +148,6 @@ def test_look_schedule_and_bad_input(reproducer):
         verify_sequential(draw, mech, first=100, max_samples=200, max_seconds=0.0)
     with pytest.raises(ParameterError, match="releases 3 statistics"):
         verify_sequential(lambda n, g: [np.zeros((n, 2)), np.ones((n, 2))], mech, first=100)
-
-
-G_MEANS = np.array([[0.0, 0.0], [1.0, -0.5]])
-G_COVS = np.array([[[1.0, 0.3], [0.3, 1.0]], [[1.2, 0.2], [0.2, 0.9]]])
-
-
-def gaussian_draw(n, g):
-    return [g.multivariate_normal(G_MEANS[k], G_COVS[k], n, method="eigh") for k in (0, 1)]
-
-
-def exact_delta(mech):
-    nz = mech.noise_covariance
-    return max(
-        float(
-            gaussian_pair_delta(G_MEANS[a], G_COVS[a] + nz, G_MEANS[b], G_COVS[b] + nz, epsilon=1)
-        )
-        for a, b in ((0, 1), (1, 0))
-    )
-
-
-def scaled(mech, c):
-    vals, vecs = np.linalg.eigh(mech.noise_covariance)
-    return dataclasses.replace(mech, noise=Noise.along("gaussian", vecs, np.sqrt(vals * c)))
 
 
 def test_sequential_stopping_rules_on_a_gaussian_model():

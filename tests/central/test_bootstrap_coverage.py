@@ -18,16 +18,14 @@ high earners 0.45 vs 0.55) and on the RAND health insurance experiment (statsmod
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-import pandas as pd
 import pytest
 
 import distpriv as dp
 from distpriv.datasets.adult import load_adult
 from distpriv.modeling import ProportionSecret, model_query
 from distpriv.modeling.regression import logistic_regression_query
+from support import load_randhie, quiet
 
 # The reference δ and the binomial allowance of the linear layer's coverage test (same
 # ε, δ and β).
@@ -39,17 +37,6 @@ TABLES = 20
 TABLE_ROWS = 1500
 N_SAMPLES, RESAMPLES = 200, 20
 POPULATION_DRAWS = 10_000
-
-
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
-
-
-def load_randhie() -> pd.DataFrame:
-    randhie = pytest.importorskip("statsmodels.datasets.randhie")
-    return randhie.load_pandas().data
 
 
 def setting(which: str, kind: str):
@@ -82,7 +69,7 @@ def ratios(which: str, kind: str, seed: int) -> tuple[np.ndarray, np.ndarray, np
     """true δ / claim per table: with the layer, without it (β = none), and the noise MSE
     ratio (layer / none)."""
     frame, secret, query = setting(which, kind)
-    pop = _quiet(
+    pop = quiet(
         model_query,
         frame,
         query,
@@ -97,7 +84,7 @@ def ratios(which: str, kind: str, seed: int) -> tuple[np.ndarray, np.ndarray, np
     layer, none, price = [], [], []
     for _ in range(TABLES):
         sample = frame.iloc[rng.choice(len(frame), TABLE_ROWS, replace=False)]
-        model = _quiet(
+        model = quiet(
             model_query,
             sample,
             query,
@@ -108,8 +95,8 @@ def ratios(which: str, kind: str, seed: int) -> tuple[np.ndarray, np.ndarray, np
             rng=rng,
             bootstrap=RESAMPLES,
         )
-        with_set = _quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA, beta=BETA)
-        fitted = _quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA, beta=None)
+        with_set = quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA, beta=BETA)
+        fitted = quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA, beta=None)
         layer.append(true_delta(pop, with_set.noise_covariance) / DELTA)
         none.append(true_delta(pop, fitted.noise_covariance) / DELTA)
         price.append(with_set.noise.mse() / max(fitted.noise.mse(), 1e-300))

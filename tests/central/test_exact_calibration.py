@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adult_setup import adult_income_model
 from distpriv import (
     GaussianQueryModel,
     MechanismNotApplicableError,
@@ -22,36 +23,18 @@ from distpriv import (
     calibrate,
     gaussian_pair_delta,
 )
-from distpriv.datasets import paper_split
-from distpriv.modeling import ProportionSecret, model_query
 
 from ._mc import mc_delta
 
 GAUSSIAN = ("expm-g", "dirm-g", "eigm", "daum", "optimal-g", "apgm", "noiseless")
-STATS = {
-    "avg_age": "avg(age)",
-    "avg_education": "avg(education_num)",
-    "n_never_married": "count_if(marital_status = 'Never-married')",
-    "n_female": "count_if(sex = 'Female')",
-    "avg_hours": "avg(hours_per_week)",
-}
 DELTA = 1e-3
 
 
 @pytest.fixture(scope="module")
-def adult_model():
-    parts = paper_split(rng=0)
-    return model_query(
-        parts["modeling"],
-        STATS,
-        ProportionSecret("income = '>50K'", values=[0.45, 0.55]),
-        subset_size=100,
-        method="analytic",
-        rng=0,
-        # Layer 1 (exact on the model) of the paper's modelling split, taken as the
-        # population as in the paper: the numbers of docs/guarantees.md §2.
-        population=True,
-    )
+def adult_model(adult_modeling):
+    # Layer 1 (exact on the model) of the paper's modelling split, taken as the
+    # population as in the paper: the numbers of docs/guarantees.md §2.
+    return adult_income_model(adult_modeling, population=True)
 
 
 def _outputs(model, noise_cov):

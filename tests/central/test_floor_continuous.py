@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
+from adult_setup import ADULT_QUERY
 from distpriv import GaussianQueryModel, calibrate
 from distpriv.central.floor_levels import CONTINUOUS_FLOOR
 from distpriv.errors import MechanismNotApplicableError
@@ -19,22 +20,13 @@ CONTINUOUS = (0, 4)  # avg_age and avg_hours_per_week declared continuous (no la
 
 
 @pytest.fixture(scope="module")
-def adult():
-    from distpriv.datasets import paper_split
-    from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
-    from distpriv.modeling import Query, model_query
+def adult(adult_modeling, adult_analytic):
     from distpriv.pipeline.stages.data import table_facts
 
-    frame = paper_split(rng=0)["modeling"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = model_query(
-            frame, ADULT_STATISTICS, INCOME_SECRET, subset_size=100, method="analytic", rng=0
-        )
-    steps = list(table_facts(frame, Query(ADULT_STATISTICS), 100).lattice_steps)
+    steps = list(table_facts(adult_modeling, ADULT_QUERY, 100).lattice_steps)
     for k in CONTINUOUS:
         steps[k] = None
-    return model, steps
+    return adult_analytic, steps
 
 
 def quiet(name, model, **kw):

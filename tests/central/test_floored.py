@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adult_setup import ADULT_QUERY, adult_income_model
 from distpriv import GaussianQueryModel, calibrate
 from distpriv.central.floored import FLOORED_MECHANISMS, floor_variances
 from distpriv.errors import MechanismNotApplicableError, ParameterError
@@ -21,20 +22,10 @@ EPS, DELTA = 1.0, 1e-3
 
 
 @pytest.fixture(scope="module")
-def adult():
-    from distpriv.datasets import paper_split
-    from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
-    from distpriv.modeling import Query, model_query
+def adult(adult_modeling, adult_analytic):
     from distpriv.pipeline.stages.data import table_facts
 
-    frame = paper_split(rng=0)["modeling"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = model_query(
-            frame, ADULT_STATISTICS, INCOME_SECRET, subset_size=100, method="analytic", rng=0
-        )
-    facts = table_facts(frame, Query(ADULT_STATISTICS), 100)
-    return model, facts
+    return adult_analytic, table_facts(adult_modeling, ADULT_QUERY, 100)
 
 
 # Calibration is deterministic: several tests calibrate the same mechanism on the same model
@@ -291,26 +282,15 @@ def test_auto_floor_option(adult):
     assert covers_floor(full.noise_covariance, floor_variances(facts.lattice_steps, 3.0))
 
 
-def test_adult_floored_data_level_check_finds_no_evidence(adult):
+def test_adult_floored_data_level_check_finds_no_evidence(adult, adult_modeling):
     # The data-level check (attacks.verify_on_data) on resampled Adult subsets: daum is
     # decoded on the grid (certified violation), the same shape with the floor is not.
-    from distpriv import model_query
     from distpriv.attacks import verify_on_data
-    from distpriv.datasets import paper_split
-    from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
 
     model, facts = adult
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sampled = model_query(
-            paper_split(rng=0)["modeling"],
-            ADULT_STATISTICS,
-            INCOME_SECRET,
-            subset_size=100,
-            method="montecarlo",
-            n_samples=3000,
-            rng=0,
-        ).to_sampled()
+    sampled = adult_income_model(
+        adult_modeling, method="montecarlo", n_samples=3000, quiet=True
+    ).to_sampled()
     steps = np.array(facts.lattice_steps)
     floored = quiet("daum-floor", model, epsilon=EPS, delta=DELTA, lattice=steps)
     rank_one = quiet("daum", model, epsilon=EPS, delta=DELTA)

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 import pytest
 
+from adult_setup import adult_income_model
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.population import sets as rj
 from distpriv.population._stack import _inv_sqrt, _sqrt_psd, _worst_shift
@@ -126,21 +127,15 @@ def test_box_is_the_default_and_large_pairs_keep_the_box_under_joint():
         assert set_corners(small, beta=BETA, noise_cov=np.eye(5)) == []
 
 
-def test_optimal_g_against_the_joint_set_is_cheaper_than_against_the_box():
+def test_optimal_g_against_the_joint_set_is_cheaper_than_against_the_box(adult_modeling):
     """Cutting planes. Reference: the exact accountant on the joint set's
     worst members for the published noise (the claim holds), and the box's calibration."""
     from distpriv import calibrate
-    from distpriv.datasets import paper_split
-    from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
-    from distpriv.modeling import model_query
     from distpriv.population.exact import pair_deltas
 
-    frame = paper_split(rng=0)["modeling"].sample(1000, random_state=1)
+    model = adult_income_model(adult_modeling.sample(1000, random_state=1), quiet=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = model_query(
-            frame, ADULT_STATISTICS, INCOME_SECRET, subset_size=100, method="analytic", rng=0
-        )
         with population_set("joint"):
             joint = calibrate("optimal-g", model, epsilon=1.0, delta=1e-3)
         box = calibrate("optimal-g", model, epsilon=1.0, delta=1e-3)  # the default

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -26,6 +25,7 @@ from distpriv.modeling import ProportionSecret, model_query
 from distpriv.modeling.shape_moments import shape_correlation_from_rows
 from distpriv.population.confidence import population_model, population_set
 from distpriv.querymodel import MomentUncertainty
+from support import quiet
 
 from .test_population_coverage import (
     HEAVY_SECRET,
@@ -36,12 +36,6 @@ from .test_population_coverage import (
 from .test_population_joint import least_noise, worst_delta
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
-
-
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
 
 
 def allowed(n: int, beta: float = BETA) -> int:
@@ -78,7 +72,7 @@ def test_the_query_and_the_set_agree_on_the_statistics_cap():
 def test_engine_cross_moments_equal_the_rows():
     frame = _skewed(3000, 1)
     stats = {"avg_g": "avg(g)", "avg_h": "avg(h)", "n_b": "count_if(b = 1)", "avg_big": "avg(big)"}
-    model = _quiet(
+    model = quiet(
         model_query,
         frame,
         stats,
@@ -148,7 +142,7 @@ def heavy_draws():
     rows = []
     for _ in range(int(os.environ.get("DISTPRIV_CORR_TABLES", "60"))):
         sample = frame.iloc[rng.choice(len(frame), 250, replace=False)]
-        model = _quiet(
+        model = quiet(
             model_query, sample, HEAVY_STATS, HEAVY_SECRET, subset_size=100, method="analytic"
         )
         assert model.uncertainty.stratum_sizes[0] <= 60  # the small secret stratum
@@ -218,7 +212,7 @@ def test_correlated_set_is_near_its_level_on_larger_tables():
     ratios = []
     for _ in range(60):
         sample = frame.iloc[rng.choice(len(frame), 8000, replace=False)]
-        model = _quiet(
+        model = quiet(
             model_query, sample, HEAVY_STATS, HEAVY_SECRET, subset_size=100, method="analytic"
         )
         with population_set("tight"):

@@ -35,6 +35,7 @@ import os
 import time
 import warnings
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,7 @@ import pytest
 from scipy.stats import binom, kurtosis
 
 import distpriv as dp
+from adult_setup import ADULT_STATS, INCOME
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.central import mechanism_info
 from distpriv.datasets.adult import load_adult
@@ -50,6 +52,7 @@ from distpriv.errors import MechanismNotApplicableError
 from distpriv.modeling import ProportionSecret, model_query
 from distpriv.pipeline.stages.calibrate import choose_for_table
 from distpriv.population.confidence import DEFAULT_BETA, population_model
+from support import load_randhie, quiet, worst_pair_delta
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 ALLOWANCE = 1e-6  # the accountant's error only
@@ -63,14 +66,6 @@ slow = pytest.mark.skipif(
     reason="slow (auto on 120 tables; a stage of its own in .ci/run): set DISTPRIV_SLOW=1",
 )
 
-ADULT_STATS = {
-    "avg_age": "avg(age)",
-    "avg_education_years": "avg(education_num)",
-    "n_never_married": "count_if(marital_status = 'Never-married')",
-    "n_female": "count_if(sex = 'Female')",
-    "avg_hours_per_week": "avg(hours_per_week)",
-}
-ADULT_SECRET = ProportionSecret("income = '>50K'", values=[0.45, 0.55])
 RAND_STATS = {
     "avg_visits": "avg(mdvis)",
     "avg_disease": "avg(disea)",
@@ -81,32 +76,8 @@ RAND_STATS = {
 RAND_SECRET = ProportionSecret("idp = 1", values=[0.2, 0.3])
 
 
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
-
-
-def load_randhie() -> pd.DataFrame:
-    randhie = pytest.importorskip("statsmodels.datasets.randhie")
-    return randhie.load_pandas().data
-
-
-def true_delta(pop, noise: np.ndarray) -> float:
-    out = 0.0
-    for i, j in pop.pairs:
-        for a, b in ((i, j), (j, i)):
-            out = max(
-                out,
-                gaussian_pair_delta(
-                    pop.means[a],
-                    pop.covariances[a] + noise,
-                    pop.means[b],
-                    pop.covariances[b] + noise,
-                    epsilon=EPS,
-                ),
-            )
-    return out
+# The exact reference: the worst δ(ε) over the pairs of the population's own model.
+true_delta = partial(worst_pair_delta, epsilon=EPS)
 
 
 def allowed(n: int) -> int:
@@ -115,7 +86,7 @@ def allowed(n: int) -> int:
 
 
 def violations(frame, stats, secret, sizes, seed, mechanisms=MECHANISMS):
-    pop = _quiet(
+    pop = quiet(
         model_query, frame, stats, secret, subset_size=100, method="analytic", population=True
     )
     rng = np.random.default_rng(seed)
@@ -123,10 +94,10 @@ def violations(frame, stats, secret, sizes, seed, mechanisms=MECHANISMS):
     for size in sizes:
         for _ in range(TABLES):
             sample = frame.iloc[rng.choice(len(frame), size, replace=False)]
-            model = _quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
+            model = quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
             for name in mechanisms:
                 try:
-                    mech = _quiet(dp.calibrate, name, model, epsilon=EPS, delta=DELTA)
+                    mech = quiet(dp.calibrate, name, model, epsilon=EPS, delta=DELTA)
                 except MechanismNotApplicableError:
                     continue  # refused on this table: no claim to violate
                 out[name].append(true_delta(pop, mech.noise_covariance) / DELTA)
@@ -159,7 +130,7 @@ def violations(frame, stats, secret, sizes, seed, mechanisms=MECHANISMS):
 )
 def test_default_calibration_covers_the_population(which, mechanisms):
     if which == "adult":
-        frame, stats, secret = load_adult(), ADULT_STATS, ADULT_SECRET
+        frame, stats, secret = load_adult(), ADULT_STATS, INCOME
     else:
         frame, stats, secret = load_randhie(), RAND_STATS, RAND_SECRET
     ratios = violations(frame, stats, secret, SIZES, seed=25, mechanisms=mechanisms)
@@ -223,7 +194,7 @@ def test_never_weaker_the_accountant_confirms_the_claim_on_the_sets_members(whic
     """Never weaker: on several tables, each mechanism's claim is confirmed by
     the accountant for the published noise on every member the population set checks."""
     if which == "adult":
-        frame, stats, secret = load_adult(), ADULT_STATS, ADULT_SECRET
+        frame, stats, secret = load_adult(), ADULT_STATS, INCOME
     else:
         frame, stats, secret = load_randhie(), RAND_STATS, RAND_SECRET
     rng = np.random.default_rng(2526)
@@ -231,10 +202,10 @@ def test_never_weaker_the_accountant_confirms_the_claim_on_the_sets_members(whic
     for size in (300, 4000):
         for _ in range(2):
             sample = frame.iloc[rng.choice(len(frame), size, replace=False)]
-            model = _quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
+            model = quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
             for name in NEVER_WEAKER:
                 try:
-                    mech = _quiet(dp.calibrate, name, model, epsilon=EPS, delta=DELTA)
+                    mech = quiet(dp.calibrate, name, model, epsilon=EPS, delta=DELTA)
                 except MechanismNotApplicableError:
                     continue
                 g = mech.guarantee
@@ -306,7 +277,7 @@ AUTO_SEED = 250
 
 def _setup(which: str):
     if which == "adult":
-        return load_adult(), ADULT_STATS, ADULT_SECRET
+        return load_adult(), ADULT_STATS, INCOME
     return load_randhie(), RAND_STATS, RAND_SECRET
 
 
@@ -314,7 +285,7 @@ def _setup(which: str):
 def _population(which: str):
     """(frame, statistics, secret, the population's own model), once per process."""
     frame, stats, secret = _setup(which)
-    pop = _quiet(
+    pop = quiet(
         model_query, frame, stats, secret, subset_size=100, method="analytic", population=True
     )
     return frame, stats, secret, pop
@@ -335,14 +306,14 @@ def auto_on_table(which: str, size: int, k: int, pset: str = "box") -> dict:
     frame, stats, secret, pop = _population(which)
     rng = np.random.default_rng([AUTO_SEED, size, k])
     sample = frame.iloc[rng.choice(len(frame), size, replace=False)]
-    model = _quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
+    model = quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
     # The box: prune = false, every candidate calibrated, so that each one auto may choose
     # is checked (the default skips those that provably cannot be chosen; the same choice).
     # The tight set: as a release runs it (pruned; ten times the box's calibration time),
     # so the candidates checked are those auto calibrated.
     opts = {"prune": False} if pset == "box" else {}
     with dp.population_set(pset):
-        choice = _quiet(choose_for_table, model, epsilon=EPS, delta=DELTA, options=opts)
+        choice = quiet(choose_for_table, model, epsilon=EPS, delta=DELTA, options=opts)
         mechs = [("auto", choice.mechanism)]
         mechs += [(c.mechanism, c.calibrated) for c in choice.candidates if _may_choose(c)]
         checked: dict[tuple, list[float]] = {}

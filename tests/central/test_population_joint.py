@@ -15,14 +15,13 @@ set is tighter than the box it replaces (its worst member's δ is smaller on mos
 from __future__ import annotations
 
 import os
-import warnings
+from functools import partial
 
 import numpy as np
 import pytest
 from scipy.stats import binom, kurtosis
 
 import distpriv as dp
-from distpriv.accounting import gaussian_pair_delta
 from distpriv.errors import ParameterError
 from distpriv.modeling import model_query
 from distpriv.population.confidence import (
@@ -31,6 +30,7 @@ from distpriv.population.confidence import (
     population_model,
     population_set,
 )
+from support import quiet, worst_pair_delta
 
 from .test_population_coverage import HEAVY_SECRET, HEAVY_STATS, heavy_population
 
@@ -39,26 +39,8 @@ TABLES = 100
 ROWS = 250
 
 
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
-
-
-def worst_delta(model, noise) -> float:
-    """The largest δ(ε) over both directions of every pair of ``model`` for ``noise``."""
-    out = 0.0
-    for i, j in model.pairs:
-        for a, b in ((i, j), (j, i)):
-            d = gaussian_pair_delta(
-                model.means[a],
-                model.covariances[a] + noise,
-                model.means[b],
-                model.covariances[b] + noise,
-                epsilon=EPS,
-            )
-            out = max(out, d)
-    return out
+# The largest δ(ε) over both directions of every pair of a model for a noise.
+worst_delta = partial(worst_pair_delta, epsilon=EPS)
 
 
 def least_noise(pop, shape: np.ndarray, delta: float = DELTA) -> np.ndarray:
@@ -77,7 +59,7 @@ def least_noise(pop, shape: np.ndarray, delta: float = DELTA) -> np.ndarray:
 def tables():
     """The population, its own model, and the ``TABLES`` seeded modelling tables' models."""
     frame = heavy_population()
-    pop = _quiet(
+    pop = quiet(
         model_query,
         frame,
         HEAVY_STATS,
@@ -93,7 +75,7 @@ def tables():
         sample = frame.iloc[rng.choice(len(frame), ROWS, replace=False)]
         secret_rows.append(int(sample["s"].sum()))
         models.append(
-            _quiet(
+            quiet(
                 model_query, sample, HEAVY_STATS, HEAVY_SECRET, subset_size=100, method="analytic"
             )
         )
@@ -103,7 +85,7 @@ def tables():
 def fixed_noise(pop, shape: str) -> np.ndarray:
     """A noise fixed before any table is drawn: the shape at the population's least scale."""
     if shape == "isotropic":
-        return _quiet(dp.calibrate, "expm-g", pop, epsilon=EPS, delta=DELTA).noise_covariance
+        return quiet(dp.calibrate, "expm-g", pop, epsilon=EPS, delta=DELTA).noise_covariance
     return least_noise(pop, np.diag(np.diag(pop.covariances.mean(axis=0))))
 
 
@@ -175,7 +157,7 @@ def test_joint_set_covers_the_population_within_the_binomial_margin(draws):
 def test_the_box_remains_selectable_and_bad_names_are_refused():
     frame = heavy_population(n=20_000)
     sample = frame.iloc[:ROWS]
-    model = _quiet(
+    model = quiet(
         model_query, sample, HEAVY_STATS, HEAVY_SECRET, subset_size=100, method="analytic"
     )
     assert confidence_set(model, beta=BETA).method == "box"  # the default

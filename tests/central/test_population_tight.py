@@ -17,7 +17,6 @@ force and Monte Carlo.
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
 import pytest
@@ -25,15 +24,15 @@ from scipy.special import ndtri
 from scipy.stats import binom
 
 import distpriv as dp
+from adult_setup import ADULT_STATS, INCOME
 from distpriv.errors import MechanismNotApplicableError
 from distpriv.modeling import model_query
 from distpriv.population._stack import gap_bound
 from distpriv.population._tight import quantile_level, quantile_shift_stack
 from distpriv.population.confidence import population_model, population_set
+from support import quiet
 
 from .test_population_coverage import (
-    ADULT_SECRET,
-    ADULT_STATS,
     HEAVY_SECRET,
     HEAVY_STATS,
     RAND_SECRET,
@@ -47,12 +46,6 @@ from .test_population_joint import least_noise, worst_delta
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 Z = float(ndtri(1 - BETA))
-
-
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
 
 
 def allowed(n: int, beta: float = BETA) -> int:
@@ -134,7 +127,7 @@ def heavy_draws():
     var = np.diag(np.diag(pop.covariances.mean(axis=0)))
     gap = pop.means[0] - pop.means[1]
     noises = {
-        "isotropic": _quiet(dp.calibrate, "expm-g", pop, epsilon=EPS, delta=DELTA).noise_covariance,
+        "isotropic": quiet(dp.calibrate, "expm-g", pop, epsilon=EPS, delta=DELTA).noise_covariance,
         "diagonal": least_noise(pop, var),
         "along-gap": least_noise(pop, np.outer(gap, gap) + 0.02 * var),
     }
@@ -142,7 +135,7 @@ def heavy_draws():
     rows = []
     for _ in range(80):
         sample = frame.iloc[rng.choice(len(frame), 250, replace=False)]
-        model = _quiet(
+        model = quiet(
             model_query, sample, HEAVY_STATS, HEAVY_SECRET, subset_size=100, method="analytic"
         )
         row = {}
@@ -177,7 +170,7 @@ def test_tight_set_covers_a_heavy_tailed_population(heavy_draws, shape):
 
 def test_tight_is_selectable():
     frame = heavy_population(n=20_000)
-    model = _quiet(
+    model = quiet(
         model_query,
         frame.iloc[:250],
         HEAVY_STATS,
@@ -206,10 +199,10 @@ def test_shaped_noise_calibrated_on_the_tight_set_covers_the_population(which):
     from distpriv.datasets.adult import load_adult
 
     if which == "adult":
-        frame, stats, secret = load_adult(), ADULT_STATS, ADULT_SECRET
+        frame, stats, secret = load_adult(), ADULT_STATS, INCOME
     else:
         frame, stats, secret = load_randhie(), RAND_STATS, RAND_SECRET
-    pop = _quiet(
+    pop = quiet(
         model_query, frame, stats, secret, subset_size=100, method="analytic", population=True
     )
     rng = np.random.default_rng(2528)
@@ -217,11 +210,11 @@ def test_shaped_noise_calibrated_on_the_tight_set_covers_the_population(which):
     for size in (1000, 4000):
         for _ in range(20):
             sample = frame.iloc[rng.choice(len(frame), size, replace=False)]
-            model = _quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
+            model = quiet(model_query, sample, stats, secret, subset_size=100, method="analytic")
             for name in ratios:
                 try:
                     with population_set("tight"):
-                        mech = _quiet(dp.calibrate, name, model, epsilon=EPS, delta=DELTA)
+                        mech = quiet(dp.calibrate, name, model, epsilon=EPS, delta=DELTA)
                 except MechanismNotApplicableError:
                     continue
                 ratios[name].append(true_delta(pop, mech.noise_covariance) / DELTA)

@@ -18,6 +18,7 @@ import pytest
 from scipy.stats import norm
 
 import distpriv as dp
+from adult_setup import ADULT_STATS, INCOME
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.datasets.adult import load_adult
 from distpriv.errors import ConfigError, DistPrivError
@@ -25,14 +26,6 @@ from distpriv.modeling import ProportionSecret, model_query
 from distpriv.population.confidence import confidence_set, gap_bound, population_set
 from distpriv.querymodel import GaussianQueryModel, MomentUncertainty
 
-STATS = {
-    "avg_age": "avg(age)",
-    "avg_education_years": "avg(education_num)",
-    "n_never_married": "count_if(marital_status = 'Never-married')",
-    "n_female": "count_if(sex = 'Female')",
-    "avg_hours_per_week": "avg(hours_per_week)",
-}
-SECRET = ProportionSecret("income = '>50K'", values=[0.45, 0.55])
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 TABLES = 20  # modelling tables per size
 SIZES = (300, 1000)
@@ -56,7 +49,7 @@ def adult() -> pd.DataFrame:
 def population(adult):
     """The model of all of Adult, declared the population (computed once per module)."""
     return _quiet(
-        model_query, adult, STATS, SECRET, subset_size=100, method="analytic", population=True
+        model_query, adult, ADULT_STATS, INCOME, subset_size=100, method="analytic", population=True
     )
 
 
@@ -100,7 +93,9 @@ def modelling_tables(adult):
     for size in SIZES:
         for t in range(TABLES):
             sample = adult.iloc[rng.choice(len(adult), size, replace=False)]
-            model = _quiet(model_query, sample, STATS, SECRET, subset_size=100, method="analytic")
+            model = _quiet(
+                model_query, sample, ADULT_STATS, INCOME, subset_size=100, method="analytic"
+            )
             yield size, t, sample, model
 
 
@@ -114,8 +109,8 @@ def draws(adult, population):
             old = _quiet(
                 model_query,
                 sample,
-                STATS,
-                SECRET,
+                ADULT_STATS,
+                INCOME,
                 subset_size=100,
                 method="analytic",
                 population=True,
@@ -343,7 +338,7 @@ def test_confidence_set_shrinks_with_the_table(adult):
     sets = []
     for size in (500, 5000):
         sample = adult.sample(size, random_state=0)
-        model = _quiet(model_query, sample, STATS, SECRET, subset_size=100, method="analytic")
+        model = _quiet(model_query, sample, ADULT_STATS, INCOME, subset_size=100, method="analytic")
         sets.append(confidence_set(model, beta=BETA).variance_factors)
     assert np.all(sets[1][..., 1] <= sets[0][..., 1]) and np.all(sets[1][..., 0] >= sets[0][..., 0])
 

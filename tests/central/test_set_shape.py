@@ -4,27 +4,22 @@ from __future__ import annotations
 
 import warnings
 
+from adult_setup import adult_income_model
 from distpriv import calibrate
 
 
-def test_optimal_g_noise_shaped_for_the_set(monkeypatch):
+def test_optimal_g_noise_shaped_for_the_set(monkeypatch, adult_modeling):
     """With the population layer, optimal-g's program is solved on the confidence set's
     worst members, not the fitted shape scaled up. Reference: the same calibration with
     that program switched off (the fitted shapes only), and the exact accountant on the
     members of the set for the published noise."""
     import distpriv.central.exact_calibration as ec
-    from distpriv.datasets import paper_split
-    from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
-    from distpriv.modeling import model_query
     from distpriv.population.confidence import population_model, population_set
     from distpriv.population.exact import pair_deltas
 
-    frame = paper_split(rng=0)["modeling"].sample(1000, random_state=1)
+    model = adult_income_model(adult_modeling.sample(1000, random_state=1), quiet=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = model_query(
-            frame, ADULT_STATISTICS, INCOME_SECRET, subset_size=100, method="analytic", rng=0
-        )
         # The program against the box set (the joint set, the default:
         # below, and tests/central/test_joint_search.py).
         with population_set("box"):

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adult_setup import ADULT_QUERY, adult_income_model
 from distpriv.errors import ParameterError
 from distpriv.modeling import Query
 from distpriv.modeling.lattice import detect_lattice, lattice_steps, query_lattices
@@ -109,26 +110,9 @@ def test_query_lattices_from_declared_types():
         assert set(lat.to_dict()) == {"statistic", "step", "origin", "source", "detail"}
 
 
-def test_adult_lattices_from_table_and_from_samples_agree():
-    import warnings
-
-    from distpriv import model_query
-    from distpriv.datasets import paper_split
-    from distpriv.experiments import ADULT_STATISTICS, INCOME_SECRET
-
-    frame = paper_split(rng=0)["modeling"]
-    declared = lattice_steps(query_lattices(frame, Query(ADULT_STATISTICS), 100))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        mc = model_query(
-            frame,
-            ADULT_STATISTICS,
-            INCOME_SECRET,
-            subset_size=100,
-            method="montecarlo",
-            n_samples=500,
-            rng=0,
-        )
+def test_adult_lattices_from_table_and_from_samples_agree(adult_modeling):
+    declared = lattice_steps(query_lattices(adult_modeling, ADULT_QUERY, 100))
+    mc = adult_income_model(adult_modeling, method="montecarlo", n_samples=500, quiet=True)
     pooled = np.vstack(mc.samples)
     observed = [detect_lattice(pooled[:, k]).step for k in range(pooled.shape[1])]
     assert declared.tolist() == [0.01, 0.01, 1.0, 1.0, 0.01]

@@ -18,8 +18,6 @@ two-value secret) do NOT bound the events' δ, which shows the test can fail.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,6 +27,7 @@ from distpriv.datasets.adult import load_adult, paper_split
 from distpriv.errors import ParameterError
 from distpriv.modeling import EventSecret, MeanGrid, MeanSecret, event_weights, model_query
 from distpriv.population.exact import pair_deltas
+from support import quiet
 
 from ._real_subsets import mc_delta
 from .test_mean_reference import (
@@ -41,12 +40,6 @@ from .test_mean_reference import (
 
 EPS, DELTA, N = 1.0, 1e-3, 100
 DENSITY, EVALUATE = 2_000, 8_000  # real subsets per event: density and fresh releases
-
-
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
 
 
 def test_grid_of_each_event_and_cross_pairs():
@@ -90,7 +83,7 @@ def test_model_errors_name_the_event():
     ):
         with pytest.raises(ParameterError, match=match):
             secret = EventSecret(MeanGrid("age"), events)
-            _quiet(model_query, df, ADULT_STATS, secret, subset_size=N)
+            quiet(model_query, df, ADULT_STATS, secret, subset_size=N)
 
 
 def event_subsets(
@@ -125,9 +118,9 @@ def check_events(frame: pd.DataFrame, modelling, stats, feats, column, events, c
     the default release: calibrated on a modelling sample with the β = 0.05 population
     layer, checked against the same real subsets."""
     secret = EventSecret(MeanGrid(column), events=events)
-    model = _quiet(model_query, frame, stats, secret, subset_size=N, population=True)
-    mech = _quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA)
-    two = _quiet(
+    model = quiet(model_query, frame, stats, secret, subset_size=N, population=True)
+    mech = quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA)
+    two = quiet(
         model_query,
         frame,
         stats,
@@ -135,7 +128,7 @@ def check_events(frame: pd.DataFrame, modelling, stats, feats, column, events, c
         subset_size=N,
         population=True,
     )
-    two_mech = _quiet(dp.calibrate, "expm-g", two, epsilon=EPS, delta=DELTA)
+    two_mech = quiet(dp.calibrate, "expm-g", two, epsilon=EPS, delta=DELTA)
     cost, two_cost = np.trace(mech.noise_covariance), np.trace(two_mech.noise_covariance)
     dep = model.diagnostics["event_grid"]
     print(
@@ -165,9 +158,9 @@ def check_events(frame: pd.DataFrame, modelling, stats, feats, column, events, c
             out.append((scale, p, est, se, bound, closest_only))
         if scale == 1.0:
             assert bound <= DELTA * (1 + 1e-6)
-    sample = _quiet(model_query, modelling, stats, secret, subset_size=N)
+    sample = quiet(model_query, modelling, stats, secret, subset_size=N)
     assert sample.uncertainty is not None  # the population layer of each grid value
-    layered = _quiet(dp.calibrate, "expm-g", sample, epsilon=EPS, delta=DELTA)
+    layered = quiet(dp.calibrate, "expm-g", sample, epsilon=EPS, delta=DELTA)
     for p, q in ((0, 1), (1, 0)):
         est, se = mc_delta(dens[p], dens[q], fresh[p], layered.noise_covariance, EPS, rng)
         print(
@@ -214,10 +207,10 @@ def test_premise_between_grid_values_on_a_finer_grid():
     frame = load_adult()
     events = [(36, 38), (41, 43)]
     coarse = EventSecret(MeanGrid("age"), events=events)
-    model = _quiet(model_query, frame, ADULT_STATS, coarse, subset_size=N, population=True)
-    mech = _quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA)
+    model = quiet(model_query, frame, ADULT_STATS, coarse, subset_size=N, population=True)
+    mech = quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA)
     fine = EventSecret(MeanGrid("age", step=0.125), events=events)
-    fmodel = _quiet(model_query, frame, ADULT_STATS, fine, subset_size=N, population=True)
+    fmodel = quiet(model_query, frame, ADULT_STATS, fine, subset_size=N, population=True)
     assert set(model.labels) < set(fmodel.labels) and len(fmodel.pairs) == 17 * 17
     check = pair_deltas(fmodel, mech.noise_covariance, epsilon=EPS)
     on_grid = pair_deltas(model, mech.noise_covariance, epsilon=EPS).worst

@@ -13,8 +13,6 @@ violation beyond Monte Carlo error: the claim lies above the bootstrap's 0.5 % q
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,17 +20,12 @@ import pytest
 import distpriv as dp
 from distpriv.datasets.adult import load_adult, paper_split
 from distpriv.modeling import MeanSecret, model_query
+from support import load_randhie, quiet
 
 from ._mean_reference import conditioned_subsets, reference_delta
 
 EPS, DELTA, N = 1.0, 1e-3, 100
 PER_VALUE = 20_000
-
-
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
 
 
 ADULT_STATS = {
@@ -91,11 +84,6 @@ def rand_features(df: pd.DataFrame) -> np.ndarray:
     ).astype(float)
 
 
-def load_randhie() -> pd.DataFrame:
-    randhie = pytest.importorskip("statsmodels.datasets.randhie")
-    return randhie.load_pandas().data
-
-
 def check_against_real_subsets(
     population, modelling, stats, feats, column, values, half, seed, mechanisms
 ):
@@ -112,8 +100,8 @@ def check_against_real_subsets(
         rng=np.random.default_rng(seed),
     )
     models = {
-        "modelling sample, beta 0.05": _quiet(model_query, modelling, stats, secret, subset_size=N),
-        "population model, no layer": _quiet(
+        "modelling sample, beta 0.05": quiet(model_query, modelling, stats, secret, subset_size=N),
+        "population model, no layer": quiet(
             model_query, population, stats, secret, subset_size=N, population=True
         ),
     }
@@ -121,7 +109,7 @@ def check_against_real_subsets(
     out = {}
     for label, model in models.items():
         for name in mechanisms:
-            mech = _quiet(dp.calibrate, name, model, epsilon=EPS, delta=DELTA)
+            mech = quiet(dp.calibrate, name, model, epsilon=EPS, delta=DELTA)
             point, boot = reference_delta(
                 samples, [(0, 1)], mech.noise_covariance, epsilon=EPS, rng=rng, n_boot=200
             )

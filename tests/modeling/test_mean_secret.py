@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from adult_setup import release_toml
 from cli_helpers import one_line_error, run
 from distpriv.central.apgm_models import gaussian_conditional
 from distpriv.errors import AssumptionWarning, ConfigError, ParameterError, ParameterTypeError
@@ -254,26 +255,6 @@ def test_rare_value_warns():
 
 # -- config and CLI ---------------------------------------------------------------------
 
-CONFIG = """
-[data]
-model = "{model}"
-release = "{release}"
-[query]
-avg_a = "avg(a)"
-n_c_high = "count_if(c > 50)"
-[secret]
-kind = "mean"
-{secret}
-[model]
-subset_size = 100
-[mechanism]
-name = "expm-g"
-epsilon = 1.0
-delta = 1e-3
-[ledger]
-enabled = false
-"""
-
 
 def _write(tmp_path, secret: str) -> tuple:
     frame, _, _ = gaussian_table(20_000, seed=8)
@@ -281,7 +262,13 @@ def _write(tmp_path, secret: str) -> tuple:
     frame.iloc[5000:5100].to_csv(tmp_path / "release.csv", index=False)
     path = tmp_path / "c.toml"
     path.write_text(
-        CONFIG.format(model=tmp_path / "model.csv", release=tmp_path / "release.csv", secret=secret)
+        release_toml(
+            model=str(tmp_path / "model.csv"),
+            release=str(tmp_path / "release.csv"),
+            query={"avg_a": "avg(a)", "n_c_high": "count_if(c > 50)"},
+            secret='kind = "mean"\n' + secret,
+            extra="[ledger]\nenabled = false",
+        )
     )
     return path
 

@@ -10,53 +10,38 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from adult_setup import ADULT_QUERY, INCOME
 from distpriv import AssumptionWarning, DistPrivError, calibrate
-from distpriv.datasets import paper_split
 from distpriv.modeling import ProportionSecret, Query, model_query, stratum_moments
 from distpriv.modeling.sampling import sample_subsets
 
-PAPER_QUERY = Query(
-    {
-        "avg_age": "avg(age)",
-        "avg_education": "avg(education_num)",
-        "n_never_married": "count_if(marital_status = 'Never-married')",
-        "n_female": "count_if(sex = 'Female')",
-        "avg_hours": "avg(hours_per_week)",
-    }
-)
-INCOME = ProportionSecret("income = '>50K'", values=[0.45, 0.55])
 
-
-@pytest.fixture(scope="module")
-def modeling():
-    return paper_split(rng=0)["modeling"]
-
-
-@pytest.fixture(scope="module")
-def analytic(modeling):
-    return model_query(modeling, PAPER_QUERY, INCOME, subset_size=100, method="analytic", rng=1)
-
-
-def test_paper_mean_difference(analytic):
+def test_paper_mean_difference(adult_analytic):
     # Chen & Ohrimenko 2023 §5.1 data give ‖μ0.45 − μ0.55‖₂ between 4.2 and 4.4.
-    norm = np.linalg.norm(analytic.means[0] - analytic.means[1])
+    norm = np.linalg.norm(adult_analytic.means[0] - adult_analytic.means[1])
     assert 4.2 <= norm <= 4.4
-    assert analytic.counts == (45, 55)
-    assert analytic.labels == (0.45, 0.55)
-    assert analytic.statistics == PAPER_QUERY.names
+    assert adult_analytic.counts == (45, 55)
+    assert adult_analytic.labels == (0.45, 0.55)
+    assert adult_analytic.statistics == ADULT_QUERY.names
 
 
-def test_montecarlo_agrees_with_analytic(modeling, analytic):
+def test_montecarlo_agrees_with_analytic(adult_modeling, adult_analytic):
     s = 10_000
     mc = model_query(
-        modeling, PAPER_QUERY, INCOME, subset_size=100, method="montecarlo", n_samples=s, rng=2
+        adult_modeling,
+        ADULT_QUERY,
+        INCOME,
+        subset_size=100,
+        method="montecarlo",
+        n_samples=s,
+        rng=2,
     )
     for t in range(2):
         x = mc.samples[t]
-        cov = analytic.covariances[t]
+        cov = adult_analytic.covariances[t]
         # Mean: standard error √(Σ_kk / S) from the exact covariance; 5 se per entry.
         se_mean = np.sqrt(np.diag(cov) / s)
-        assert np.all(np.abs(mc.means[t] - analytic.means[t]) < 5 * se_mean)
+        assert np.all(np.abs(mc.means[t] - adult_analytic.means[t]) < 5 * se_mean)
         # Covariance: se of each entry = sd of the centred products / √S (from the draws,
         # since count statistics are not exactly Gaussian); 5 se per entry.
         c = x - x.mean(axis=0)
@@ -176,29 +161,29 @@ def test_inputs_csv_parquet_arrow(tmp_path):
         np.testing.assert_allclose(other.covariances, ref.covariances, atol=1e-12)
 
 
-def test_model_feeds_calibrate(analytic):
+def test_model_feeds_calibrate(adult_analytic):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        mech = calibrate("daum", analytic, epsilon=1.0, delta=1e-3, calibration="analytic")
+        mech = calibrate("daum", adult_analytic, epsilon=1.0, delta=1e-3, calibration="analytic")
     g = mech.guarantee
     gauss = next(a for a in g.assumptions if a.name == "gaussian")
     assert gauss.holds is None and "exact mean and covariance" in gauss.detail
     # Real data: covariances differ between p = 0.45 and 0.55, and the guarantee says so.
     assert any(a.name == "equal-covariance" and a.holds is False for a in g.assumptions)
     assert any(issubclass(w.category, AssumptionWarning) for w in caught)
-    assert analytic.diagnostics["covariance_gap"][0] > 0.01
+    assert adult_analytic.diagnostics["covariance_gap"][0] > 0.01
 
 
-def test_diagnostics_and_to_dict(analytic):
+def test_diagnostics_and_to_dict(adult_analytic):
     import json
 
-    d = analytic.diagnostics
+    d = adult_analytic.diagnostics
     assert d["skewness"].shape == (2, 5) and d["parallel_residual"] == 0.0
-    out = analytic.to_dict()
+    out = adult_analytic.to_dict()
     json.dumps(out, allow_nan=False)
     assert out["method"] == "analytic" and out["counts"] == [45, 55]
     with pytest.raises(DistPrivError, match="no samples"):
-        analytic.to_sampled()
+        adult_analytic.to_sampled()
 
 
 @pytest.mark.parametrize(
@@ -217,11 +202,11 @@ def test_diagnostics_and_to_dict(analytic):
         ({"a": "avg(age / (age - age))"}, None, {}, "NULL, NaN or infinite"),
     ],
 )
-def test_bad_input(modeling, query, secret, kwargs, match):
+def test_bad_input(adult_modeling, query, secret, kwargs, match):
     sec = INCOME if secret is None else ProportionSecret(secret[0], values=secret[1])
     args = {"subset_size": 100, **kwargs}
     with pytest.raises(DistPrivError, match=match):
-        model_query(modeling.head(2000), query, sec, **args)
+        model_query(adult_modeling.head(2000), query, sec, **args)
 
 
 def test_bad_secret_and_table():

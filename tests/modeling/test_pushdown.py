@@ -11,28 +11,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from adult_setup import ADULT_QUERY
 from distpriv import DistPrivError
-from distpriv.datasets import paper_split
 from distpriv.modeling import ProportionSecret, Query, model_query, stratum_moments
 from distpriv.modeling import tables as tables_mod
 from distpriv.modeling.engines import DuckDBEngine
 from distpriv.modeling.tables import Table
 
-QUERY = Query(
-    {
-        "avg_age": "avg(age)",
-        "avg_education": "avg(education_num)",
-        "n_never_married": "count_if(marital_status = 'Never-married')",
-        "n_female": "count_if(sex = 'Female')",
-        "avg_hours": "avg(hours_per_week)",
-    }
-)
 SECRET = ProportionSecret("income = '>50K'", values=[0.4, 0.45, 0.55])
-
-
-@pytest.fixture(scope="module")
-def adult():
-    return paper_split(rng=0)["modeling"]
 
 
 def old_path_moments(frame, query, secret, n):
@@ -70,19 +56,21 @@ def count_queries(monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore::distpriv.errors.AssumptionWarning")
-def test_pushdown_equals_the_materialised_path_for_every_source(adult, tmp_path, monkeypatch):
-    ref_means, ref_covs = old_path_moments(adult, QUERY, SECRET, 100)
-    adult.to_parquet(tmp_path / "a.parquet")
-    adult.to_csv(tmp_path / "a.csv", index=False)
+def test_pushdown_equals_the_materialised_path_for_every_source(
+    adult_modeling, tmp_path, monkeypatch
+):
+    ref_means, ref_covs = old_path_moments(adult_modeling, ADULT_QUERY, SECRET, 100)
+    adult_modeling.to_parquet(tmp_path / "a.parquet")
+    adult_modeling.to_csv(tmp_path / "a.csv", index=False)
     import pyarrow as pa
 
     conn = duckdb.connect()
-    conn.register("adult_frame", adult)
+    conn.register("adult_frame", adult_modeling)
     sources = [
-        adult,
+        adult_modeling,
         tmp_path / "a.parquet",
         str(tmp_path / "a.csv"),
-        pa.Table.from_pandas(adult),
+        pa.Table.from_pandas(adult_modeling),
         conn.sql("SELECT * FROM adult_frame"),
     ]
     # The row-level path is not used: forbid it.
@@ -91,7 +79,7 @@ def test_pushdown_equals_the_materialised_path_for_every_source(adult, tmp_path,
     for source in sources:
         calls.clear()
         model = model_query(
-            source, QUERY, SECRET, subset_size=100, method="analytic", population=True
+            source, ADULT_QUERY, SECRET, subset_size=100, method="analytic", population=True
         )
         np.testing.assert_allclose(model.means, ref_means, rtol=1e-12)
         np.testing.assert_allclose(model.covariances, ref_covs, rtol=1e-9, atol=1e-12)
@@ -102,9 +90,9 @@ def test_pushdown_equals_the_materialised_path_for_every_source(adult, tmp_path,
         assert sum("GROUP BY" in c for c in calls) == 1
 
 
-def test_row_limit_checked_before_loading(adult, tmp_path, monkeypatch):
+def test_row_limit_checked_before_loading(adult_modeling, tmp_path, monkeypatch):
     path = tmp_path / "a.parquet"
-    adult.to_parquet(path)
+    adult_modeling.to_parquet(path)
     monkeypatch.setattr(tables_mod, "MAX_IN_MEMORY_ROWS", 1000)
 
     def no_load(*args, **kwargs):
@@ -112,10 +100,10 @@ def test_row_limit_checked_before_loading(adult, tmp_path, monkeypatch):
 
     monkeypatch.setattr(DuckDBEngine, "fetch_frame", no_load)
     with pytest.raises(DistPrivError, match=r"has 25222 rows.*at most 1000.*method='analytic'"):
-        model_query(path, QUERY, SECRET, subset_size=100, method="montecarlo", n_samples=10)
+        model_query(path, ADULT_QUERY, SECRET, subset_size=100, method="montecarlo", n_samples=10)
     # Release evaluation runs in the engine too, without loading.
-    value = QUERY.evaluate(path)
-    assert value[3] == (adult["sex"] == "Female").sum()
+    value = ADULT_QUERY.evaluate(path)
+    assert value[3] == (adult_modeling["sex"] == "Female").sum()
 
 
 def test_numerically_stable_with_a_large_offset():
@@ -173,18 +161,20 @@ def test_exact_cumulants_match_enumeration():
         )
 
 
-def test_strata_errors_from_the_aggregate(adult):
+def test_strata_errors_from_the_aggregate(adult_modeling):
     with pytest.raises(DistPrivError, match="satisfied by no row"):
         model_query(
-            adult,
-            QUERY,
+            adult_modeling,
+            ADULT_QUERY,
             ProportionSecret("age > 500", values=[0.4, 0.6]),
             subset_size=10,
             method="analytic",
         )
     with pytest.raises(DistPrivError, match=r"needs \d+ rows satisfying"):
-        model_query(adult.head(2000), QUERY, SECRET, subset_size=2000, method="analytic")
-    bad = adult.head(50).assign(age=0.0)
+        model_query(
+            adult_modeling.head(2000), ADULT_QUERY, SECRET, subset_size=2000, method="analytic"
+        )
+    bad = adult_modeling.head(50).assign(age=0.0)
     with pytest.raises(DistPrivError, match=r"statistic 'r'.*NULL, NaN or infinite"):
         model_query(
             bad,
@@ -195,18 +185,20 @@ def test_strata_errors_from_the_aggregate(adult):
         )
 
 
-def test_table_is_not_copied_for_a_frame(adult):
-    table = Table(adult)
-    assert table.frame is not None and table.n_rows == len(adult)
+def test_table_is_not_copied_for_a_frame(adult_modeling):
+    table = Table(adult_modeling)
+    assert table.frame is not None and table.n_rows == len(adult_modeling)
     np.testing.assert_allclose(
-        QUERY.evaluate(table)[:2], [adult.age.mean(), adult.education_num.mean()], rtol=1e-12
+        ADULT_QUERY.evaluate(table)[:2],
+        [adult_modeling.age.mean(), adult_modeling.education_num.mean()],
+        rtol=1e-12,
     )
 
 
-def test_only_the_needed_columns_are_read(adult, tmp_path, monkeypatch):
+def test_only_the_needed_columns_are_read(adult_modeling, tmp_path, monkeypatch):
     """DuckDB's plan for the moments query reads only the statistics' and secret's columns."""
     path = tmp_path / "wide.parquet"
-    adult.assign(payload_unused="x" * 50).to_parquet(path)
+    adult_modeling.assign(payload_unused="x" * 50).to_parquet(path)
     plans = []
     original = DuckDBEngine.query
 
@@ -218,7 +210,7 @@ def test_only_the_needed_columns_are_read(adult, tmp_path, monkeypatch):
     monkeypatch.setattr(DuckDBEngine, "query", explain)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model_query(path, QUERY, SECRET, subset_size=100, method="analytic")
+        model_query(path, ADULT_QUERY, SECRET, subset_size=100, method="analytic")
     (plan,) = plans
     scan = plan[plan.index("READ_PARQUET") :]
     for col in ("age", "education_num", "marital_status", "sex", "hours_per_week", "income"):

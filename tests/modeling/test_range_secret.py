@@ -3,8 +3,6 @@ true δ against Monte Carlo of real Adult subsets at pairs across the range."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -17,15 +15,9 @@ from distpriv.population import exact as exact_mod
 from distpriv.population import pair_pruning
 from distpriv.population.exact import pair_deltas
 from distpriv.querymodel import GaussianQueryModel
+from support import quiet
 
 from ._real_subsets import PREDICATE, STATS, adult_features, mc_delta, subsets
-
-
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
-
 
 # -- the grid ---------------------------------------------------------------------------
 
@@ -120,7 +112,7 @@ def range_model():
 
     table = load_adult().sample(5000, random_state=0)
     secret = ProportionSecret(PREDICATE, range=(0.2, 0.6), within=0.05)
-    return _quiet(model_query, table, STATS, secret, subset_size=100)
+    return quiet(model_query, table, STATS, secret, subset_size=100)
 
 
 def test_range_model_has_every_grid_pair(range_model):
@@ -130,11 +122,11 @@ def test_range_model_has_every_grid_pair(range_model):
 def test_pruned_calibration_is_the_full_calibration(range_model, monkeypatch):
     """The active set and the screen change the work, not the answer: the least scale is
     the one found on every pair with the exact profile only (fitted moments, β = None)."""
-    fast = _quiet(dp.calibrate, "expm-g", range_model, epsilon=1.0, delta=1e-3, beta=None)
+    fast = quiet(dp.calibrate, "expm-g", range_model, epsilon=1.0, delta=1e-3, beta=None)
     monkeypatch.setattr(exact_mod, "_ACTIVE_MIN", 10**9)
     monkeypatch.setattr(pair_pruning, "screened_profiles", lambda *a, **k: {})
     monkeypatch.setattr(pair_pruning, "dominating_pairs", lambda m: np.arange(len(m.pairs)))
-    slow = _quiet(dp.calibrate, "expm-g", range_model, epsilon=1.0, delta=1e-3, beta=None)
+    slow = quiet(dp.calibrate, "expm-g", range_model, epsilon=1.0, delta=1e-3, beta=None)
     a, b = fast.noise_covariance[0, 0], slow.noise_covariance[0, 0]
     assert a == pytest.approx(b, rel=1e-4)
     check = pair_deltas(range_model, fast.noise_covariance, epsilon=1.0)  # exact, every pair
@@ -146,7 +138,7 @@ def test_true_delta_on_real_subsets_across_the_range(range_model, adult, pair):
     """Released noise (expm-g, exact, on the population set β = 0.05) against Monte Carlo of
     real Adult subsets with each count (rows drawn i.i.d. from the whole table's strata:
     the population premise), both directions: no violation beyond Monte Carlo error."""
-    mech = _quiet(dp.calibrate, "expm-g", range_model, epsilon=1.0, delta=1e-3)
+    mech = quiet(dp.calibrate, "expm-g", range_model, epsilon=1.0, delta=1e-3)
     x, rows_a, rows_b = adult
     rng = np.random.default_rng(sum(int(p * 100) for p in pair))
     ka, kb = (round(p * 100) for p in pair)
@@ -162,7 +154,7 @@ def test_real_subset_reference_reads_zero_on_a_null(range_model, adult):
     δ = 0) read 0 within Monte Carlo error. (With noise at a tenth of the statistics' spread
     it reads ≈ 0.4 on such a null — kernels too narrow to overlap — so it is used only for
     full-rank noise comparable to the spread, as expm-g's is.)"""
-    mech = _quiet(dp.calibrate, "expm-g", range_model, epsilon=1.0, delta=1e-3)
+    mech = quiet(dp.calibrate, "expm-g", range_model, epsilon=1.0, delta=1e-3)
     x, rows_a, rows_b = adult
     rng = np.random.default_rng(5)
     draw = lambda size: subsets(x, rows_a, rows_b, np.full(size, 30), rng)  # noqa: E731

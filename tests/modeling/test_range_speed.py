@@ -5,8 +5,6 @@ checks, each against the computation without it."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -24,14 +22,9 @@ from distpriv.population.exact import pair_deltas
 from distpriv.population.pair_pruning import implied_constraints
 from distpriv.querymodel import GaussianQueryModel
 from distpriv.util.validation import check_covariance
+from support import quiet
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
-
-
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
 
 
 def _spd(rng, m):
@@ -82,9 +75,9 @@ def _range_like(k=9, m=3, seed=1):
 def test_program_without_implied_constraints_has_the_same_optimum(monkeypatch):
     model = _range_like()
     w = np.diag([1.0, 2.0, 0.5])
-    fast = _quiet(calibrate_optimal, model, epsilon=EPS, delta=DELTA, weights=w)
+    fast = quiet(calibrate_optimal, model, epsilon=EPS, delta=DELTA, weights=w)
     monkeypatch.setattr(optimal_mod, "implied_constraints", lambda c: list(c))
-    full = _quiet(calibrate_optimal, model, epsilon=EPS, delta=DELTA, weights=w)
+    full = quiet(calibrate_optimal, model, epsilon=EPS, delta=DELTA, weights=w)
     obj = [float(np.trace(w @ x.noise_covariance)) for x in (fast, full)]
     assert obj[0] == pytest.approx(obj[1], rel=1e-5)
     # Cor. A.1's condition on every pair and both covariances, for the reduced program's
@@ -160,7 +153,7 @@ def small_range():
 
     table = load_adult().sample(5000, random_state=1)
     secret = ProportionSecret(PREDICATE, range=(0.3, 0.4), within=0.03)
-    return _quiet(model_query, table, STATS, secret, subset_size=100)
+    return quiet(model_query, table, STATS, secret, subset_size=100)
 
 
 def _slow_paths(monkeypatch):
@@ -183,9 +176,9 @@ def _slow_paths(monkeypatch):
 
 @pytest.mark.parametrize("name", ["expm-g", "daum-floor"])
 def test_member_active_set_gives_the_full_search_answer(small_range, monkeypatch, name):
-    fast = _quiet(dp.calibrate, name, small_range, epsilon=EPS, delta=DELTA, beta=BETA)
+    fast = quiet(dp.calibrate, name, small_range, epsilon=EPS, delta=DELTA, beta=BETA)
     _slow_paths(monkeypatch)
-    slow = _quiet(dp.calibrate, name, small_range, epsilon=EPS, delta=DELTA, beta=BETA)
+    slow = quiet(dp.calibrate, name, small_range, epsilon=EPS, delta=DELTA, beta=BETA)
     assert fast.noise.mse() == pytest.approx(slow.noise.mse(), rel=1e-4)
     # The same guarantee, verified by the exact accountant on every member of the set for
     # the published noise (no screen, no domination), both directions.

@@ -9,35 +9,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from adult_setup import ADULT_QUERY, INCOME
 from distpriv import DistPrivError
-from distpriv.datasets import paper_split
-from distpriv.modeling import ProportionSecret, Query, model_query
+from distpriv.modeling import model_query
 from distpriv.modeling.resampling import MomentAccumulator, draw_pool, monte_carlo
 from distpriv.modeling.sampling import chunk_rows, sample_subsets, subset_chunks
 from distpriv.modeling.strata import StratifiedSampler
 from distpriv.modeling.tables import as_table
-
-PAPER_QUERY = Query(
-    {
-        "avg_age": "avg(age)",
-        "avg_education": "avg(education_num)",
-        "n_never_married": "count_if(marital_status = 'Never-married')",
-        "n_female": "count_if(sex = 'Female')",
-        "avg_hours": "avg(hours_per_week)",
-    }
-)
-INCOME = ProportionSecret("income = '>50K'", values=[0.45, 0.55])
-
-
-@pytest.fixture(scope="module")
-def modeling():
-    return paper_split(rng=0)["modeling"]
-
-
-@pytest.fixture(scope="module")
-def analytic(modeling):
-    return model_query(modeling, PAPER_QUERY, INCOME, subset_size=100, method="analytic", rng=1)
-
 
 # ---------------------------------------------------------------------------------------------
 # The subset sampler: exact and uniform in every regime of k against N
@@ -112,14 +90,14 @@ def test_moment_accumulator_equals_numpy_with_an_offset():
         MomentAccumulator(2).covariance()
 
 
-def test_draw_chunks_moments_match_the_kept_samples(modeling):
-    draws = monte_carlo(modeling, PAPER_QUERY, INCOME, subset_size=100, n_samples=3001, rng=4)
+def test_draw_chunks_moments_match_the_kept_samples(adult_modeling):
+    draws = monte_carlo(adult_modeling, ADULT_QUERY, INCOME, subset_size=100, n_samples=3001, rng=4)
     for t, s in enumerate(draws.samples):
         assert s.shape == (3001, 5)
         np.testing.assert_allclose(draws.means[t], s.mean(axis=0), rtol=1e-12)
         np.testing.assert_allclose(draws.covariances[t], np.cov(s, rowvar=False), rtol=1e-9)
     # Small chunks give the same law: every chunk of the sampler has the right shape.
-    sampler = StratifiedSampler(modeling, PAPER_QUERY, INCOME, 100)
+    sampler = StratifiedSampler(adult_modeling, ADULT_QUERY, INCOME, 100)
     blocks = list(sampler.draw_chunks(0, 50, np.random.default_rng(0), chunk=7))
     assert [b.shape[0] for b in blocks] == [7] * 7 + [1]
 
@@ -160,19 +138,25 @@ def _previous_draws(sampler, index, count, rng):
 
 
 @pytest.mark.filterwarnings("ignore::distpriv.AssumptionWarning")
-def test_chunked_montecarlo_matches_previous_implementation(modeling, analytic):
+def test_chunked_montecarlo_matches_previous_implementation(adult_modeling, adult_analytic):
     s = 20_000
     new = model_query(
-        modeling, PAPER_QUERY, INCOME, subset_size=100, method="montecarlo", n_samples=s, rng=5
+        adult_modeling,
+        ADULT_QUERY,
+        INCOME,
+        subset_size=100,
+        method="montecarlo",
+        n_samples=s,
+        rng=5,
     )
-    sampler = StratifiedSampler(modeling, PAPER_QUERY, INCOME, 100)
+    sampler = StratifiedSampler(adult_modeling, ADULT_QUERY, INCOME, 100)
     rng = np.random.default_rng(6)
     for t in range(2):
         old = _previous_draws(sampler, t, s, rng)
         x = new.samples[t]
         # Two independent estimates: the difference of means has sd √(2 Σ_kk / S) under the
         # exact covariance; 5 sd per entry.
-        sd_mean = np.sqrt(2.0 * np.diag(analytic.covariances[t]) / s)
+        sd_mean = np.sqrt(2.0 * np.diag(adult_analytic.covariances[t]) / s)
         assert np.all(np.abs(new.means[t] - old.mean(axis=0)) < 5 * sd_mean)
         # Covariances: each entry's sd is that of the centred products / √S, for each.
         sd_cov = np.zeros((5, 5))
@@ -189,10 +173,10 @@ def test_chunked_montecarlo_matches_previous_implementation(modeling, analytic):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_pool_model_is_reported_and_close(modeling, analytic):
+def test_pool_model_is_reported_and_close(adult_modeling, adult_analytic):
     model = model_query(
-        modeling,
-        PAPER_QUERY,
+        adult_modeling,
+        ADULT_QUERY,
         INCOME,
         subset_size=100,
         method="montecarlo",
@@ -205,26 +189,26 @@ def test_pool_model_is_reported_and_close(modeling, analytic):
     assert info["pool_strata_sizes"] == [3000, 3000] and not info["exact"]
     assert "approximate" in info["note"] and "pool" in model.fitted
     # The table's strata, not the pool's, are reported.
-    assert model.stratum_sizes == analytic.stratum_sizes
-    assert sum(model.stratum_sizes) == len(modeling)
+    assert model.stratum_sizes == adult_analytic.stratum_sizes
+    assert sum(model.stratum_sizes) == len(adult_modeling)
     # Each draw is exactly uniform over the strata; the shared pool adds an error of relative
     # order 1/√pool to the mean's sd (on top of the Monte Carlo error): 6 (sd_mc + sd_pool).
     for t in range(2):
-        sd = np.sqrt(np.diag(analytic.covariances[t]))
+        sd = np.sqrt(np.diag(adult_analytic.covariances[t]))
         tol = 6 * (sd / np.sqrt(4000) + sd * np.sqrt(100 / 3000))
-        assert np.all(np.abs(model.means[t] - analytic.means[t]) < tol)
-        ratio = np.diag(model.covariances[t]) / np.diag(analytic.covariances[t])
+        assert np.all(np.abs(model.means[t] - adult_analytic.means[t]) < tol)
+        ratio = np.diag(model.covariances[t]) / np.diag(adult_analytic.covariances[t])
         assert np.all(np.abs(ratio - 1) < 0.2)
 
 
-def test_pool_holding_whole_strata_is_exact_and_uniform_rows(modeling):
-    small = modeling.iloc[:400]
+def test_pool_holding_whole_strata_is_exact_and_uniform_rows(adult_modeling):
+    small = adult_modeling.iloc[:400]
     table = as_table(small)
     pool, sizes, pooled = draw_pool(table, INCOME, pool_size=10_000, rng=np.random.default_rng(0))
     assert pooled == sizes and pool.n_rows == 400
     model = model_query(
         small,
-        PAPER_QUERY,
+        ADULT_QUERY,
         INCOME,
         subset_size=20,
         method="montecarlo",
@@ -258,26 +242,26 @@ def test_pool_holding_whole_strata_is_exact_and_uniform_rows(modeling):
         ({"pool_size": 500, "method": "analytic"}, "applies only to method='montecarlo'"),
     ],
 )
-def test_pool_bad_input(modeling, kwargs, match):
+def test_pool_bad_input(adult_modeling, kwargs, match):
     with pytest.raises(DistPrivError, match=match):
-        model_query(modeling, PAPER_QUERY, INCOME, subset_size=100, n_samples=10, **kwargs)
+        model_query(adult_modeling, ADULT_QUERY, INCOME, subset_size=100, n_samples=10, **kwargs)
 
 
 def test_pool_from_a_table_larger_than_memory_is_drawn_in_the_engine(
-    modeling, tmp_path, monkeypatch
+    adult_modeling, tmp_path, monkeypatch
 ):
     # With the in-memory row limit below the table's size, any load of the whole table
     # raises; the pool must come from reservoir samples drawn in the engine.
     from distpriv.modeling import tables
 
     path = tmp_path / "big.parquet"
-    modeling.iloc[:400].assign(rid=np.arange(400)).to_parquet(path)
+    adult_modeling.iloc[:400].assign(rid=np.arange(400)).to_parquet(path)
     monkeypatch.setattr(tables, "MAX_IN_MEMORY_ROWS", 100)
     with pytest.raises(DistPrivError, match="holds at most 100"):
         as_table(str(path)).frame  # noqa: B018
     model = model_query(
         str(path),
-        PAPER_QUERY,
+        ADULT_QUERY,
         INCOME,
         subset_size=20,
         method="montecarlo",
@@ -289,7 +273,7 @@ def test_pool_from_a_table_larger_than_memory_is_drawn_in_the_engine(
     assert sum(model.stratum_sizes) == 400
     # Inclusion frequencies of the engine's reservoir samples are uniform per stratum.
     table = as_table(str(path))
-    mask = (modeling.iloc[:400]["income"] == ">50K").to_numpy()
+    mask = (adult_modeling.iloc[:400]["income"] == ">50K").to_numpy()
     freq = np.zeros(400)
     rng = np.random.default_rng(2)
     for _ in range(40):

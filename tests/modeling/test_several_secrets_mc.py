@@ -22,7 +22,7 @@ health).
 
 from __future__ import annotations
 
-import warnings
+from functools import partial
 
 import numpy as np
 import pytest
@@ -35,16 +35,11 @@ from distpriv.attacks import verify_on_data
 from distpriv.datasets.adult import load_adult
 from distpriv.population.confidence import confidence_set, population_set
 from distpriv.querymodel import SampledQueryModel
+from support import quiet, worst_pair_delta
 
 EPS, DELTA, N = 1.0, 1e-3, 100
 DRAWS = 20_000  # datasets per value
 BOOT = 20
-
-
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
 
 
 def adult_case():
@@ -138,7 +133,7 @@ CASES = {"adult": adult_case, "randhie": randhie_case}
 @pytest.mark.parametrize("which", ["adult", "randhie"])
 def test_released_noise_against_real_subsets(which):
     frame, stats, feats, masks, secret = CASES[which]()
-    model = _quiet(model_query, frame, stats, secret, subset_size=N)
+    model = quiet(model_query, frame, stats, secret, subset_size=N)
     draws = real_subsets(feats, masks, secret, seed=27)
 
     # 1. Each block of the model is its attribute's own law (the other attribute as it
@@ -160,7 +155,7 @@ def test_released_noise_against_real_subsets(which):
             # beta = None: calibrated on the fitted moments, so the true delta should be
             # the claim itself (a sharp check of the model); beta = 0.05 (the default):
             # covering the population set, at most the claim.
-            mech = _quiet(dp.calibrate, name, model, epsilon=EPS, delta=DELTA, beta=beta)
+            mech = quiet(dp.calibrate, name, model, epsilon=EPS, delta=DELTA, beta=beta)
             noise = mech.noise_covariance
             # 2. True δ of the released noise on the real subsets' moments, with its
             #    bootstrap standard error over the Monte Carlo datasets.
@@ -185,9 +180,9 @@ def test_released_noise_against_real_subsets(which):
             assert true_delta(draws, [p], 0 * noise) > 10 * DELTA
 
     # 3. The data-level check, on the same real subsets (no Gaussian assumption).
-    mech = _quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA)
+    mech = quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA)
     sampled = SampledQueryModel(draws, pairs, labels=model.labels, statistics=model.statistics)
-    check = _quiet(verify_on_data, sampled, mech, rng=3, n_eval=5000, null_control=False)
+    check = quiet(verify_on_data, sampled, mech, rng=3, n_eval=5000, null_control=False)
     print(f"{which} verify_on_data: {check.verdict}")
     assert check.verdict != "violation"
 
@@ -195,8 +190,8 @@ def test_released_noise_against_real_subsets(which):
 def test_confidence_set_splits_the_scheffe_radius_over_attributes():
     frame, stats, _, _, secret = adult_case()
     sample = frame.sample(3000, random_state=1)
-    both = _quiet(model_query, sample, stats, secret, subset_size=N)
-    one = _quiet(model_query, sample, stats, secret.attributes[1], subset_size=N)
+    both = quiet(model_query, sample, stats, secret, subset_size=N)
+    one = quiet(model_query, sample, stats, secret.attributes[1], subset_size=N)
     beta, m = 0.05, len(stats)
     # The box set's gap statement (the joint set has one statement per pair instead).
     with population_set("box"):
@@ -223,14 +218,14 @@ def test_confidence_set_splits_the_scheffe_radius_over_attributes():
     assert unc.stratum_sizes == (n_female, 3000 - n_female, n_rich, 3000 - n_rich)
     # Each block equals the attribute's own model.
     for a, (lo, hi) in zip(secret.attributes, ((0, 2), (2, 4)), strict=True):
-        own = _quiet(model_query, sample, stats, a, subset_size=N)
+        own = quiet(model_query, sample, stats, a, subset_size=N)
         np.testing.assert_allclose(both.means[lo:hi], own.means, rtol=1e-12)
         np.testing.assert_allclose(both.covariances[lo:hi], own.covariances, rtol=1e-12)
 
 
 def test_monte_carlo_model_matches_analytic():
     frame, stats, _, _, secret = adult_case()
-    mc = _quiet(
+    mc = quiet(
         model_query,
         frame,
         stats,
@@ -240,7 +235,7 @@ def test_monte_carlo_model_matches_analytic():
         n_samples=4000,
         rng=1,
     )
-    an = _quiet(model_query, frame, stats, secret, subset_size=N)
+    an = quiet(model_query, frame, stats, secret, subset_size=N)
     assert mc.samples is not None and len(mc.samples) == 4
     se = np.sqrt(np.diagonal(an.covariances, axis1=1, axis2=2) / 4000)
     assert np.all(np.abs(mc.means - an.means) <= 5 * se)
@@ -256,14 +251,14 @@ def test_population_coverage_of_several_secrets():
     from scipy.stats import binom
 
     frame, stats, _, _, secret = adult_case()
-    pop = _quiet(model_query, frame, stats, secret, subset_size=N, population=True)
+    pop = quiet(model_query, frame, stats, secret, subset_size=N, population=True)
     rng = np.random.default_rng(31)
     ratios = []
     for size in (300, 1000):
         for _ in range(12):
             sample = frame.iloc[rng.choice(len(frame), size, replace=False)]
-            model = _quiet(model_query, sample, stats, secret, subset_size=N)
-            mech = _quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA)
+            model = quiet(model_query, sample, stats, secret, subset_size=N)
+            mech = quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA)
             ratios.append(true_delta_model(pop, mech.noise_covariance) / DELTA)
     r = np.array(ratios)
     bad = int(np.sum(r > 1 + 1e-6))
@@ -272,21 +267,7 @@ def test_population_coverage_of_several_secrets():
     assert r.max() > 0.05  # not vacuous
 
 
-def true_delta_model(pop, noise):
-    out = 0.0
-    for i, j in pop.pairs:
-        for a, b in ((i, j), (j, i)):
-            out = max(
-                out,
-                gaussian_pair_delta(
-                    pop.means[a],
-                    pop.covariances[a] + noise,
-                    pop.means[b],
-                    pop.covariances[b] + noise,
-                    epsilon=EPS,
-                ),
-            )
-    return out
+true_delta_model = partial(worst_pair_delta, epsilon=EPS)
 
 
 def test_hiding_both_costs_little_more_than_the_harder_one():
@@ -297,7 +278,7 @@ def test_hiding_both_costs_little_more_than_the_harder_one():
     frame, stats, _, _, secret = adult_case()
     mse = []
     for s in (*secret.attributes, secret):
-        model = _quiet(model_query, frame, stats, s, subset_size=N)
-        mse.append(_quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA).mse())
+        model = quiet(model_query, frame, stats, s, subset_size=N)
+        mse.append(quiet(dp.calibrate, "expm-g", model, epsilon=EPS, delta=DELTA).mse())
     print(f"\nE||Z||^2: alone {mse[0]:.1f}, {mse[1]:.1f}; both {mse[2]:.1f}")
     assert max(mse[:2]) <= mse[2] <= 1.05 * max(mse[:2])

@@ -9,27 +9,18 @@ import pandas as pd
 import pytest
 
 import distpriv as dp
+from adult_setup import ADULT_STATS, INCOME
 from distpriv import DistPrivError
-from distpriv.datasets import paper_split
-from distpriv.modeling import ProportionSecret, Query, model_query
+from distpriv.modeling import Query, model_query
 from distpriv.modeling.tables import as_table
 
 # pyspark 4 warns about pandas 3 on every conversion; the conversions used here work.
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support:FutureWarning")
 
-STATISTICS = {
-    "avg_age": "avg(age)",
-    "avg_education_years": "avg(education_num)",
-    "n_never_married": "count_if(marital_status = 'Never-married')",
-    "n_female": "count_if(sex = 'Female')",
-    "avg_hours_per_week": "avg(hours_per_week)",
-}
-INCOME = ProportionSecret("income = '>50K'", values=[0.45, 0.55])
-
 
 @pytest.fixture(scope="module")
-def adult(tmp_path_factory):
-    frame = paper_split(rng=0)["modeling"]
+def adult(tmp_path_factory, adult_modeling):
+    frame = adult_modeling
     path = tmp_path_factory.mktemp("spark") / "adult.parquet"
     frame.to_parquet(path)
     return frame, path
@@ -46,15 +37,15 @@ def test_adult_income_model_through_spark_equals_duckdb(spark, adult):
     sdf = spark.read.parquet(str(path))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dp.AssumptionWarning)
-        ms = model_query(sdf, STATISTICS, INCOME, subset_size=100, method="analytic")
-        md = model_query(path, STATISTICS, INCOME, subset_size=100, method="analytic")
+        ms = model_query(sdf, ADULT_STATS, INCOME, subset_size=100, method="analytic")
+        md = model_query(path, ADULT_STATS, INCOME, subset_size=100, method="analytic")
     assert as_table(sdf).dialect == "spark" and ms.diagnostics["engine"] == "spark"
     rel_close(ms.means, md.means)
     rel_close(ms.covariances, md.covariances)
     rel_close(ms.diagnostics["skewness"], md.diagnostics["skewness"], rtol=1e-6)
     assert ms.stratum_sizes == md.stratum_sizes
     # And both equal the in-memory frame (same data, a third route).
-    mf = model_query(frame, STATISTICS, INCOME, subset_size=100, method="analytic")
+    mf = model_query(frame, ADULT_STATS, INCOME, subset_size=100, method="analytic")
     rel_close(mf.covariances, md.covariances)
 
 
@@ -64,7 +55,7 @@ def test_release_statistics_through_spark_equal_duckdb(spark, adult):
     sample = frame.iloc[rng.choice(len(frame), 100, replace=False)].reset_index(drop=True)
     sample.loc[[2, 9], "age"] = np.nan
     sdf = spark.createDataFrame(sample)
-    q = Query(STATISTICS)
+    q = Query(ADULT_STATS)
     with pytest.raises(DistPrivError, match=r"column 'age' of the released data has 2 missing"):
         q.evaluate(sdf)
     es, ed = q.evaluation(sdf, missing="drop"), q.evaluation(sample, missing="drop")
@@ -76,9 +67,9 @@ def test_release_statistics_through_spark_equal_duckdb(spark, adult):
         warnings.simplefilter("ignore", dp.AssumptionWarning)
         kwargs = dict(mechanism="daum", epsilon=1.0, delta=1e-3, subset_size=98, rng=3)
         rs = dp.release(
-            spark.createDataFrame(clean), STATISTICS, INCOME, model_data=frame, **kwargs
+            spark.createDataFrame(clean), ADULT_STATS, INCOME, model_data=frame, **kwargs
         )
-        rd = dp.release(clean, STATISTICS, INCOME, model_data=frame, **kwargs)
+        rd = dp.release(clean, ADULT_STATS, INCOME, model_data=frame, **kwargs)
     rel_close(rs.true_value, rd.true_value)
     rel_close(rs.release.value, rd.release.value)
 

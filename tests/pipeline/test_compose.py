@@ -11,6 +11,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 from scipy.stats import multivariate_normal
 
+from adult_setup import ADULT_STATS
 from distpriv import calibrate
 from distpriv.accounting import gaussian_pair_epsilon, gaussian_pair_profile
 from distpriv.attacks import GaussianLikelihoodRatio, clopper_pearson
@@ -20,13 +21,6 @@ from distpriv.modeling import Query, model_query
 from distpriv.noise import Noise
 from distpriv.pipeline.ledger import Budget
 
-STATS = {
-    "avg_age": "avg(age)",
-    "avg_education_years": "avg(education_num)",
-    "n_never_married": "count_if(marital_status = 'Never-married')",
-    "n_female": "count_if(sex = 'Female')",
-    "avg_hours_per_week": "avg(hours_per_week)",
-}
 OTHER = {
     "avg_capital_gain": "avg(capital_gain)",
     "n_white": "count_if(race = 'White')",
@@ -101,16 +95,16 @@ def test_same_statistics_twice_is_precision_weighted_daum():
     DauM's noise is rank one (along v); outside v each release publishes F exactly, so the
     sufficient statistic is F's part outside v plus the precision-weighted mean along v.
     """
-    m = mech(STATS)
+    m = mech(ADULT_STATS)
     cov = m.noise_covariance
     assert np.linalg.matrix_rank(cov) == 1
-    two = composed([spec(STATS, m), spec(STATS, m)], budget=Budget(1.5, DELTA))
+    two = composed([spec(ADULT_STATS, m), spec(ADULT_STATS, m)], budget=Budget(1.5, DELTA))
     combined = precision_combination(cov, cov)
     np.testing.assert_allclose(combined, cov / 2.0, atol=1e-9 * np.abs(cov).max())
-    expected = single_release_epsilon(STATS, combined)
+    expected = single_release_epsilon(ADULT_STATS, combined)
     assert two.epsilon == pytest.approx(expected, rel=1e-6)
     # δ at a fixed ε, per direction, to the accountant's error bound
-    mdl = model(tuple(STATS.items()))
+    mdl = model(tuple(ADULT_STATS.items()))
     for row, (a, b) in zip(two.per_pair, ((0, 1), (1, 0)), strict=True):
         assert row["direction"] == [str(mdl.labels[a]), str(mdl.labels[b])]
         ref = gaussian_pair_profile(
@@ -123,40 +117,40 @@ def test_same_statistics_twice_is_precision_weighted_daum():
         assert ref.method == "characteristic function"  # unequal covariances: the hard case
         assert abs(row["delta_at_budget"] - ref.delta) <= 2 * ref.error_bound + 1e-15
     # and it is clearly weaker than one release alone
-    assert two.alone["epsilon"] == pytest.approx(single_release_epsilon(STATS, cov), rel=1e-6)
+    assert two.alone["epsilon"] == pytest.approx(single_release_epsilon(ADULT_STATS, cov), rel=1e-6)
     assert two.epsilon > 1.2 * two.alone["epsilon"]
     assert two.n_releases == 2 and two.family == "gaussian"
 
 
 def test_unequal_noise_twice_is_precision_weighted():
     """ε=1 then ε=2 (different σ along the same v), and EigM's full-rank noise twice."""
-    m1, m2 = mech(STATS, epsilon=1.0), mech(STATS, epsilon=2.0)
+    m1, m2 = mech(ADULT_STATS, epsilon=1.0), mech(ADULT_STATS, epsilon=2.0)
     c1, c2 = m1.noise_covariance, m2.noise_covariance
     assert not np.allclose(c1, c2)
-    got = composed([spec(STATS, m1), spec(STATS, m2)]).epsilon
+    got = composed([spec(ADULT_STATS, m1), spec(ADULT_STATS, m2)]).epsilon
     assert got == pytest.approx(
-        single_release_epsilon(STATS, precision_combination(c1, c2)), rel=1e-6
+        single_release_epsilon(ADULT_STATS, precision_combination(c1, c2)), rel=1e-6
     )
-    e1, e2 = mech(STATS, "eigm", epsilon=1.0), mech(STATS, "eigm", epsilon=0.5)
-    assert np.linalg.matrix_rank(e1.noise_covariance) == len(STATS)
-    got = composed([spec(STATS, e1), spec(STATS, e2)]).epsilon
+    e1, e2 = mech(ADULT_STATS, "eigm", epsilon=1.0), mech(ADULT_STATS, "eigm", epsilon=0.5)
+    assert np.linalg.matrix_rank(e1.noise_covariance) == len(ADULT_STATS)
+    got = composed([spec(ADULT_STATS, e1), spec(ADULT_STATS, e2)]).epsilon
     combined = precision_combination(e1.noise_covariance, e2.noise_covariance)
     np.testing.assert_allclose(
         combined,
         np.linalg.inv(np.linalg.inv(e1.noise_covariance) + np.linalg.inv(e2.noise_covariance)),
         rtol=1e-8,
     )
-    assert got == pytest.approx(single_release_epsilon(STATS, combined), rel=1e-6)
+    assert got == pytest.approx(single_release_epsilon(ADULT_STATS, combined), rel=1e-6)
 
 
 def test_four_releases_and_the_attack_on_their_average():
     """Four releases compose to a clearly weaker guarantee, and the likelihood-ratio attack
     on the average of the four outputs beats the one on a single output."""
-    m = mech(STATS)
-    eps = [composed([spec(STATS, m)] * k).epsilon for k in (1, 2, 4)]
+    m = mech(ADULT_STATS)
+    eps = [composed([spec(ADULT_STATS, m)] * k).epsilon for k in (1, 2, 4)]
     assert eps[0] < eps[1] < eps[2]
     assert eps[2] > 1.6 * eps[0]
-    expected = single_release_epsilon(STATS, m.noise_covariance / 4.0)
+    expected = single_release_epsilon(ADULT_STATS, m.noise_covariance / 4.0)
     assert eps[2] == pytest.approx(expected, rel=1e-6)
 
     # The attack, on real 100-row datasets drawn from Adult (not the Gaussian model).
@@ -166,9 +160,15 @@ def test_four_releases_and_the_attack_on_their_average():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         draws = model_query(
-            data, STATS, secret, subset_size=N, method="montecarlo", n_samples=n_trials, rng=rng
+            data,
+            ADULT_STATS,
+            secret,
+            subset_size=N,
+            method="montecarlo",
+            n_samples=n_trials,
+            rng=rng,
         ).samples
-    mdl = model(tuple(STATS.items()))
+    mdl = model(tuple(ADULT_STATS.items()))
     cov = m.noise_covariance
 
     def accuracy(k):
@@ -192,14 +192,14 @@ def test_four_releases_and_the_attack_on_their_average():
 def test_different_statistics_compose_through_the_joint_model():
     """Release 1: the five statistics; release 2: three others. The composed ε is no weaker
     than either alone, and a Monte Carlo of the joint privacy loss confirms δ(ε) = δ."""
-    m1, m2 = mech(STATS), mech(OTHER, "eigm")
-    both = composed([spec(STATS, m1), spec(OTHER, m2)])
-    alone1 = composed([spec(STATS, m1)]).epsilon
+    m1, m2 = mech(ADULT_STATS), mech(OTHER, "eigm")
+    both = composed([spec(ADULT_STATS, m1), spec(OTHER, m2)])
+    alone1 = composed([spec(ADULT_STATS, m1)]).epsilon
     alone2 = both.alone["epsilon"]
     assert alone2 == pytest.approx(single_release_epsilon(OTHER, m2.noise_covariance), rel=1e-6)
     assert both.epsilon >= max(alone1, alone2) - 1e-9
     # neither release alone carries the cross-covariances: check they are used
-    joint = model(tuple({**STATS, **OTHER}.items()))
+    joint = model(tuple({**ADULT_STATS, **OTHER}.items()))
     assert np.abs(joint.covariances[0][:5, 5:]).max() > 0.1 * np.sqrt(
         np.diag(joint.covariances[0])[:5].max() * np.diag(joint.covariances[0])[5:].min()
     )
@@ -223,12 +223,14 @@ def test_different_statistics_compose_through_the_joint_model():
 
 
 def test_mixed_families_are_refused():
-    g = mech(STATS)
-    lap = ReleaseSpec(tuple(STATS.items()), Noise.isotropic("laplace", 5, 3.0), "wasserstein", 0.0)
+    g = mech(ADULT_STATS)
+    lap = ReleaseSpec(
+        tuple(ADULT_STATS.items()), Noise.isotropic("laplace", 5, 3.0), "wasserstein", 0.0
+    )
     with pytest.raises(CompositionError, match="noise families differ"):
-        composed([spec(STATS, g), lap])
+        composed([spec(ADULT_STATS, g), lap])
     partial = ReleaseSpec(
-        tuple(STATS.items()), Noise.along("laplace", np.eye(5)[:, :2], np.ones(2)), "x", 0.0
+        tuple(ADULT_STATS.items()), Noise.along("laplace", np.eye(5)[:, :2], np.ones(2)), "x", 0.0
     )
     with pytest.raises(CompositionError, match="noiseless"):
         composed([lap, partial], method="montecarlo", n_samples=50, rng=0)
@@ -325,8 +327,8 @@ def test_joint_release_can_be_worse_than_the_sum():
 def test_pair_composition_is_scale_free_and_handles_duplicates():
     """Rescaling a statistic (units) changes nothing; a noiseless duplicate changes nothing;
     a mean difference along a direction with no variance is ε = ∞."""
-    mdl = model(tuple(STATS.items()))
-    m = mech(STATS)
+    mdl = model(tuple(ADULT_STATS.items()))
+    m = mech(ADULT_STATS)
     cov = m.noise_covariance
     base, dat, _ = gaussian_pair_composition(
         mdl.means, mdl.covariances, cov, mdl.pairs, delta=DELTA, budget_epsilon=1.0
@@ -374,38 +376,40 @@ def test_pair_composition_is_scale_free_and_handles_duplicates():
 def test_first_release_on_its_own_model_equals_the_remodelled_one(name):
     """With no earlier release, compose(newest_model=…) must give what modelling the table
     again gives (the joint model of one release is that release's model)."""
-    m = mech(STATS, name)
-    again = composed([spec(STATS, m)], method="analytic", rng=0)
-    reused = composed([spec(STATS, m)], newest_model=model(tuple(STATS.items())))
+    m = mech(ADULT_STATS, name)
+    again = composed([spec(ADULT_STATS, m)], method="analytic", rng=0)
+    reused = composed([spec(ADULT_STATS, m)], newest_model=model(tuple(ADULT_STATS.items())))
     assert reused.epsilon == pytest.approx(again.epsilon, rel=1e-12, abs=1e-15)
     assert reused.alone == again.alone
-    assert reused.epsilon == pytest.approx(single_release_epsilon(STATS, m.noise_covariance))
+    assert reused.epsilon == pytest.approx(single_release_epsilon(ADULT_STATS, m.noise_covariance))
     for r, a in zip(reused.per_pair, again.per_pair, strict=True):
         assert r["pair"] == a["pair"]
         assert r["epsilon"] == pytest.approx(a["epsilon"], rel=1e-12, abs=1e-15)
 
 
 def test_newest_model_is_ignored_with_earlier_releases_and_checked_for_size():
-    m1, m2 = mech(STATS), mech(OTHER, "eigm")
+    m1, m2 = mech(ADULT_STATS), mech(OTHER, "eigm")
     own = model(tuple(OTHER.items()))  # the second release's own model lacks the first's
-    both = composed([spec(STATS, m1), spec(OTHER, m2)], newest_model=own)
+    both = composed([spec(ADULT_STATS, m1), spec(OTHER, m2)], newest_model=own)
     assert both.epsilon == pytest.approx(
-        composed([spec(STATS, m1), spec(OTHER, m2)]).epsilon, rel=1e-12
+        composed([spec(ADULT_STATS, m1), spec(OTHER, m2)]).epsilon, rel=1e-12
     )
     with pytest.raises(ParameterError, match="newest_model has 3 statistics"):
-        composed([spec(STATS, m1)], newest_model=own)
+        composed([spec(ADULT_STATS, m1)], newest_model=own)
 
 
 def test_population_reaches_the_joint_model():
     """``population=True`` composes on the finite-population model, as the release was."""
     data, secret = adult()
-    m = mech(STATS)
+    m = mech(ADULT_STATS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fpc = model_query(data, STATS, secret, subset_size=N, method="analytic", population=True)
-    sample = composed([spec(STATS, m)])
-    pop = composed([spec(STATS, m)], population=True)
-    direct = composed([spec(STATS, m)], newest_model=fpc)
+        fpc = model_query(
+            data, ADULT_STATS, secret, subset_size=N, method="analytic", population=True
+        )
+    sample = composed([spec(ADULT_STATS, m)])
+    pop = composed([spec(ADULT_STATS, m)], population=True)
+    direct = composed([spec(ADULT_STATS, m)], newest_model=fpc)
     assert pop.epsilon == pytest.approx(direct.epsilon, rel=1e-12)
     assert pop.epsilon != pytest.approx(sample.epsilon, rel=1e-6)
 
@@ -414,14 +418,14 @@ def test_composition_keeps_the_population_set():
     """One truth: a release calibrated at the default β composes, alone,
     to its own claim on the same confidence set (not to the fitted model's smaller ε), and
     two releases compose to more than either."""
-    m = mech(STATS, "expm-g")  # ε = 1, default β: the set's worst member meets ε exactly
-    own = composed([spec(STATS, m)], beta=0.05)
-    fitted = composed([spec(STATS, m)])
+    m = mech(ADULT_STATS, "expm-g")  # ε = 1, default β: the set's worst member meets ε exactly
+    own = composed([spec(ADULT_STATS, m)], beta=0.05)
+    fitted = composed([spec(ADULT_STATS, m)])
     assert own.epsilon <= m.guarantee.epsilon * (1 + 1e-6)
     assert own.epsilon == pytest.approx(m.guarantee.epsilon, rel=1e-3)
     assert fitted.epsilon < own.epsilon * (1 - 1e-3)
     assert any("probability at least 0.95" in n for n in own.notes)
-    two = composed([spec(STATS, m), spec(STATS, m)], beta=0.05)
+    two = composed([spec(ADULT_STATS, m), spec(ADULT_STATS, m)], beta=0.05)
     assert two.epsilon > own.epsilon and two.alone["epsilon"] == pytest.approx(own.epsilon)
 
 
@@ -447,7 +451,7 @@ def test_composed_epsilon_does_not_depend_on_the_budget(joint_set):
     from distpriv.composition.accountant import joint_model
     from distpriv.population.confidence import population_model
 
-    stats = dict(list(STATS.items())[:2])
+    stats = dict(list(ADULT_STATS.items())[:2])
     m = mech(stats, "daum")
     specs = [spec(stats, m)] * 3
     data, secret = adult()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ from distpriv.central import CalibratedMechanism
 from distpriv.errors import MechanismNotApplicableError, UtilityWarning
 from distpriv.pipeline import run_audit, run_release, run_verify
 from distpriv.pipeline.config import load_release_config
+from support import quiet
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSPITAL = ROOT / "examples" / "hospital"
@@ -42,12 +42,6 @@ def hospital(tmp_path: Path) -> Path:
 def _with(config: Path, text: str) -> Path:
     config.write_text(config.read_text() + "\n" + text)
     return config
-
-
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
 
 
 # -- ranges ----------------------------------------------------------------------------
@@ -172,7 +166,7 @@ def test_library_release_accepts_auto():
     model = pd.read_csv(HOSPITAL / "model.csv")
     data = pd.read_csv(HOSPITAL / "release.csv")
     secret = dp.ProportionSecret("gender = 'female'", [0.5, 0.6])
-    rep = _quiet(
+    rep = quiet(
         dp.release,
         data,
         {"avg_height": "avg(height)", "avg_weight": "avg(weight)"},
@@ -192,7 +186,7 @@ def test_library_release_accepts_auto():
 
 
 def test_outcome_display_never_shows_the_private_part(hospital):
-    out = _quiet(run_release, hospital, insecure_seed=1, include_true=True, ledger=None)
+    out = quiet(run_release, hospital, insecure_seed=1, include_true=True, ledger=None)
     assert out.private  # there is something to hide
     private_markers = ["PRIVATE curator diagnostics", "true_values", "stratum_sizes"]
     salt = [str(v) for k, v in out.private.items() if "salt" in k]
@@ -212,7 +206,7 @@ def test_outcome_display_never_shows_the_private_part(hospital):
 
 
 def test_audit_outcome_displays_as_html(hospital):
-    out = _quiet(run_audit, hospital, repetitions=1, seed=0)
+    out = quiet(run_audit, hospital, repetitions=1, seed=0)
     html = out._repr_html_()
     assert html.startswith("<div") and "audit" in html
 
@@ -223,8 +217,8 @@ def test_audit_outcome_displays_as_html(hospital):
 def test_audit_of_auto_audits_the_released_choice(hospital):
     cfg = hospital.read_text().replace('name = "expm-g"', 'name = "auto"')
     hospital.write_text(cfg)
-    chosen = _quiet(run_release, hospital, insecure_seed=2, ledger=None).public["mechanism"]
-    audited = _quiet(run_audit, hospital, repetitions=1, seed=0).public
+    chosen = quiet(run_release, hospital, insecure_seed=2, ledger=None).public["mechanism"]
+    audited = quiet(run_audit, hospital, repetitions=1, seed=0).public
     names = [m["mechanism"] for m in audited["mechanisms"] if m["mechanism"] != "none"]
     assert names == [chosen["name"]]
     assert any("auto: audited" in n for n in audited["notes"])
@@ -247,7 +241,7 @@ def test_public_report_states_no_stratum_size_in_words(hospital):
     # Premises and notes are text: a data-derived count inside a sentence is still a leak.
     import re
 
-    out = _quiet(run_release, hospital, insecure_seed=5, ledger=False)
+    out = quiet(run_release, hospital, insecure_seed=5, ledger=False)
     sizes = out.private["model"]["stratum_sizes"]
     text = json.dumps(out.public)
     for n in sizes:

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
+from adult_setup import ADULT_STATS
 from distpriv import GaussianQueryModel, calibrate
 from distpriv.central import MECHANISMS, mechanism_info
 from distpriv.errors import DistPrivError, MechanismNotApplicableError, ParameterError
@@ -15,18 +16,13 @@ from distpriv.pipeline.stages.calibrate import choose_mechanism
 
 
 @pytest.fixture(scope="module")
-def adult():
+def adult(adult_modeling, adult_analytic):
     """Chen & Ohrimenko 2023 §5.1: five statistics of 100-row Adult subsets, p = 0.45 / 0.55."""
-    from distpriv.datasets import paper_split
-    from distpriv.experiments.paper import ADULT_STATISTICS, INCOME_SECRET, group_sensitivities
-    from distpriv.modeling import model_query
+    from distpriv.experiments.paper import group_sensitivities
 
-    frame = paper_split(rng=0)["modeling"]
-    model = model_query(
-        frame, ADULT_STATISTICS, INCOME_SECRET, subset_size=100, method="analytic", rng=0
-    )
-    group = {"group_size": 100, "sensitivities": group_sensitivities(frame, ADULT_STATISTICS, 100)}
-    return model, {"groupdp-l": group, "groupdp-g": group}
+    sensitivities = group_sensitivities(adult_modeling, ADULT_STATS, 100)
+    group = {"group_size": 100, "sensitivities": sensitivities}
+    return adult_analytic, {"groupdp-l": group, "groupdp-g": group}
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
+from adult_setup import ADULT_STATS
 from distpriv.errors import BudgetExceededError, CompositionError, LedgerError, ParameterError
 from distpriv.pipeline.ledger import (
     APPLICATION_ID,
@@ -22,14 +23,6 @@ from distpriv.pipeline.ledger import (
 )
 from distpriv.pipeline.ledger.identity import data_account
 
-STATS = {
-    "avg_age": "avg(age)",
-    "avg_education_years": "avg(education_num)",
-    "n_never_married": "count_if(marital_status = 'Never-married')",
-    "n_female": "count_if(sex = 'Female')",
-    "avg_hours_per_week": "avg(hours_per_week)",
-}
-
 
 @lru_cache(maxsize=1)
 def adult():
@@ -42,7 +35,7 @@ def adult():
     return model_data, release_data, INCOME_SECRET
 
 
-def _release(path, *, budget=None, stats=STATS, seed=0, data_name=None, mechanism="daum"):
+def _release(path, *, budget=None, stats=ADULT_STATS, seed=0, data_name=None, mechanism="daum"):
     model_data, data, secret = adult()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -196,7 +189,7 @@ def test_release_records_everything(tmp_path):
     assert entry.data_account.startswith("hmac-sha256:") and len(entry.data_account) == 76
     assert entry.secret_key == "income = '>50K'"
     assert entry.secret["values"] == [0.45, 0.55] and entry.secret["pairs"] == [[0.45, 0.55]]
-    assert dict(entry.statistics) == STATS
+    assert dict(entry.statistics) == ADULT_STATS
     assert entry.mechanism == "daum"
     cov = np.asarray(entry.noise["covariance"])
     np.testing.assert_allclose(cov, out.report.mechanism.noise_covariance)

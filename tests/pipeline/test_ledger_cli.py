@@ -12,6 +12,7 @@ import warnings
 
 import pytest
 
+from adult_setup import copy_release_tables, small_release_toml
 from cli_helpers import run
 from distpriv.cli import main
 from distpriv.composition.accountant import ReleaseSpec, compose
@@ -19,35 +20,13 @@ from distpriv.pipeline import run_release
 from distpriv.pipeline.ledger import Ledger
 from distpriv.pipeline.stages.data import load_frame
 
-CONFIG = """
-title = "ledger test"
-[data]
-model = "model.csv"
-release = "released.csv"
-[query]
-avg_age = "avg(age)"
-n_female = "count_if(sex = 'Female')"
-[secret]
-predicate = "income = '>50K'"
-values = [0.45, 0.55]
-[model]
-subset_size = 100
-method = "analytic"
-[mechanism]
-name = "daum"
-epsilon = 1.0
-delta = 1e-3
-"""
+CONFIG = small_release_toml(title="ledger test")
 
 
 @pytest.fixture(scope="module")
-def setting(tmp_path_factory):
+def setting(tmp_path_factory, adult_release_tables):
     """A small, fast release: 2 statistics, a 3000-row modelling table, 100 released rows."""
-    base = tmp_path_factory.mktemp("ledger-cli")
-    model = load_frame("adult:modeling", split_seed=0, what="model")
-    test = load_frame("adult:test", split_seed=0, what="test")
-    model.iloc[:3000].to_csv(base / "model.csv", index=False)
-    test.sample(100, random_state=3).to_csv(base / "released.csv", index=False)
+    base = copy_release_tables(adult_release_tables, tmp_path_factory.mktemp("ledger-cli"))
     (base / "release.toml").write_text(CONFIG)
     return base
 

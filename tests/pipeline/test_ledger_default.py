@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from adult_setup import copy_release_tables, small_release_toml
 from cli_helpers import run
 from distpriv.errors import LedgerError
 from distpriv.pipeline.ledger import (
@@ -31,46 +32,23 @@ from distpriv.pipeline.ledger import (
 )
 from distpriv.pipeline.stages.data import fingerprint, load_frame
 
-CONFIG = """
-title = "default ledger test"
-insecure_seed = 5
-[data]
-model = "model.csv"
-release = "released.csv"
-[query]
-avg_age = "avg(age)"
-n_female = "count_if(sex = 'Female')"
-[secret]
-predicate = "income = '>50K'"
-values = [0.45, 0.55]
-[model]
-subset_size = 100
-method = "analytic"
-[mechanism]
-name = "daum"
-epsilon = 1.0
-delta = 1e-3
-"""
+CONFIG = small_release_toml(title="default ledger test", insecure_seed=5)
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory):
+def tables(tmp_path_factory, adult_release_tables):
     """A 3000-row modelling table and 100 released rows (and the same rows reversed)."""
-    base = tmp_path_factory.mktemp("tables")
-    model = load_frame("adult:modeling", split_seed=0, what="model").iloc[:3000]
-    released = load_frame("adult:test", split_seed=0, what="test").sample(100, random_state=3)
-    model.to_csv(base / "model.csv", index=False)
-    released.to_csv(base / "released.csv", index=False)
+    base = copy_release_tables(adult_release_tables, tmp_path_factory.mktemp("tables"))
+    model = load_frame(str(base / "model.csv"), what="model")
+    released = load_frame(str(base / "released.csv"), what="release")
     released.iloc[::-1].to_csv(base / "reversed.csv", index=False)
-    return base, model.reset_index(drop=True), released.reset_index(drop=True)
+    return base, model, released
 
 
 @pytest.fixture
 def setting(tables, tmp_path):
     """A fresh directory holding the config and its tables (its own default ledger)."""
-    base = tables[0]
-    for name in ("model.csv", "released.csv", "reversed.csv"):
-        (tmp_path / name).write_bytes((base / name).read_bytes())
+    copy_release_tables(tables[0], tmp_path, ("reversed.csv",))
     (tmp_path / "release.toml").write_text(CONFIG)
     return tmp_path
 

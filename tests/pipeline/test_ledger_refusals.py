@@ -11,49 +11,19 @@ import sqlite3
 
 import pytest
 
+from adult_setup import copy_release_tables, small_release_toml
 from cli_helpers import run
 from distpriv.pipeline.ledger import DEFAULT_LEDGER_NAME, Ledger
-from distpriv.pipeline.stages.data import load_frame
-
-CONFIG = """
-title = "refusal test"
-insecure_seed = 3
-[data]
-model = "model.csv"
-release = "{release}"
-[query]
-avg_age = "avg(age)"
-n_female = "count_if(sex = 'Female')"
-[secret]
-predicate = "income = '>50K'"
-values = [0.45, 0.55]
-[model]
-subset_size = 100
-method = "analytic"
-[mechanism]
-name = "daum"
-epsilon = {epsilon}
-delta = 1e-3
-{extra}
-"""
 
 
-@pytest.fixture(scope="module")
-def tables(tmp_path_factory):
-    base = tmp_path_factory.mktemp("refusal-tables")
-    load_frame("adult:modeling", split_seed=0, what="model").iloc[:3000].to_csv(
-        base / "model.csv", index=False
-    )
-    test = load_frame("adult:test", split_seed=0, what="test")
-    test.sample(100, random_state=3).to_csv(base / "released.csv", index=False)
-    return base
-
-
-def _config(folder, tables, *, release="released.csv", epsilon="1.0", extra=""):
-    for name in ("model.csv", "released.csv"):
-        (folder / name).write_bytes((tables / name).read_bytes())
+def _config(folder, adult_release_tables, *, release="released.csv", epsilon="1.0", extra=""):
+    copy_release_tables(adult_release_tables, folder)
     cfg = folder / "release.toml"
-    cfg.write_text(CONFIG.format(release=release, epsilon=epsilon, extra=extra))
+    cfg.write_text(
+        small_release_toml(
+            title="refusal test", insecure_seed=3, release=release, epsilon=epsilon, extra=extra
+        )
+    )
     return cfg
 
 
@@ -70,14 +40,14 @@ REFUSALS = {
 @pytest.mark.parametrize("where", ["default", "--ledger"])
 @pytest.mark.parametrize("kind", list(REFUSALS))
 def test_a_refused_release_leaves_no_ledger_file(
-    tables, tmp_path, capsys, monkeypatch, kind, where
+    adult_release_tables, tmp_path, capsys, monkeypatch, kind, where
 ):
     fields, flags, word = REFUSALS[kind]
     work, ledgers = tmp_path / "work", tmp_path / "ledgers"
     work.mkdir()
     ledgers.mkdir()
     monkeypatch.setenv("DISTPRIV_LEDGER_DIR", str(ledgers))
-    cfg = _config(work, tables, **fields)
+    cfg = _config(work, adult_release_tables, **fields)
     before = sorted(p.name for p in work.iterdir())
     argv = ["release", cfg, *flags]
     if where == "--ledger":
@@ -90,9 +60,11 @@ def test_a_refused_release_leaves_no_ledger_file(
     assert sorted(p.name for p in work.iterdir()) == before
 
 
-def test_the_first_successful_release_creates_the_ledger(tables, tmp_path, capsys, monkeypatch):
+def test_the_first_successful_release_creates_the_ledger(
+    adult_release_tables, tmp_path, capsys, monkeypatch
+):
     monkeypatch.setenv("DISTPRIV_LEDGER_DIR", str(tmp_path))
-    cfg = _config(tmp_path, tables)
+    cfg = _config(tmp_path, adult_release_tables)
     status, _, err = run(["release", cfg, "--quiet"], capsys)
     assert status == 0, err
     assert len(Ledger(tmp_path / DEFAULT_LEDGER_NAME).releases()) == 1
@@ -100,7 +72,7 @@ def test_the_first_successful_release_creates_the_ledger(tables, tmp_path, capsy
 
 
 def test_ctrl_c_during_the_html_stage_says_the_release_was_recorded(
-    tables, tmp_path, capsys, monkeypatch
+    adult_release_tables, tmp_path, capsys, monkeypatch
 ):
     import distpriv.report.html
 
@@ -108,7 +80,7 @@ def test_ctrl_c_during_the_html_stage_says_the_release_was_recorded(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(distpriv.report.html, "release_page", interrupted)
-    cfg = _config(tmp_path, tables)
+    cfg = _config(tmp_path, adult_release_tables)
     led, out_json, page = tmp_path / "l.sqlite", tmp_path / "r.json", tmp_path / "r.html"
     argv = ["release", cfg, "--ledger", led, "--out", out_json, "--html", page]
     status, out, err = run(argv, capsys)
@@ -129,12 +101,12 @@ def test_ctrl_c_during_the_html_stage_says_the_release_was_recorded(
 
 
 def test_ctrl_c_before_the_record_leaves_the_ledger_unchanged(
-    tables, tmp_path, capsys, monkeypatch
+    adult_release_tables, tmp_path, capsys, monkeypatch
 ):
     """Interrupted while the noise is drawn (inside the ledger's transaction): rolled back."""
     from distpriv.central import CalibratedMechanism
 
-    cfg = _config(tmp_path, tables)
+    cfg = _config(tmp_path, adult_release_tables)
     led = tmp_path / "l.sqlite"
     assert run(["release", cfg, "--ledger", led, "--quiet"], capsys)[0] == 0
     before = led.read_bytes()
@@ -155,7 +127,7 @@ def test_ctrl_c_before_the_record_leaves_the_ledger_unchanged(
 
 
 def test_a_failed_write_after_the_record_says_the_release_was_recorded(
-    tables, tmp_path, capsys, monkeypatch
+    adult_release_tables, tmp_path, capsys, monkeypatch
 ):
     import distpriv.cli
     from distpriv.report.output import OutputError
@@ -164,7 +136,7 @@ def test_a_failed_write_after_the_record_says_the_release_was_recorded(
         raise OutputError(f"--out {str(files[0][0])!r}: No space left on device")
 
     monkeypatch.setattr(distpriv.cli, "write_files", full)
-    cfg = _config(tmp_path, tables)
+    cfg = _config(tmp_path, adult_release_tables)
     led, out_json = tmp_path / "l.sqlite", tmp_path / "r.json"
     status, out, err = run(["release", cfg, "--ledger", led, "--out", out_json], capsys)
     assert status == 2 and out == "" and err.count("\n") == 1, err
@@ -176,7 +148,7 @@ def test_a_failed_write_after_the_record_says_the_release_was_recorded(
 
 
 def test_a_new_ledger_created_by_another_process_during_a_release_is_joined(
-    tables, tmp_path, monkeypatch
+    adult_release_tables, tmp_path, monkeypatch
 ):
     """Another process creates the (lazily opened) ledger while this release models: the
     release continues on that file, with the data's account under *its* key, so the next
@@ -186,7 +158,7 @@ def test_a_new_ledger_created_by_another_process_during_a_release_is_joined(
     from distpriv.pipeline import run_release
     from distpriv.pipeline.ledger import Budget, LedgerSession
 
-    cfg = _config(tmp_path, tables)
+    cfg = _config(tmp_path, adult_release_tables)
     led = tmp_path / "l.sqlite"
     real = LedgerSession.draw
     raced = []

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from adult_setup import release_toml
 from cli_helpers import one_line_error, run
 from distpriv.errors import ConfigError
 from distpriv.modeling import EventSecret, MeanSecret
@@ -14,29 +15,15 @@ from distpriv.pipeline.config import load_release_config
 from distpriv.pipeline.report import secret_dict
 from distpriv.pipeline.stages.steps import _secret
 
-BASE = """
-[data]
-model = "adult:modeling"
-release = "adult:test"
-[query]
-avg_hours = "avg(hours_per_week)"
-n_rich = "count_if(income = '>50K')"
-[secret]
-{secret}
-[model]
-subset_size = 100
-[mechanism]
-name = "expm-g"
-epsilon = 1.0
-delta = 1e-3
-"""
-
+QUERY = {"avg_hours": "avg(hours_per_week)", "n_rich": "count_if(income = '>50K')"}
 AGE = 'kind = "event"\nexpression = "age"\nevents = [[36, 38], [41, 43]]'
 
 
 def _write(tmp_path, secret: str):
     path = tmp_path / "c.toml"
-    path.write_text(BASE.format(secret=secret))
+    path.write_text(
+        release_toml(model="adult:modeling", release="adult:test", query=QUERY, secret=secret)
+    )
     return path
 
 

@@ -14,6 +14,7 @@ import distpriv as dp
 from distpriv.pipeline import run_release
 from distpriv.pipeline.config import load_release_config
 from distpriv.pipeline.stages.calibrate import choose_mechanism
+from support import quiet
 
 ROOT = Path(__file__).resolve().parents[2]
 AUTO = ROOT / "examples" / "adult-auto.toml"
@@ -26,25 +27,19 @@ def parts():
     return paper_split(rng=0)
 
 
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
-
-
 def test_library_and_config_choose_the_same_mechanism(parts):
     # The reproducer: choose_mechanism on a model from dp.model_query picked expm-g while the
     # configuration path picked a floored mechanism (the lattice lived in the pipeline only).
     cfg = load_release_config(AUTO)
     secret = dp.ProportionSecret(cfg.secret["predicate"], cfg.secret["values"])
     n = cfg.model["subset_size"]
-    model = _quiet(dp.model_query, parts["modeling"], cfg.query, secret, subset_size=n)
+    model = quiet(dp.model_query, parts["modeling"], cfg.query, secret, subset_size=n)
     # The model carries the grid of each statistic, found on the modelling table: means of
     # integer columns over 100 rows step by 0.01, counts by 1.
     assert model.facts.lattice_steps == (0.01, 0.01, 1.0, 1.0, 0.01)
     weights = cfg.options["weights"]
-    lib = _quiet(choose_mechanism, model, epsilon=cfg.epsilon, delta=cfg.delta, weights=weights)
-    out = _quiet(run_release, AUTO, ledger=False)
+    lib = quiet(choose_mechanism, model, epsilon=cfg.epsilon, delta=cfg.delta, weights=weights)
+    out = quiet(run_release, AUTO, ledger=False)
     conf = out.report.mechanism
     assert lib.name == conf.name
     assert lib.name in ("daum-floor", "dirm-g-floor", "optimal-g-full")
@@ -71,15 +66,15 @@ def test_model_query_defaults_to_analytic_like_release(parts):
     assert defaults == {"model_query": "analytic", "release": "analytic"}
     secret = dp.ProportionSecret("income = '>50K'", values=[0.45, 0.55])
     query = {"avg_age": "avg(age)", "n_female": "count_if(sex = 'Female')"}
-    a = _quiet(dp.model_query, parts["modeling"], query, secret, subset_size=100)
-    b = _quiet(dp.model_query, parts["modeling"], query, secret, subset_size=100)
+    a = quiet(dp.model_query, parts["modeling"], query, secret, subset_size=100)
+    b = quiet(dp.model_query, parts["modeling"], query, secret, subset_size=100)
     # Exact moments, no samples: the same model every time (an unseeded Monte Carlo default
     # gave a different model on each call).
     assert a.method == "analytic" and a.samples is None
     np.testing.assert_array_equal(a.means, b.means)
     np.testing.assert_array_equal(a.covariances, b.covariances)
     # Monte Carlo stays available explicitly, and agrees with the exact moments.
-    mc = _quiet(
+    mc = quiet(
         dp.model_query,
         parts["modeling"],
         query,

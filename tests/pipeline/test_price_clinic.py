@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import sys
-import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from distpriv.central import CalibratedMechanism
 from distpriv.modeling import Query, model_query
 from distpriv.pipeline.report import PRIVATE_BANNER
 from distpriv.util.templates import CSP, fmt_number
+from support import quiet
 
 ROOT = Path(__file__).resolve().parents[2]
 CLINIC = ROOT / "examples" / "clinic"
@@ -43,12 +43,6 @@ STATS = {
 }
 SECRET = dp.ProportionSecret("malignant = 1", [0.30, 0.45])
 EPS, DELTA = 1.0, 1e-3
-
-
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
 
 
 class _Events:
@@ -155,8 +149,8 @@ def direct():
     lattice = np.array([10.0 ** -_decimals(frame[c]) / n for c in ("radius", "texture", "area")])
     lattice = np.append(lattice, 1.0)  # a count moves in steps of 1
     kw = {"epsilon": EPS, "delta": DELTA, "lattice": lattice}
-    full = _quiet(dp.calibrate, "optimal-g-full", model, **kw)
-    plain = _quiet(dp.calibrate, "optimal-g-full", model, beta=None, **kw)
+    full = quiet(dp.calibrate, "optimal-g-full", model, **kw)
+    plain = quiet(dp.calibrate, "optimal-g-full", model, beta=None, **kw)
     return {"frame": frame, "model": model, "lattice": lattice, "full": full, "plain": plain}
 
 
@@ -237,14 +231,14 @@ def test_drop_and_weight_columns_against_direct_calibrations(verified, direct):
         subset_size=100,
         method="analytic",
     )
-    sub = _quiet(
+    sub = quiet(
         dp.calibrate, "optimal-g-full", three, epsilon=EPS, delta=DELTA, lattice=lattice[keep]
     )
     want = 1.0 - np.trace(sub.noise_covariance) / sd2[keep].sum()
     assert rows["avg_area"]["drop_saves_others"] == pytest.approx(want, abs=1e-6)
     assert want > 0.5  # the clinic's finding: avg_area carries most of the others' noise
     # The weight probe: avg_radius's weight 10, the others 1, calibrated directly.
-    heavy = _quiet(
+    heavy = quiet(
         dp.calibrate,
         "optimal-g-full",
         direct["model"],

@@ -4,31 +4,21 @@ from __future__ import annotations
 
 import pytest
 
+from adult_setup import release_toml
 from distpriv.errors import ConfigError
 from distpriv.modeling import ProportionSecret, Secret
 from distpriv.pipeline.config import load_release_config
 from distpriv.pipeline.report import secret_dict
 from distpriv.pipeline.stages.steps import _secret
 
-BASE = """
-[data]
-model = "builtin:adult"
-[query]
-n_rich = "count_if(income = '>50K')"
-[secret]
-{secret}
-[model]
-subset_size = 100
-[mechanism]
-name = "expm-g"
-epsilon = 1.0
-delta = 1e-3
-"""
-
 
 def _load(tmp_path, secret: str):
     path = tmp_path / "c.toml"
-    path.write_text(BASE.format(secret=secret))
+    path.write_text(
+        release_toml(
+            model="builtin:adult", query={"n_rich": "count_if(income = '>50K')"}, secret=secret
+        )
+    )
     return load_release_config(path)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from markupsafe import escape
 
+from adult_setup import release_toml
 from cli_helpers import one_line_error, run
 from distpriv import ProportionSecret, SeveralSecrets
 from distpriv.errors import ConfigError, ParameterError, ParameterTypeError
@@ -20,23 +21,8 @@ from distpriv.pipeline.stages.steps import _secret
 
 FEMALE = "sex = 'Female'"
 RICH = "income = '>50K'"
+QUERY = {"avg_age": "avg(age)", "avg_hours": "avg(hours_per_week)"}
 
-BASE = """
-[data]
-model = "adult:modeling"
-release = "adult:test"
-[query]
-avg_age = "avg(age)"
-avg_hours = "avg(hours_per_week)"
-[secret]
-{secret}
-[model]
-subset_size = 100
-[mechanism]
-name = "expm-g"
-epsilon = 1.0
-delta = 1e-3
-"""
 
 TWO = """kind = "several"
 [[secret.attributes]]
@@ -51,7 +37,9 @@ within = 0.1
 
 def _write(tmp_path, secret: str):
     path = tmp_path / "c.toml"
-    path.write_text(BASE.format(secret=secret))
+    path.write_text(
+        release_toml(model="adult:modeling", release="adult:test", query=QUERY, secret=secret)
+    )
     return path
 
 
