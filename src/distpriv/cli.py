@@ -107,12 +107,12 @@ def _cmd_release(args: argparse.Namespace) -> int:
                 args.config,
                 data=args.data,
                 insecure_seed=args.insecure_seed,
-                include_true=True if args.include_true else None,
+                include_true=args.include_true or None,  # None: the config's
+                allow_overlap=args.allow_overlap or None,
                 verify=args.verify,
                 ledger=False if args.no_ledger else args.ledger,
                 budget=args.budget,
                 progress=bars.step("mechanism = auto: calibrating every mechanism"),
-                allow_overlap=True if args.allow_overlap else None,
             )
         public, private, page = outcome.public, outcome.private, None
         if args.html is not None:
@@ -340,8 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     if status != 0:  # a failure is one line; warnings on the way do not matter then
         return status
-    # Library warnings (assumptions, privacy leaks); numpy's RuntimeWarnings are internal.
-    shown = (w for w in caught if issubclass(w.category, UserWarning))
+    shown = (w for w in caught if issubclass(w.category, UserWarning))  # not numpy's Runtime*
     for line in dict.fromkeys(printable(" ".join(str(w.message).split())) for w in shown):
         sys.stderr.write(f"distpriv: warning: {line}\n")
     return status
