@@ -92,6 +92,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         epsilon=args.epsilon,
         delta=args.delta,
         calibration=args.calibration,
+        objective=args.objective,
     )
     return _finish(args, outcome.public, lambda: render_calibration(outcome.public))
 

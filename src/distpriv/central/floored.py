@@ -73,6 +73,7 @@ from .floor_levels import (
     floor_variances,
     lattice_steps,
 )
+from .objective import is_identity_like, isotropic_shape
 from .optimal import calibrate_optimal
 from .robust import checked_members
 from .uncertainty import calibrate_daum, calibrate_eigm
@@ -153,13 +154,17 @@ def _shaped(label: str, shape: np.ndarray, fvar: np.ndarray) -> _Cand:
     )
 
 
-def _isotropic_floor(fvar: np.ndarray, start: float) -> _Cand:
+def _isotropic_floor(fvar: np.ndarray, start: float, unit: np.ndarray | None = None) -> _Cand:
+    """diag(max(F, s² u)): u = 1 (expm-g's shape) under E‖Z‖², u the diagonal of W⁻¹ (each
+    statistic's sampling variance under the relative objective: central/objective.py)."""
+    u = np.ones(fvar.shape[0]) if unit is None else unit
+
     def noise_of(s: float) -> Noise:
-        return Noise.along("gaussian", np.eye(fvar.shape[0]), np.sqrt(np.maximum(fvar, s * s)))
+        return Noise.along("gaussian", np.eye(fvar.shape[0]), np.sqrt(np.maximum(fvar, s * s * u)))
 
     return (
         "isotropic noise raised to the floor (expm-g's shape)",
-        lambda s: np.diag(np.maximum(fvar, s * s)),
+        lambda s: np.diag(np.maximum(fvar, s * s * u)),
         start,
         noise_of,
     )
@@ -192,7 +197,13 @@ def _candidates(
     weights = np.asarray(paper.diagnostics["weights"])
     cands: list[_Cand] = []
     iso = calibrate_expm(gm, epsilon=eps, delta=dlt, kind="gaussian", calibration="analytic")
-    cands.append(_isotropic_floor(fvar, math.sqrt(float(iso.noise_covariance[0, 0]))))
+    start = math.sqrt(float(iso.noise_covariance[0, 0]))
+    if is_identity_like(weights):
+        cands.append(_isotropic_floor(fvar, start))
+    else:  # the objective's isotropic shape, started where its cost is expm-g's
+        unit = np.diag(isotropic_shape(weights)).copy()
+        start *= math.sqrt(float(np.trace(weights)) / float(np.sum(np.diag(weights) * unit)))
+        cands.append(_isotropic_floor(fvar, start, unit))
     # The program with Σ_Z = F + S: optimal-g on the model whose covariances include F.
     floored_model = GaussianQueryModel(
         gm.means,

@@ -45,6 +45,7 @@ from ._common import (
 from ._optimal_solver import solve_structured
 from .base import CalibratedMechanism
 from .expected_value import gaussian_diagnostics
+from .objective import DEFAULT_OBJECTIVE, objective_kind, objective_weights, whitening
 from .pair_pruning import implied_constraints
 
 __all__ = ["calibrate_optimal", "single_pair_optimum"]
@@ -185,15 +186,21 @@ def calibrate_optimal(
     delta: float,
     calibration: str = "analytic",
     weights: object = None,
+    objective: str = DEFAULT_OBJECTIVE,
 ) -> CalibratedMechanism:
     """Optimal-G: the Gaussian noise of least weighted squared error satisfying Cor. A.1.
 
     Parameters
     ----------
     weights : array_like, shape (m,) or (m, m), optional
-        W in tr(W Σ_Z): per-statistic weights (e.g. 1/scale² to measure error in relative
-        terms) or a positive definite matrix. Default: identity, i.e. the expected
-        squared L2 error.
+        W in tr(W Σ_Z) declared by the curator: per-statistic weights (e.g. 1/tolerance²)
+        or a positive definite matrix. When given, ``objective`` is not used.
+    objective : {"relative", "l2"}, default "relative"
+        Without declared weights: ``"relative"`` weighs each statistic's noise against its
+        sampling variance under the model (W = diag(1/v), v the diagonal of Σ_θ averaged
+        over θ: unit-free, so rescaling a statistic rescales only its own noise;
+        :mod:`distpriv.central.objective`); ``"l2"`` is W = I, the papers' E‖Z‖² (Chen &
+        Ohrimenko 2023 compare mechanisms by it), kept to reproduce their tables.
 
     Notes
     -----
@@ -210,12 +217,14 @@ def calibrate_optimal(
     correction τI is added if the solver's tolerance left one short (reported in the
     diagnostics). When the model alone satisfies every constraint, no noise is added.
     """
+    kind = objective_kind(objective, weights)
+    declared = objective_weights(model, objective=objective, weights=weights)
+    wmat = _weights_matrix(declared, model.dim)
     cache = active_cache()
     if cache is None or not isinstance(model, GaussianQueryModel):
-        return _calibrate_optimal(model, epsilon, delta, calibration, weights)
+        return _calibrate_optimal(model, epsilon, delta, calibration, wmat, kind)
     # A pure function of these (central/_calibration_cache.py): optimal-g-full and the
     # set's program repeat optimal-g's solves within one call.
-    wmat = _weights_matrix(weights, model.dim)
     key = (
         type(model).__qualname__,
         _model_key(model),
@@ -223,10 +232,11 @@ def calibrate_optimal(
         float(delta),
         calibration,
         fingerprint(wmat),
+        kind,
     )
     known = cache.get(cache.optimal, key)
     if known is None:
-        known = _calibrate_optimal(model, epsilon, delta, calibration, wmat)
+        known = _calibrate_optimal(model, epsilon, delta, calibration, wmat, kind)
         cache.optimal[key] = known
     # Callers may add to the diagnostics of their copy.
     return dataclasses.replace(known, diagnostics=dict(known.diagnostics))
@@ -246,17 +256,28 @@ def _model_key(model: GaussianQueryModel) -> str:
 
 
 def _calibrate_optimal(
-    model: QueryModel, epsilon: float, delta: float, calibration: str, weights: object
+    model: QueryModel,
+    epsilon: float,
+    delta: float,
+    calibration: str,
+    wmat: np.ndarray,
+    kind: str,
 ) -> CalibratedMechanism:
     gm, gauss = gaussian_assumption(model)
     m = gm.dim
-    wmat = _weights_matrix(weights, m)
     d_star, d_target = target_distance(epsilon, delta, calibration)
+    # A diagonal W not ∝ I: the program is solved in the coordinates x_k √w_k, where the
+    # objective is tr(Σ_Z) and a statistic's units do not reach the solver (the same
+    # numbers whatever the units: central/objective.py); mapped back below.
+    r = whitening(wmat)
+    covs = gm.covariances if r is None else gm.covariances * np.outer(r, r)
+    diffs = gm.mean_differences if r is None else gm.mean_differences * r
+    wsolve = wmat if r is None else np.eye(m)
     constraints: list[tuple[np.ndarray, np.ndarray]] = []
-    for (i, j), d in zip(gm.pairs, gm.mean_differences, strict=True):
+    for (i, j), d in zip(gm.pairs, diffs, strict=True):
         if np.any(d != 0):
             for t in dict.fromkeys((i, j)):
-                key = (gm.covariances[t], d)
+                key = (covs[t], d)
                 if not any(
                     np.array_equal(c, key[0]) and np.array_equal(x, d) for c, x in constraints
                 ):
@@ -267,7 +288,7 @@ def _calibrate_optimal(
         sigma = np.zeros((m, m))
     elif (
         len(active) == 1
-        and np.allclose(wmat, np.eye(m))
+        and np.allclose(wsolve, np.eye(m))
         and (np.linalg.eigvalsh(active[0][0])[0] > 1e-12 * np.abs(active[0][0]).max())
     ):
         sigma = single_pair_optimum(active[0][0], active[0][1], d_target)
@@ -276,16 +297,18 @@ def _calibrate_optimal(
         # Constraints implied by a longer parallel one are dropped (exact; every one is
         # re-checked by the isotropic correction below): central/pair_pruning.py.
         sdp = implied_constraints(constraints)
-        sigma, method = _solve_sdp(sdp, wmat, d_target * (1 - _SOLVER_MARGIN))
+        sigma, method = _solve_sdp(sdp, wsolve, d_target * (1 - _SOLVER_MARGIN))
     else:
         # Many statistics: the structured solver (rank ≤ p, small restricted programs,
         # a duality-gap certificate); see distpriv.central._optimal_solver.
-        result = solve_structured(active, wmat, d_target * (1 - _SOLVER_MARGIN))
+        result = solve_structured(active, wsolve, d_target * (1 - _SOLVER_MARGIN))
         sigma, method = result.sigma, result.describe()
     sigma = _repair(sigma)
     tau = _isotropic_correction(constraints, sigma, d_target)
     if tau > 0:
         sigma = sigma + tau * np.eye(m)
+    if r is not None:  # back to the statistics' own units
+        sigma = sigma / np.outer(r, r)
     w, v = np.linalg.eigh(sigma)
     w = np.clip(w, 0.0, None)
     noise = Noise.along("gaussian", v, np.sqrt(w))
@@ -308,6 +331,7 @@ def _calibrate_optimal(
         "method": method,
         "weights": wmat,
         "objective": float(np.trace(wmat @ noise.covariance)),
+        "objective_kind": kind,
         "isotropic_correction": tau,
         "noise_rank": int(np.sum(w > 1e-12 * max(w.max(), 1e-300))),
         **gaussian_diagnostics(gm, noise, epsilon, d_star, include_model=True),
