@@ -48,7 +48,7 @@ from ..errors import (
     ParameterError,
     PrivacyLeakWarning,
 )
-from ..noise import Noise
+from ..noise import Noise, gaussian_of_covariance
 from ..querymodel import GaussianQueryModel
 from ._common import FALLBACK_NOTE, QueryModel, gaussian_assumption
 from ._member_search import smallest_scale_on_set
@@ -109,12 +109,9 @@ _POST = (
 
 
 def _psd_noise(cov: np.ndarray) -> Noise:
-    """Gaussian noise with covariance ``cov`` (eigen-decomposed, tiny negatives clipped)."""
-    w, v = np.linalg.eigh((cov + cov.T) / 2)
-    keep = w > 1e-13 * max(float(w.max()), 0.0)
-    if not np.any(keep):
-        return Noise.none(cov.shape[0])
-    return Noise.along("gaussian", v[:, keep], np.sqrt(w[keep]))
+    """Gaussian noise with covariance ``cov`` (its rank judged at unit diagonal, so that a
+    statistic in small units is not dropped for being small: noise.unit_free_rank)."""
+    return gaussian_of_covariance(cov)
 
 
 def _floor_noise(fvar: np.ndarray) -> Noise:
