@@ -27,12 +27,15 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_array, check_choice
-from ..errors import ParameterError
+from ..errors import ConfigError, ParameterError
 
 __all__ = [
+    "CRITERIA",
     "DEFAULT_OBJECTIVE",
     "OBJECTIVES",
     "check_objective",
+    "comparison_weights",
+    "config_objective",
     "is_identity_like",
     "isotropic_shape",
     "objective_kind",
@@ -44,6 +47,12 @@ __all__ = [
 
 OBJECTIVES = ("relative", "l2")
 DEFAULT_OBJECTIVE = "relative"
+# What ``auto``'s criterion E[Zᵀ W Z] weighs, per objective (its report's "criterion").
+CRITERIA = {
+    "relative": " (W = 1/sampling variance of each statistic under the model: unit-free)",
+    "l2": " (W = I: the papers' E||Z||^2)",
+    "declared weights": " (W = the declared weights)",
+}
 
 
 def check_objective(value: object, name: str = "objective") -> str:
@@ -106,6 +115,32 @@ def objective_weights(model: Any, *, objective: object, weights: object) -> np.n
     if kind == "l2":
         return None
     return relative_weights(model)
+
+
+def comparison_weights(model: Any, *, weights: object, objective: object) -> np.ndarray | None:
+    """W's diagonal for ``auto``'s comparison, shape (m,): the declared ``weights`` (one
+    positive number per statistic), 1/sampling variance (``"relative"``), or ``None``
+    (``"l2"``: W = I)."""
+    kind = check_objective(objective)
+    if weights is not None:
+        m = int(model.dim)
+        w = check_array(weights, "weights", shape=(m,))
+        if np.any(w <= 0):
+            raise ParameterError(
+                f"weights must be {m} positive numbers (one per statistic), got {w.tolist()}"
+            )
+        return np.asarray(w, dtype=float)
+    return None if kind == "l2" else relative_weights(model)
+
+
+def config_objective(value: object) -> str:
+    """``[mechanism] objective`` of ``auto``: one of :data:`OBJECTIVES`, or a ConfigError."""
+    if not isinstance(value, str) or value not in OBJECTIVES:
+        raise ConfigError(
+            f"[mechanism] objective must be one of {', '.join(map(repr, OBJECTIVES))}, "
+            f"got {value!r}"
+        )
+    return value
 
 
 def objective_kind(objective: object, weights: object) -> str:

@@ -80,6 +80,7 @@ from scipy.special import gammaincinv, ndtri
 from .._validation import check_real
 from ..guarantees import Assumption
 from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
+from . import _robust_stack as rs
 from ._calibration_cache import active_cache, fingerprint
 from ._robust_joint import JOINT_MAX_PAIRS as JOINT_MAX_PAIRS
 from ._robust_joint import SET_METHODS, joint_corners, joint_members, joint_z, population_set
@@ -91,13 +92,6 @@ from ._robust_joint import set_method as set_method
 # the bootstrap set) and stay importable from here.
 from ._robust_stack import _inv_sqrt as _inv_sqrt
 from ._robust_stack import _worst_shift as _worst_shift
-from ._robust_stack import (
-    _worst_shift_stack,
-    clip_psd_in_units,
-    inv_sqrt_in_units,
-    sqrt_in_units,
-    unit_coordinates,
-)
 from ._robust_stack import farthest_gap as farthest_gap
 from ._robust_stack import gap_bound as gap_bound
 from ._robust_tight import tight_premise
@@ -422,7 +416,7 @@ def _corner_parts(model: GaussianQueryModel, beta: float) -> list[_Corner]:
     cs = confidence_set(model, beta=beta)
     n_strata = unc.row_covariances.shape[0]
     c_hat = unc.row_covariances
-    r = unit_coordinates(model.covariances)  # decompositions at unit spread
+    r = rs.unit_coordinates(model.covariances)  # decompositions at unit spread
     out = []
     # A stratum neither hypothesis of a pair weighs changes nothing of that pair (several
     # secrets: the other attributes' strata): its corners would only repeat the pair. They
@@ -445,9 +439,9 @@ def _corner_parts(model: GaussianQueryModel, beta: float) -> list[_Corner]:
                 cov_j += unc.weights[j, s] * (scaled[s] - c_hat[s])
             # The gap's error law at this corner: a member is the population whose
             # covariances are the corner's, so its estimate's spread is the corner's too.
-            spread = sqrt_in_units(_gap_covariance(unc, i, j, scaled), r)
+            spread = rs.sqrt_in_units(_gap_covariance(unc, i, j, scaled), r)
             tag = ",".join("hi" if c else "lo" for c in corner)
-            psd_i, psd_j = clip_psd_in_units(cov_i, r), clip_psd_in_units(cov_j, r)
+            psd_i, psd_j = rs.clip_psd_in_units(cov_i, r), rs.clip_psd_in_units(cov_j, r)
             out.append(_Corner(i, j, tag, cov_i, cov_j, psd_i, psd_j, spread))
     return out
 
@@ -466,9 +460,10 @@ def _members(
     cov_i = np.stack([part.cov_i for part in parts])
     cov_j = np.stack([part.cov_j for part in parts])
     spread = np.stack([part.spread for part in parts])
-    metric = inv_sqrt_in_units((cov_i + cov_j) / 2 + noise_cov, unit_coordinates(model.covariances))
+    r = rs.unit_coordinates(model.covariances)  # decompositions at unit spread
+    metric = rs.inv_sqrt_in_units((cov_i + cov_j) / 2 + noise_cov, r)
     gap = model.means[pi] - model.means[pj]
-    shift = _worst_shift_stack(gap, metric, spread, cs.gap_z)
+    shift = rs._worst_shift_stack(gap, metric, spread, cs.gap_z)
     k, m = len(parts), model.dim
     means = np.empty((k, 2, m))
     means[:, 0] = model.means[pi] + shift

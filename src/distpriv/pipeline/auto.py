@@ -29,18 +29,18 @@ from typing import Any
 import numpy as np
 
 from .._threads import on_one_blas_thread
-from .._validation import check_array, check_delta, check_epsilon
+from .._validation import check_delta, check_epsilon
 from ..central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
 from ..central._calibration_cache import sharing_calibration
 from ..central.objective import (
+    CRITERIA,
     DEFAULT_OBJECTIVE,
-    OBJECTIVES,
-    check_objective,
+    comparison_weights,
+    config_objective,
     objective_kind,
-    relative_weights,
 )
 from ..central.registry import default_options
-from ..errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
+from ..errors import ConfigError, DistPrivError, MechanismNotApplicableError
 from ..modeling.lattice import detect_lattice
 from ..querymodel import GaussianQueryModel, SampledQueryModel
 
@@ -211,37 +211,11 @@ class AutoChoice:
             "weights": None if self.weights is None else list(self.weights),
             "objective": self.objective,
             "criterion": "least expected squared error E[Z^T W Z] among verified mechanisms"
-            + _CRITERIA[self.objective],
+            + CRITERIA[self.objective],
             "rank_one_optimum": self.rank_one_optimum,
             "pruned": list(self.pruned),
             "rows": self.rows(),
         }
-
-
-_CRITERIA = {
-    "relative": " (W = 1/sampling variance of each statistic under the model: unit-free)",
-    "l2": " (W = I: the papers' E||Z||^2)",
-    "declared weights": " (W = the declared weights)",
-}
-
-
-def _check_weights(weights: Any, m: int) -> np.ndarray | None:
-    if weights is None:
-        return None
-    w = check_array(weights, "weights", shape=(m,))
-    if np.any(w <= 0):
-        raise ParameterError(
-            f"weights must be {m} positive numbers (one per statistic), got {w.tolist()}"
-        )
-    return w
-
-
-def _objective_weights(model: Any, weights: Any, objective: Any) -> np.ndarray | None:
-    """W's diagonal for the comparison: declared weights, 1/sampling variance, or None (I)."""
-    kind = check_objective(objective)
-    if weights is not None:
-        return _check_weights(weights, model.dim)
-    return None if kind == "l2" else relative_weights(model)
 
 
 def _views(model: Any) -> tuple[Any, Any]:
@@ -355,7 +329,7 @@ def calibrate_candidates(
     names = list(MECHANISMS if mechanisms is None else mechanisms)
     for name in names:
         mechanism_info(name)
-    w = _objective_weights(_views(model)[0], weights, objective)
+    w = comparison_weights(_views(model)[0], weights=weights, objective=objective)
     opts = {k: dict(v) for k, v in (options or {}).items()}
     gaussian_view, sampled_view = _views(model)
     # central/auto_pruning imports the floored mechanisms (scipy.linalg): not on the paths
@@ -506,7 +480,7 @@ def choose_mechanism(
     best = min(ok, key=lambda c: c.mse)  # min keeps the first of equal errors
     if best.calibrated is None:  # pragma: no cover - a verified candidate is a calibrated one
         raise RuntimeError(f"auto: verified candidate {best.mechanism!r} has no calibration")
-    w = _objective_weights(_views(model)[0], weights, objective)
+    w = comparison_weights(_views(model)[0], weights=weights, objective=objective)
     return AutoChoice(
         mechanism=best.calibrated,
         candidates=cands,
@@ -586,7 +560,7 @@ def choose_for_table(
         epsilon=epsilon,
         delta=delta,
         weights=opts.get("weights"),
-        objective=_objective_option(opts.get("objective", DEFAULT_OBJECTIVE)),
+        objective=config_objective(opts.get("objective", DEFAULT_OBJECTIVE)),
         options=per,
         progress=progress,
         allow_partial_noise=_flag(opts.get("allow_partial_noise", False)),
@@ -612,15 +586,6 @@ def _sample_lattice(model: Any) -> tuple[float, ...] | None:
         lat = detect_lattice(pooled[:, k])
         steps.append(math.nan if lat.step is None else lat.step)
     return tuple(steps)
-
-
-def _objective_option(value: Any) -> str:
-    if not isinstance(value, str) or value not in OBJECTIVES:
-        raise ConfigError(
-            f"[mechanism] objective must be one of {', '.join(map(repr, OBJECTIVES))}, "
-            f"got {value!r}"
-        )
-    return value
 
 
 def _flag(value: Any, key: str = "allow_partial_noise") -> bool:
