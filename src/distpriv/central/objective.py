@@ -15,9 +15,12 @@ is unchanged (the constraints dᵀ(Σ_θ + Σ_Z)⁻¹d ≤ D² are invariant und
 curator may also declare her own weights (one positive number per statistic, e.g.
 1/tolerance²); they are then used as given.
 
-A statistic whose variance is 0 under every hypothesis (a constant) has no spread to weigh
-its noise against: ``relative`` refuses it with a clear error (declare weights, or
-``objective="l2"``) rather than pick a weight.
+A statistic whose variance is 0 under every hypothesis (computed exactly, e.g. a count the
+model treats as known) has no sampling spread; its spread across the hypotheses (the
+variance of μ_θ,k over θ) is then its scale, which is in its own units too, so rescaling
+it still rescales only its noise. A statistic that is the same number under every
+hypothesis as well has no scale at all: ``relative`` refuses it with a clear error (declare
+weights, or ``objective="l2"``) rather than pick a weight.
 """
 
 from __future__ import annotations
@@ -81,13 +84,19 @@ def sampling_variances(model: Any) -> np.ndarray:
 def relative_weights(model: Any) -> np.ndarray:
     """W = diag(1/v) of ``objective="relative"``, shape (m,).
 
+    v_k is :func:`sampling_variances`; where it is 0, the variance of μ_θ,k over the
+    hypotheses (module docstring).
+
     Raises
     ------
     ParameterError
-        A statistic with variance 0 (or not finite) under every hypothesis: its noise
-        cannot be weighed against a spread it does not have.
+        A statistic with variance 0 under every hypothesis and the same mean under all of
+        them (or a variance that is not finite): its noise cannot be weighed against a
+        spread it does not have.
     """
     var = sampling_variances(model)
+    between = np.var(np.asarray(_gaussian(model).means, dtype=float), axis=0)
+    var = np.where(var > 0, var, between)
     bad = [k for k, v in enumerate(var) if not (np.isfinite(v) and v > 0)]
     if bad:
         stats = getattr(_gaussian(model), "statistics", None)
@@ -95,9 +104,9 @@ def relative_weights(model: Any) -> np.ndarray:
         raise ParameterError(
             "objective='relative' weighs each statistic's noise against its sampling "
             f"variance under the model, and {', '.join(map(repr, names))} has variance "
-            f"{', '.join(f'{var[k]:g}' for k in bad)} under every hypothesis (a constant "
-            "statistic has no spread to weigh against); declare weights (one positive "
-            "number per statistic) or set objective='l2'"
+            f"{', '.join(f'{var[k]:g}' for k in bad)} under every hypothesis and the same "
+            "mean under all of them (a constant has no spread to weigh against); declare "
+            "weights (one positive number per statistic) or set objective='l2'"
         )
     return 1.0 / var
 
