@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AssumptionWarning, MechanismNotApplicableError
-from ..noise import Noise
+from ..noise import Noise, gaussian_of_covariance
 from ._common import FALLBACK_NOTE, QueryModel
 from ._exact_families import (
     _FLOOR_MARGIN,
@@ -72,13 +72,9 @@ _STALE = (
 
 
 def _noise(cov: np.ndarray) -> Noise:
-    """Gaussian noise with covariance ``cov`` (eigen-decomposed, tiny negatives clipped)."""
-    w, v = np.linalg.eigh((cov + cov.T) / 2)
-    w = np.clip(w, 0.0, None)
-    keep = w > 0
-    if not np.any(keep):
-        return Noise.none(cov.shape[0])
-    return Noise.along("gaussian", v[:, keep], np.sqrt(w[keep]))
+    """Gaussian noise with covariance ``cov``: its rank judged at unit diagonal (rounding of
+    the largest statistic's units is not noise on the smallest: noise.unit_free_rank)."""
+    return gaussian_of_covariance(cov)
 
 
 def _calibrate_on(

@@ -551,6 +551,7 @@ def _assemble(
     }
     if "weights" in paper.diagnostics:
         diag["weights"] = paper.diagnostics["weights"]
+        diag["objective_kind"] = paper.diagnostics.get("objective_kind")
         diag["objective"] = float(
             np.trace(np.asarray(paper.diagnostics["weights"]) @ noise.covariance)
         )

@@ -30,7 +30,7 @@ import numpy as np
 from .._roots import brentq  # scipy.optimize's, without its import cost
 from .._validation import check_array
 from ..errors import MechanismNotApplicableError, ParameterError
-from ..noise import Noise
+from ..noise import Noise, gaussian_of_covariance, unit_free_rank
 from ..querymodel import GaussianQueryModel
 from ._calibration_cache import active_cache, fingerprint, uncertainty_parts
 from ._common import (
@@ -53,6 +53,9 @@ __all__ = ["calibrate_optimal", "single_pair_optimum"]
 # Solver target: a hair inside D* so that the solver's tolerance rarely needs the
 # isotropic correction; the verification below is exact either way.
 _SOLVER_MARGIN = 1e-6
+# Eigenvalues of the program's answer below this fraction of the largest are the solver's
+# tolerance, not noise (Clarabel's relative gap is 1e-8; measured residue 1e-9 to 1e-8).
+_SOLVER_RESIDUE = 1e-7
 # Up to this many statistics the generic program (cvxpy, Clarabel) is fast (≲ 1 s) and
 # is kept; above it the structured solver takes over (199 s against ≲ 1 s at m = 100).
 _GENERIC_MAX_DIM = 30
@@ -147,10 +150,12 @@ def _solve_sdp(
     )
 
 
-def _repair(sigma: np.ndarray) -> np.ndarray:
-    """Symmetrise and clip the solver's tiny negative eigenvalues to 0."""
+def _repair(sigma: np.ndarray, residue: float = 0.0) -> np.ndarray:
+    """Symmetrise and clip the solver's tiny negative eigenvalues (and, with ``residue``,
+    those below ``residue`` times the largest) to 0."""
     sym = (sigma + sigma.T) / 2
     w, v = np.linalg.eigh(sym)
+    w = np.where(w > residue * max(float(w.max()), 0.0), w, 0.0)
     return (v * np.clip(w, 0.0, None)) @ v.T
 
 
@@ -303,15 +308,19 @@ def _calibrate_optimal(
         # a duality-gap certificate); see distpriv.central._optimal_solver.
         result = solve_structured(active, wsolve, d_target * (1 - _SOLVER_MARGIN))
         sigma, method = result.sigma, result.describe()
-    sigma = _repair(sigma)
+    # In the objective's coordinates the solver's residue (eigenvalues at its tolerance,
+    # which the units would otherwise turn into "noise" on a small statistic) is dropped;
+    # the isotropic correction below restores every constraint exactly.
+    sigma = _repair(sigma, 0.0 if r is None else _SOLVER_RESIDUE)
     tau = _isotropic_correction(constraints, sigma, d_target)
     if tau > 0:
         sigma = sigma + tau * np.eye(m)
-    if r is not None:  # back to the statistics' own units
-        sigma = sigma / np.outer(r, r)
-    w, v = np.linalg.eigh(sigma)
-    w = np.clip(w, 0.0, None)
-    noise = Noise.along("gaussian", v, np.sqrt(w))
+    if r is None:
+        w, v = np.linalg.eigh(sigma)
+        w = np.clip(w, 0.0, None)
+        noise = Noise.along("gaussian", v, np.sqrt(w))
+    else:  # back to the statistics' own units, its rank judged unit-free
+        noise = gaussian_of_covariance(sigma / np.outer(r, r))
     assumptions = [
         gauss,
         equal_covariance_assumption(gm),
@@ -333,7 +342,9 @@ def _calibrate_optimal(
         "objective": float(np.trace(wmat @ noise.covariance)),
         "objective_kind": kind,
         "isotropic_correction": tau,
-        "noise_rank": int(np.sum(w > 1e-12 * max(w.max(), 1e-300))),
+        "noise_rank": (
+            int(np.sum(w > 1e-12 * max(w.max(), 1e-300))) if r is None else unit_free_rank(sigma)
+        ),
         **gaussian_diagnostics(gm, noise, epsilon, d_star, include_model=True),
     }
     return CalibratedMechanism("optimal-g", noise, guarantee, model.statistics, diag)
