@@ -147,16 +147,8 @@ STATS = {
 def tables():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return [
-            model_query(
-                _frame(f),
-                STATS,
-                ProportionSecret("flag = 1", values=[0.3, 0.45]),
-                subset_size=100,
-                rng=0,
-            )  # fmt: skip
-            for f in (1.0, FACTOR)
-        ]
+        secret = ProportionSecret("flag = 1", values=[0.3, 0.45])
+        return [model_query(_frame(f), STATS, secret, subset_size=100, rng=0) for f in (1, FACTOR)]
 
 
 @pytest.mark.parametrize("name", ["optimal-g", "optimal-g-full", "auto"])

@@ -127,7 +127,7 @@ def test_zero_difference_pairs_and_singular_covariance():
     # papers' E||Z||^2 takes it.
     model2 = GaussianQueryModel([[0.0, 0.0], [0.1, 0.0]], cov)
     assert calibrate("optimal-g", model2, epsilon=1.0, delta=1e-3, objective="l2").noise.is_zero
-    with pytest.raises(ParameterError, match="'stat1' has variance 0 .* objective='l2'"):
+    with pytest.raises(ParameterError, match=r"'stat1' has variance 0 .* objective='l2'"):
         calibrate("optimal-g", model2, epsilon=1.0, delta=1e-3)
 
 
