@@ -171,5 +171,7 @@ def gap_statement(pair: Any) -> GapStatement | None:
         )
         / (2.0 * dpsi)
     )
-    grad_psi = np.linalg.pinv(spread) @ g / (2.0 * math.sqrt(f0))
+    # gap = m + S u, so ∇_gap ψ = S⁻ᵀ ∇_u ψ (S is any square root of the error covariance,
+    # not necessarily symmetric: it is taken at unit spread).
+    grad_psi = np.linalg.pinv(spread).T @ g / (2.0 * math.sqrt(f0))
     return GapStatement(shift, slope, grad_psi)
