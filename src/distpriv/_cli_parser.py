@@ -93,6 +93,14 @@ def _calibrate(sub: Any, types: dict[str, Any], mechanisms: Sequence[str], cals:
         help="Gaussian calibration, one of %(choices)s (default exact; analytic/classical "
         "reproduce the papers)",
     )
+    cal.add_argument(
+        "--objective",
+        choices=("relative", "l2"),
+        default=None,
+        help="what optimal-g and optimal-g-full minimise: relative (default: each "
+        "statistic's noise against its sampling spread, units do not matter) or l2 (the "
+        "papers' E||Z||^2)",
+    )
     _json_out(cal)
     return cal
 

@@ -86,13 +86,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .report.text import render_calibration
 
     _claim_outputs(args, "--out")
-    outcome = run_calibrate(
-        args.model,
-        mechanism=args.mechanism,
-        epsilon=args.epsilon,
-        delta=args.delta,
-        calibration=args.calibration,
-    )
+    keys = ("mechanism", "epsilon", "delta", "calibration", "objective")
+    outcome = run_calibrate(args.model, **{k: getattr(args, k) for k in keys})
     return _finish(args, outcome.public, lambda: render_calibration(outcome.public))
 
 

@@ -214,6 +214,36 @@ class Noise:
         return _quadrature_norm(comp)
 
 
+def unit_free_rank(cov: np.ndarray, rtol: float = 1e-13) -> int:
+    """The rank of a covariance judged at unit diagonal (the units of no coordinate matter).
+
+    ``cov`` is scaled to D⁻¹ cov D⁻¹, D = diag(√cov_kk) on the coordinates with positive
+    variance (a coordinate of variance 0 adds nothing); eigenvalues above ``rtol`` times the
+    largest count. Raw eigenvalues of a covariance whose coordinates differ in units by 10⁷
+    span 10¹⁴: a fixed relative threshold there would call a statistic in small units
+    uncovered because another one is in cents.
+    """
+    sym = (np.asarray(cov, dtype=float) + np.asarray(cov, dtype=float).T) / 2
+    d = np.sqrt(np.clip(np.diag(sym), 0.0, None))
+    on = d > 0
+    if not np.any(on):
+        return 0
+    sub = sym[np.ix_(on, on)] / np.outer(d[on], d[on])
+    w = np.linalg.eigvalsh(sub)
+    return int(np.sum(w > rtol * max(float(w.max()), 0.0)))
+
+
+def gaussian_of_covariance(cov: np.ndarray) -> Noise:
+    """Gaussian noise with covariance ``cov``: its top :func:`unit_free_rank` eigenpairs
+    (the rest are rounding: tiny negatives, or positives of a direction not covered)."""
+    sym = (np.asarray(cov, dtype=float) + np.asarray(cov, dtype=float).T) / 2
+    k = unit_free_rank(sym)
+    if k == 0:
+        return Noise.none(sym.shape[0])
+    w, v = np.linalg.eigh(sym)
+    return Noise.along("gaussian", v[:, -k:], np.sqrt(np.clip(w[-k:], 0.0, None)))
+
+
 def _quadrature_norm(comp: NoiseComponent) -> float:
     """E‖Y‖ by the Laplace-transform integral, in the variable s = log t."""
     eq = float(np.sum(comp.variances))

@@ -136,9 +136,11 @@ def test_optimal_g_against_the_joint_set_is_cheaper_than_against_the_box(adult_m
     model = adult_income_model(adult_modeling.sample(1000, random_state=1), quiet=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # E||Z||^2 as measured below: the papers' objective, stated (under the relative
+        # default the joint set's noise is not the cheaper one on this table).
         with population_set("joint"):
-            joint = calibrate("optimal-g", model, epsilon=1.0, delta=1e-3)
-        box = calibrate("optimal-g", model, epsilon=1.0, delta=1e-3)  # the default
+            joint = calibrate("optimal-g", model, epsilon=1.0, delta=1e-3, objective="l2")
+        box = calibrate("optimal-g", model, epsilon=1.0, delta=1e-3, objective="l2")  # box set
     cov = joint.noise_covariance
     with population_set("joint"):
         members = population_model(model, beta=BETA, noise_cov=cov, epsilon=1.0)

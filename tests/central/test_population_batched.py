@@ -33,7 +33,7 @@ def _one_at_a_time(model, beta, noise_cov):
                 scaled[s] = lam[:, None] * c_hat[s] * lam[None, :]
                 cov_i += unc.weights[i, s] * (scaled[s] - c_hat[s])
                 cov_j += unc.weights[j, s] * (scaled[s] - c_hat[s])
-            spread = robust._sqrt_psd(robust._gap_covariance(unc, i, j, scaled))
+            spread = robust.rs._sqrt_psd(robust._gap_covariance(unc, i, j, scaled))
             metric = robust._inv_sqrt((cov_i + cov_j) / 2 + noise_cov)
             shift = robust._worst_shift(gap, metric, spread, cs.gap_z)
             means += [model.means[i] + shift, model.means[j]]

@@ -26,6 +26,7 @@ from scipy.stats import binom
 
 from distpriv.accounting.pair_profile import pair_profiles_unchecked
 from distpriv.population._direction import gap_statement
+from distpriv.population._stack import inv_sqrt_in_units, sqrt_in_units, unit_coordinates
 from distpriv.population._tight import quantile_shift_stack
 
 EPS, BETA = 1.0, 0.05
@@ -55,6 +56,7 @@ def _pair(mean_i, mean_j, cov_i, cov_j, noise, err_cov):
         epsilon=EPS,
         err_w=np.array([1.0]),
         c_hat=err_cov[None],
+        r=unit_coordinates(model.covariances),  # the pair's decompositions at unit spread
     )
 
 
@@ -83,7 +85,11 @@ def test_equal_covariances_give_the_distance_statement(seed):
     stmt = gap_statement(_pair(mj + gap, mj, cov, cov, noise, err))
     assert stmt is not None
     metric = _inv_sqrt(cov + noise)
-    old = quantile_shift_stack(gap[None], metric[None], _sqrt(err)[None], Z)[0]
+    # The distance statement's member, with the square roots the set takes (at unit spread
+    # of each statistic: the fixed design of the quantile is then the same in any units).
+    r = unit_coordinates(np.stack([cov, cov]))
+    unit_metric, unit_root = inv_sqrt_in_units(cov + noise, r), sqrt_in_units(err, r)
+    old = quantile_shift_stack(gap[None], unit_metric[None], unit_root[None], Z)[0]
     np.testing.assert_allclose(stmt.shift, old, rtol=1e-5, atol=1e-8 * np.linalg.norm(gap))
     d_hat = float(np.linalg.norm(metric @ gap))
     np.testing.assert_allclose(stmt.grad_psi, metric @ metric @ gap / d_hat, rtol=1e-5)

@@ -145,12 +145,19 @@ def test_utility_curve_matches_calibration(model):
         u["skipped"][0]["mechanism"] == "apmqm"
         and "AttributeNetworkModel" in (u["skipped"][0]["reason"])
     )
+    # The default criterion: Σ Var(Z_k)/v_k, v_k each statistic's sampling variance.
+    v = np.mean([np.diag(c) for c in model.covariances], axis=0)
     for name, c in curves.items():
         for eps, err in zip(u["epsilons"], c["errors"], strict=True):
             mech = calibrate(name, model, epsilon=eps, delta=1e-3)
-            assert err == pytest.approx(np.sqrt(np.trace(mech.noise_covariance)), rel=1e-9)
+            want = np.sqrt(np.sum(np.diag(mech.noise_covariance) / v))
+            assert err == pytest.approx(want, rel=1e-9)
         # More privacy costs more noise.
         assert all(a >= b for a, b in zip(c["errors"], c["errors"][1:], strict=False))
+    # The papers' E||Z||^2 when asked for.
+    l2 = utility_curve(model, delta=1e-3, epsilons=(0.5,), mechanisms=["eigm"], objective="l2")
+    mech = calibrate("eigm", model, epsilon=0.5, delta=1e-3)
+    assert l2["curves"][0]["errors"][0] == pytest.approx(np.sqrt(np.trace(mech.noise_covariance)))
     svg = utility_figure_svg(u)
     assert svg.startswith("<svg") and "eigm" in svg and "expm-l" in svg
 

@@ -22,6 +22,7 @@ from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..population.exact import PairCheck, pair_deltas, search_tolerance, smallest_scale
 from ._rank_bound import rank_limited_floor
 from .base import CalibratedMechanism
+from .objective import is_identity_like, isotropic_shape
 
 __all__ = ["scale_at_cost"]
 
@@ -102,7 +103,14 @@ def _optimal(
         check0 = pair_deltas(gm, base, epsilon=epsilon, screen=delta)
         if check0.worst <= delta:
             return base, 0.0, check0, "no noise needed"
-    iso = math.sqrt(max(float(np.trace(base)) / gm.dim, 1e-12 * float(np.trace(gm.covariances[0]))))
+    # "Isotropic" for the objective: I under E‖Z‖², W⁻¹ (each statistic's own sampling
+    # variance under "relative") otherwise, so that no candidate depends on the units.
+    unit = isotropic_shape(weights)
+    floor = 1e-12 * float(np.sum(weights * gm.covariances[0])) / gm.dim
+    iso = math.sqrt(max(float(np.sum(weights * base)) / gm.dim, floor))
+    if is_identity_like(weights):  # the papers' objective: the start as it always was
+        tiny = 1e-12 * float(np.trace(gm.covariances[0]))
+        iso = math.sqrt(max(float(np.trace(base)) / gm.dim, tiny))
     # Full-rank shapes first (they always reach the target): the shapes that may leave a
     # direction without noise (the programs' own, DauM's, EigM's) are then only searched
     # if, at the scale where they cost as much as the best so far, they already meet the
@@ -112,12 +120,13 @@ def _optimal(
     families: list[tuple[str, Callable[[float], np.ndarray], float]] = [
         (
             "convex program's noise plus isotropic repair",
-            lambda s: base + s * s * np.eye(gm.dim),
+            lambda s: base + s * s * unit,
             iso,
         ),
-        # expm-g's shape too: optimal-g is then never noisier than expm-g (independent
-        # covariances can leave no cheaper shape: every direction needs noise).
-        ("isotropic noise (expm-g's shape)", _scaled(np.eye(gm.dim)), iso),
+        # expm-g's shape too (W-isotropic: expm-g's under E‖Z‖²): optimal-g is then never
+        # noisier than it (independent covariances can leave no cheaper shape: every
+        # direction needs noise).
+        ("isotropic noise (expm-g's shape)", _scaled(unit), iso),
     ]
     # The set program's optimum has rank ≤ its constraints (two per pair: _optimal_solver,
     # fact 2); if the members' covariances differ so much that no noise of that rank can
@@ -134,7 +143,12 @@ def _optimal(
         families.append(("convex program's noise, scaled", lambda s: s * s * base, 1.0))
     for other in ("daum", "eigm"):
         try:
-            fam, s0 = _family(other, build(other, calibration="analytic"))
+            if other == "eigm" and not is_identity_like(weights):
+                # EigM's eigenvectors depend on the units: taken in the objective's
+                # coordinates (DauM's direction, the mean difference, rescales as is).
+                fam, s0 = _weighted_eigm(gm, weights, epsilon, delta)
+            else:
+                fam, s0 = _family(other, build(other, calibration="analytic"))
         except MechanismNotApplicableError:
             continue
         families.append((f"{other}'s noise shape (cheaper than the program's)", fam, s0))
@@ -164,6 +178,41 @@ def _optimal(
     if best is None:
         raise MechanismNotApplicableError("; ".join(errors))
     return best
+
+
+def _weighted_eigm(
+    gm: Any, weights: np.ndarray, epsilon: float, delta: float
+) -> tuple[Callable[[float], np.ndarray], float]:
+    """EigM's family computed on the model in the coordinates where W is I, mapped back.
+
+    With T = W^(1/2) (the inverse of :func:`~distpriv.central.objective.isotropic_shape`'s
+    square root), EigM of the model (T μ_θ, T Σ_θ T) gives Σ'(s); Σ_Z(s) = T⁻¹ Σ'(s) T⁻¹. A
+    linear bijection of the release is post-processing both ways, so this is a noise
+    shape like any other, checked exactly by the search.
+    """
+    from ..querymodel import GaussianQueryModel
+    from .uncertainty import calibrate_eigm
+
+    if np.all(weights == np.diag(np.diag(weights))):
+        r = np.sqrt(np.diag(weights))
+        half, inv_half = np.diag(r), np.diag(1.0 / r)
+    else:
+        vals, vecs = np.linalg.eigh(weights)
+        half = (vecs * np.sqrt(vals)) @ vecs.T
+        inv_half = (vecs / np.sqrt(vals)) @ vecs.T
+    moved = GaussianQueryModel(
+        np.asarray(gm.means) @ half.T,
+        half @ np.asarray(gm.covariances) @ half.T,
+        pairs=gm.pairs,
+        labels=gm.labels,
+        statistics=gm.statistics,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AssumptionWarning)
+        fam, s0 = _family(
+            "eigm", calibrate_eigm(moved, epsilon=epsilon, delta=delta, calibration="analytic")
+        )
+    return (lambda s: inv_half @ fam(s) @ inv_half), s0
 
 
 # A shape is skipped only when the floor exceeds δ by this factor (the floor's own

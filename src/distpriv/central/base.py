@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..guarantees import PrivacyGuarantee, Release, to_jsonable
-from ..noise import Noise, sampler_description, secure_add
+from ..noise import Noise, sampler_description, secure_add, unit_free_rank
 from ..util.validation import check_array, check_rng
 
 __all__ = ["CalibratedMechanism"]
@@ -66,7 +66,9 @@ class CalibratedMechanism:
         scale = float(np.max(np.abs(cov))) if cov.size else 0.0
         if scale == 0.0:
             return 0
-        return int(np.linalg.matrix_rank(cov / scale, hermitian=True))
+        # Judged at unit diagonal: a statistic in small units is covered if its noise is
+        # (numpy's tolerance on the raw matrix would not see it next to one in cents).
+        return unit_free_rank(cov, rtol=cov.shape[0] * np.finfo(float).eps)
 
     @property
     def laplace_scales(self) -> np.ndarray | None:

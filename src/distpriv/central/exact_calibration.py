@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AssumptionWarning, MechanismNotApplicableError
-from ..noise import Noise
+from ..noise import Noise, gaussian_of_covariance
 from ..population.confidence import (
     checked_members,
     confidence_set,
@@ -51,6 +51,7 @@ from ._exact_families import (
 )
 from ._rank_bound import rank_limited_floor
 from .base import CalibratedMechanism
+from .objective import isotropic_shape
 
 __all__ = ["EXACT_MECHANISMS", "calibrate_exact", "scale_at_cost"]
 
@@ -71,13 +72,9 @@ _STALE = (
 
 
 def _noise(cov: np.ndarray) -> Noise:
-    """Gaussian noise with covariance ``cov`` (eigen-decomposed, tiny negatives clipped)."""
-    w, v = np.linalg.eigh((cov + cov.T) / 2)
-    w = np.clip(w, 0.0, None)
-    keep = w > 0
-    if not np.any(keep):
-        return Noise.none(cov.shape[0])
-    return Noise.along("gaussian", v[:, keep], np.sqrt(w[keep]))
+    """Gaussian noise with covariance ``cov``: its rank judged at unit diagonal (rounding of
+    the largest statistic's units is not noise on the smallest: noise.unit_free_rank)."""
+    return gaussian_of_covariance(cov)
 
 
 def _calibrate_on(
@@ -211,14 +208,16 @@ def _calibrate_robust(
                 # on the members for its own noise (optimal-g never noisier than expm-g).
                 if _fails_at_cost(gm, best[0], paper, epsilon, delta, beta):
                     return best
+                w = _weights_of(paper, gm.dim)
+                unit = isotropic_shape(w)
                 iso = _scale_for_set(
                     gm,
-                    np.eye(gm.dim),
+                    unit,
                     "isotropic noise (expm-g's shape)",
                     epsilon,
                     delta,
                     beta,
-                    start=math.sqrt(float(np.trace(best[0])) / gm.dim),
+                    start=math.sqrt(float(np.sum(w * best[0])) / float(np.sum(w * unit))),
                 )
                 return _cheaper(iso, best, paper)
             # The candidates moved with the noise: search again on the ones that bind now,
@@ -267,15 +266,22 @@ def _fails_at_cost(
     fails at a noise fails at every smaller one: its δ(ε) only grows as noise is removed),
     and expm-g's shape need not be searched (one check instead of a search on the set).
     """
-    w = np.asarray((paper.diagnostics if paper is not None else {}).get("weights", 1.0))
-    cost = float(np.sum(w * best)) if w.ndim == 2 else float(np.trace(best))
-    per_unit = float(np.trace(w)) if w.ndim == 2 else float(gm.dim)
+    w = _weights_of(paper, gm.dim)
+    cost = float(np.sum(w * best))
+    unit = isotropic_shape(w)  # I under E‖Z‖², W⁻¹ otherwise (central/objective.py)
+    per_unit = float(np.sum(w * unit))
     if not (cost > 0 and per_unit > 0):
         return False
-    iso = (cost / per_unit) * np.eye(gm.dim)
+    iso = (cost / per_unit) * unit
     members = population_model(gm, beta=beta, noise_cov=iso, epsilon=epsilon)
     check = pair_deltas(members, iso, epsilon=epsilon, tol=search_tolerance(delta), screen=delta)
     return bool(check.worst > delta)
+
+
+def _weights_of(paper: CalibratedMechanism | None, m: int) -> np.ndarray:
+    """W of optimal-g's objective (its diagnostics), else I, shape (m, m)."""
+    w = (paper.diagnostics if paper is not None else {}).get("weights")
+    return np.eye(m) if w is None else np.asarray(w, dtype=float)
 
 
 def _cheaper(

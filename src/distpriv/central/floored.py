@@ -49,7 +49,7 @@ from ..errors import (
     ParameterError,
     PrivacyLeakWarning,
 )
-from ..noise import Noise
+from ..noise import Noise, gaussian_of_covariance
 from ..population.confidence import checked_members
 from ..population.exact import (
     EXACT_THEOREM,
@@ -75,6 +75,7 @@ from .floor_levels import (
     floor_variances,
     lattice_steps,
 )
+from .objective import is_identity_like, isotropic_shape
 from .optimal import calibrate_optimal
 from .uncertainty import calibrate_daum, calibrate_eigm
 
@@ -109,12 +110,9 @@ _POST = (
 
 
 def _psd_noise(cov: np.ndarray) -> Noise:
-    """Gaussian noise with covariance ``cov`` (eigen-decomposed, tiny negatives clipped)."""
-    w, v = np.linalg.eigh((cov + cov.T) / 2)
-    keep = w > 1e-13 * max(float(w.max()), 0.0)
-    if not np.any(keep):
-        return Noise.none(cov.shape[0])
-    return Noise.along("gaussian", v[:, keep], np.sqrt(w[keep]))
+    """Gaussian noise with covariance ``cov`` (its rank judged at unit diagonal, so that a
+    statistic in small units is not dropped for being small: noise.unit_free_rank)."""
+    return gaussian_of_covariance(cov)
 
 
 def _floor_noise(fvar: np.ndarray) -> Noise:
@@ -154,13 +152,17 @@ def _shaped(label: str, shape: np.ndarray, fvar: np.ndarray) -> _Cand:
     )
 
 
-def _isotropic_floor(fvar: np.ndarray, start: float) -> _Cand:
+def _isotropic_floor(fvar: np.ndarray, start: float, unit: np.ndarray | None = None) -> _Cand:
+    """diag(max(F, s² u)): u = 1 (expm-g's shape) under E‖Z‖², u the diagonal of W⁻¹ (each
+    statistic's sampling variance under the relative objective: central/objective.py)."""
+    u = np.ones(fvar.shape[0]) if unit is None else unit
+
     def noise_of(s: float) -> Noise:
-        return Noise.along("gaussian", np.eye(fvar.shape[0]), np.sqrt(np.maximum(fvar, s * s)))
+        return Noise.along("gaussian", np.eye(fvar.shape[0]), np.sqrt(np.maximum(fvar, s * s * u)))
 
     return (
         "isotropic noise raised to the floor (expm-g's shape)",
-        lambda s: np.diag(np.maximum(fvar, s * s)),
+        lambda s: np.diag(np.maximum(fvar, s * s * u)),
         start,
         noise_of,
     )
@@ -193,7 +195,13 @@ def _candidates(
     weights = np.asarray(paper.diagnostics["weights"])
     cands: list[_Cand] = []
     iso = calibrate_expm(gm, epsilon=eps, delta=dlt, kind="gaussian", calibration="analytic")
-    cands.append(_isotropic_floor(fvar, math.sqrt(float(iso.noise_covariance[0, 0]))))
+    start = math.sqrt(float(iso.noise_covariance[0, 0]))
+    if is_identity_like(weights):
+        cands.append(_isotropic_floor(fvar, start))
+    else:  # the objective's isotropic shape, started where its cost is expm-g's
+        unit = np.diag(isotropic_shape(weights)).copy()
+        start *= math.sqrt(float(np.trace(weights)) / float(np.sum(np.diag(weights) * unit)))
+        cands.append(_isotropic_floor(fvar, start, unit))
     # The program with Σ_Z = F + S: optimal-g on the model whose covariances include F.
     floored_model = GaussianQueryModel(
         gm.means,
@@ -544,6 +552,7 @@ def _assemble(
     }
     if "weights" in paper.diagnostics:
         diag["weights"] = paper.diagnostics["weights"]
+        diag["objective_kind"] = paper.diagnostics.get("objective_kind")
         diag["objective"] = float(
             np.trace(np.asarray(paper.diagnostics["weights"]) @ noise.covariance)
         )

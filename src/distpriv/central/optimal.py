@@ -29,7 +29,7 @@ import numpy as np
 
 from ..accounting.calibration_cache import active_cache, fingerprint, uncertainty_parts
 from ..errors import MechanismNotApplicableError, ParameterError
-from ..noise import Noise
+from ..noise import Noise, gaussian_of_covariance, unit_free_rank
 from ..population.pair_pruning import implied_constraints
 from ..querymodel import GaussianQueryModel
 from ..util.roots import brentq  # scipy.optimize's, without its import cost
@@ -46,12 +46,16 @@ from ._common import (
 from ._optimal_solver import solve_structured
 from .base import CalibratedMechanism
 from .expected_value import gaussian_diagnostics
+from .objective import DEFAULT_OBJECTIVE, objective_kind, objective_weights, whitening
 
 __all__ = ["calibrate_optimal", "single_pair_optimum"]
 
 # Solver target: a hair inside D* so that the solver's tolerance rarely needs the
 # isotropic correction; the verification below is exact either way.
 _SOLVER_MARGIN = 1e-6
+# Eigenvalues of the program's answer below this fraction of the largest are the solver's
+# tolerance, not noise (Clarabel's relative gap is 1e-8; measured residue 1e-9 to 1e-8).
+_SOLVER_RESIDUE = 1e-7
 # Up to this many statistics the generic program (cvxpy, Clarabel) is fast (≲ 1 s) and
 # is kept; above it the structured solver takes over (199 s against ≲ 1 s at m = 100).
 _GENERIC_MAX_DIM = 30
@@ -146,10 +150,12 @@ def _solve_sdp(
     )
 
 
-def _repair(sigma: np.ndarray) -> np.ndarray:
-    """Symmetrise and clip the solver's tiny negative eigenvalues to 0."""
+def _repair(sigma: np.ndarray, residue: float = 0.0) -> np.ndarray:
+    """Symmetrise and clip the solver's tiny negative eigenvalues (and, with ``residue``,
+    those below ``residue`` times the largest) to 0."""
     sym = (sigma + sigma.T) / 2
     w, v = np.linalg.eigh(sym)
+    w = np.where(w > residue * max(float(w.max()), 0.0), w, 0.0)
     return (v * np.clip(w, 0.0, None)) @ v.T
 
 
@@ -185,15 +191,21 @@ def calibrate_optimal(
     delta: float,
     calibration: str = "analytic",
     weights: object = None,
+    objective: str = DEFAULT_OBJECTIVE,
 ) -> CalibratedMechanism:
     """Optimal-G: the Gaussian noise of least weighted squared error satisfying Cor. A.1.
 
     Parameters
     ----------
     weights : array_like, shape (m,) or (m, m), optional
-        W in tr(W Σ_Z): per-statistic weights (e.g. 1/scale² to measure error in relative
-        terms) or a positive definite matrix. Default: identity, i.e. the expected
-        squared L2 error.
+        W in tr(W Σ_Z) declared by the curator: per-statistic weights (e.g. 1/tolerance²)
+        or a positive definite matrix. When given, ``objective`` is not used.
+    objective : {"relative", "l2"}, default "relative"
+        Without declared weights: ``"relative"`` weighs each statistic's noise against its
+        sampling variance under the model (W = diag(1/v), v the diagonal of Σ_θ averaged
+        over θ: unit-free, so rescaling a statistic rescales only its own noise;
+        :mod:`distpriv.central.objective`); ``"l2"`` is W = I, the papers' E‖Z‖² (Chen &
+        Ohrimenko 2023 compare mechanisms by it), kept to reproduce their tables.
 
     Notes
     -----
@@ -210,12 +222,14 @@ def calibrate_optimal(
     correction τI is added if the solver's tolerance left one short (reported in the
     diagnostics). When the model alone satisfies every constraint, no noise is added.
     """
+    kind = objective_kind(objective, weights)
+    declared = objective_weights(model, objective=objective, weights=weights)
+    wmat = _weights_matrix(declared, model.dim)
     cache = active_cache()
     if cache is None or not isinstance(model, GaussianQueryModel):
-        return _calibrate_optimal(model, epsilon, delta, calibration, weights)
+        return _calibrate_optimal(model, epsilon, delta, calibration, wmat, kind)
     # A pure function of these (accounting/calibration_cache.py): optimal-g-full and the
     # set's program repeat optimal-g's solves within one call.
-    wmat = _weights_matrix(weights, model.dim)
     key = (
         type(model).__qualname__,
         _model_key(model),
@@ -223,10 +237,11 @@ def calibrate_optimal(
         float(delta),
         calibration,
         fingerprint(wmat),
+        kind,
     )
     known = cache.get(cache.optimal, key)
     if known is None:
-        known = _calibrate_optimal(model, epsilon, delta, calibration, wmat)
+        known = _calibrate_optimal(model, epsilon, delta, calibration, wmat, kind)
         cache.optimal[key] = known
     # Callers may add to the diagnostics of their copy.
     return dataclasses.replace(known, diagnostics=dict(known.diagnostics))
@@ -246,17 +261,28 @@ def _model_key(model: GaussianQueryModel) -> str:
 
 
 def _calibrate_optimal(
-    model: QueryModel, epsilon: float, delta: float, calibration: str, weights: object
+    model: QueryModel,
+    epsilon: float,
+    delta: float,
+    calibration: str,
+    wmat: np.ndarray,
+    kind: str,
 ) -> CalibratedMechanism:
     gm, gauss = gaussian_assumption(model)
     m = gm.dim
-    wmat = _weights_matrix(weights, m)
     d_star, d_target = target_distance(epsilon, delta, calibration)
+    # A diagonal W not ∝ I: the program is solved in the coordinates x_k √w_k, where the
+    # objective is tr(Σ_Z) and a statistic's units do not reach the solver (the same
+    # numbers whatever the units: central/objective.py); mapped back below.
+    r = whitening(wmat)
+    covs = gm.covariances if r is None else gm.covariances * np.outer(r, r)
+    diffs = gm.mean_differences if r is None else gm.mean_differences * r
+    wsolve = wmat if r is None else np.eye(m)
     constraints: list[tuple[np.ndarray, np.ndarray]] = []
-    for (i, j), d in zip(gm.pairs, gm.mean_differences, strict=True):
+    for (i, j), d in zip(gm.pairs, diffs, strict=True):
         if np.any(d != 0):
             for t in dict.fromkeys((i, j)):
-                key = (gm.covariances[t], d)
+                key = (covs[t], d)
                 if not any(
                     np.array_equal(c, key[0]) and np.array_equal(x, d) for c, x in constraints
                 ):
@@ -267,7 +293,7 @@ def _calibrate_optimal(
         sigma = np.zeros((m, m))
     elif (
         len(active) == 1
-        and np.allclose(wmat, np.eye(m))
+        and np.allclose(wsolve, np.eye(m))
         and (np.linalg.eigvalsh(active[0][0])[0] > 1e-12 * np.abs(active[0][0]).max())
     ):
         sigma = single_pair_optimum(active[0][0], active[0][1], d_target)
@@ -276,19 +302,25 @@ def _calibrate_optimal(
         # Constraints implied by a longer parallel one are dropped (exact; every one is
         # re-checked by the isotropic correction below): population/pair_pruning.py.
         sdp = implied_constraints(constraints)
-        sigma, method = _solve_sdp(sdp, wmat, d_target * (1 - _SOLVER_MARGIN))
+        sigma, method = _solve_sdp(sdp, wsolve, d_target * (1 - _SOLVER_MARGIN))
     else:
         # Many statistics: the structured solver (rank ≤ p, small restricted programs,
         # a duality-gap certificate); see distpriv.central._optimal_solver.
-        result = solve_structured(active, wmat, d_target * (1 - _SOLVER_MARGIN))
+        result = solve_structured(active, wsolve, d_target * (1 - _SOLVER_MARGIN))
         sigma, method = result.sigma, result.describe()
-    sigma = _repair(sigma)
+    # In the objective's coordinates the solver's residue (eigenvalues at its tolerance,
+    # which the units would otherwise turn into "noise" on a small statistic) is dropped;
+    # the isotropic correction below restores every constraint exactly.
+    sigma = _repair(sigma, 0.0 if r is None else _SOLVER_RESIDUE)
     tau = _isotropic_correction(constraints, sigma, d_target)
     if tau > 0:
         sigma = sigma + tau * np.eye(m)
-    w, v = np.linalg.eigh(sigma)
-    w = np.clip(w, 0.0, None)
-    noise = Noise.along("gaussian", v, np.sqrt(w))
+    if r is None:
+        w, v = np.linalg.eigh(sigma)
+        w = np.clip(w, 0.0, None)
+        noise = Noise.along("gaussian", v, np.sqrt(w))
+    else:  # back to the statistics' own units, its rank judged unit-free
+        noise = gaussian_of_covariance(sigma / np.outer(r, r))
     assumptions = [
         gauss,
         equal_covariance_assumption(gm),
@@ -308,8 +340,11 @@ def _calibrate_optimal(
         "method": method,
         "weights": wmat,
         "objective": float(np.trace(wmat @ noise.covariance)),
+        "objective_kind": kind,
         "isotropic_correction": tau,
-        "noise_rank": int(np.sum(w > 1e-12 * max(w.max(), 1e-300))),
+        "noise_rank": (
+            int(np.sum(w > 1e-12 * max(w.max(), 1e-300))) if r is None else unit_free_rank(sigma)
+        ),
         **gaussian_diagnostics(gm, noise, epsilon, d_star, include_model=True),
     }
     return CalibratedMechanism("optimal-g", noise, guarantee, model.statistics, diag)

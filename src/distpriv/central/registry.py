@@ -206,7 +206,7 @@ _SPECS = (
         "Optimal-G: least-error Gaussian noise satisfying Cor. A.1",
         "Chen & Ohrimenko 2023, Cor. A.1 + convex program (distpriv)",
         True,
-        (*_GAUSS_OPTS, "weights"),
+        (*_GAUSS_OPTS, "weights", "objective"),
         _Builder("optimal", "calibrate_optimal"),
         True,
     ),
@@ -282,7 +282,7 @@ _SPECS = (
         "Optimal-G over full-rank noise: least tr(W Sigma_Z) with Sigma_Z >= the floor",
         "Chen & Ohrimenko 2023, Cor. A.1 + convex program with Sigma_Z >= F (distpriv)",
         True,
-        (*_GAUSS_OPTS, "weights", "lattice", "floor"),
+        (*_GAUSS_OPTS, "weights", "objective", "lattice", "floor"),
         _Builder("floored", "calibrate_floored", "optimal-g-full"),
         True,
         defaults=_floor_defaults,
@@ -413,7 +413,10 @@ def calibrate(
         calibrations, kept to reproduce their tables — their headline is then what the
         exact profile verifies, with the target as "requested" when it is not met;
         ``method`` for approx-wasserstein; ``direction`` for daum;
-        ``weights`` (per-statistic, or a matrix W in tr(W Σ_Z)) for optimal-g;
+        ``weights`` (per-statistic, or a matrix W in tr(W Σ_Z)) and ``objective``
+        (``"relative"``, the default: each statistic's noise weighed against its own
+        sampling variance, so units do not matter; ``"l2"``: the papers' E‖Z‖²) for
+        optimal-g and optimal-g-full (:mod:`distpriv.central.objective`);
         ``group_size`` and ``sensitivities`` for the group-DP baselines; ``lattice`` and
         ``floor`` for the floored mechanisms. Options not given are filled from
         ``model.facts`` when the model carries them (a model built by

@@ -371,6 +371,24 @@ def _expanduser(value: str, what: str) -> Path:
         ) from None
 
 
+def _objective(value: Any, name: str, where: str) -> None:
+    """[mechanism] objective: what the shaped mechanisms and auto minimise
+    (distpriv.central.objective); only they take it."""
+    from ..central.objective import OBJECTIVES
+
+    if not isinstance(value, str) or value not in OBJECTIVES:
+        raise ConfigError(
+            f"{where}: [mechanism] objective must be one of "
+            f"{', '.join(map(repr, OBJECTIVES))}, got {value!r}"
+        )
+    takers = [n for n in MECHANISMS if "objective" in mechanism_info(n).options]
+    if name != "auto" and name not in takers:
+        raise ConfigError(
+            f"{where}: [mechanism] objective does not apply to name = {name!r} (its noise "
+            f"shape is fixed by its theorem); it applies to auto, {', '.join(takers)}"
+        )
+
+
 def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dict[str, Any]]:
     mech = data.get("mechanism")
     if not isinstance(mech, dict):
@@ -407,6 +425,8 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
     for key, val in (("epsilon", epsilon), ("delta", delta)):
         if isinstance(val, bool) or not isinstance(val, int | float):
             raise ConfigError(f"{where}: [mechanism] {key} must be a number, got {val!r}")
+    if "objective" in mech:
+        _objective(mech["objective"], name, where)
     # The population confidence set (distpriv.population_set): not a mechanism
     # option, load_release_config takes it out.
     if "population_set" in mech:

@@ -65,7 +65,7 @@ import numpy as np
 
 from ..accounting.pair_profile import pair_profiles_unchecked
 from ._direction import gap_statement
-from ._stack import _inv_sqrt_stack
+from ._stack import _inv_sqrt_stack, inv_sqrt_in_units
 
 __all__: list[str] = []  # helpers of population.sets
 
@@ -108,7 +108,7 @@ def corr_signs(pair: Any) -> np.ndarray:
         # The distance statement: the member's gap (at its quantile) scaled by 1 ± step.
         mi, ci, mj, cj = (x[0] for x in pair.members(zero[None]))
         member_gap = mi - mj
-        metric = _inv_sqrt_stack(((ci + cj) / 2 + pair.noise)[None])[0]
+        metric = inv_sqrt_in_units((ci + cj) / 2 + pair.noise, pair.r)
         dist = float(np.linalg.norm(metric @ member_gap))
         if dist <= 0.0:
             return signs

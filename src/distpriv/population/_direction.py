@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..accounting.pair_profile import gaussian_delta, pair_profiles_unchecked
-from ._stack import _inv_sqrt_stack, _sqrt_psd_stack
+from ._stack import inv_sqrt_in_units, sqrt_in_units
 from ._tight import _design, quantile_level
 
 __all__: list[str] = []  # helpers of population._corr
@@ -98,8 +98,8 @@ def gap_statement(pair: Any) -> GapStatement | None:
     mi, mj = model.means[pair.i], model.means[pair.j]
     ci, cj = model.covariances[pair.i], model.covariances[pair.j]
     m = mi.shape[0]
-    spread = _sqrt_psd_stack(np.einsum("s,sxy->xy", pair.err_w, pair.c_hat)[None])[0]
-    metric = _inv_sqrt_stack(((ci + cj) / 2 + pair.noise)[None])[0]
+    spread = sqrt_in_units(np.einsum("s,sxy->xy", pair.err_w, pair.c_hat), pair.r)
+    metric = inv_sqrt_in_units((ci + cj) / 2 + pair.noise, pair.r)
     b = metric @ spread
 
     def f(u: np.ndarray) -> float:
@@ -171,5 +171,7 @@ def gap_statement(pair: Any) -> GapStatement | None:
         )
         / (2.0 * dpsi)
     )
-    grad_psi = np.linalg.pinv(spread) @ g / (2.0 * math.sqrt(f0))
+    # gap = m + S u, so ∇_gap ψ = S⁻ᵀ ∇_u ψ (S is any square root of the error covariance,
+    # not necessarily symmetric: it is taken at unit spread).
+    grad_psi = np.linalg.pinv(spread).T @ g / (2.0 * math.sqrt(f0))
     return GapStatement(shift, slope, grad_psi)

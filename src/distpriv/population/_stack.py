@@ -146,3 +146,37 @@ def _worst_shift_stack(
     root = np.sqrt(np.where(ok, ac * ac + cc * (target * target - aa), 0.0))
     t = np.where(ok, (-ac + root) / np.where(ok, cc, 1.0), 0.0)
     return t[..., None] * direction
+
+
+def unit_coordinates(covariances: np.ndarray) -> np.ndarray:
+    """r_k = 1/sd_k, sd_k the statistic's spread under the model (the root of the mean over
+    θ of Σ_θ's diagonal), 1 where it is 0: the members are computed in the coordinates
+    x_k r_k, where no statistic's units reach an eigen-decomposition. Every decomposition
+    below is of a matrix with unit diagonal there, so a statistic in cents and one in
+    fractions keep their digits alike and rescaling a statistic rescales its members
+    exactly (the relative objective relies on it: central/objective.py)."""
+    covs = np.asarray(covariances, dtype=float)
+    var = np.diagonal(covs.reshape(-1, *covs.shape[-2:]), axis1=1, axis2=2).mean(axis=0)
+    ok = np.isfinite(var) & (var > 0)
+    return np.where(ok, 1.0 / np.sqrt(np.where(ok, var, 1.0)), 1.0)
+
+
+def sqrt_in_units(cov: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """A square root S of ``cov`` (S Sᵀ = cov, not symmetric), taken at unit spread:
+    R⁻¹ (R cov R)^(1/2) with R = diag(r). Any square root serves the spread: the ellipsoid
+    {gap + S w : ‖w‖ ≤ 1} is the same."""
+    rr = r[:, None] * r[None, :]
+    return _sqrt_psd_stack(cov * rr) / r[:, None]
+
+
+def inv_sqrt_in_units(cov: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """A metric L with Lᵀ L = cov⁻¹ (not symmetric), taken at unit spread:
+    (R cov R)^(−1/2) R. ‖L x‖ is the Mahalanobis length of x whichever root is used."""
+    rr = r[:, None] * r[None, :]
+    return _inv_sqrt_stack(cov * rr) * r[None, :]
+
+
+def clip_psd_in_units(cov: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``cov`` with its negative eigenvalues clipped to 0 at unit spread (rounding repair)."""
+    rr = r[:, None] * r[None, :]
+    return _clip_psd_stack(cov * rr) / rr

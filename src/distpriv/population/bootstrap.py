@@ -144,24 +144,30 @@ def bootstrap_population_model(
         that corner's covariances and the mean gap at its upper confidence bound; the
         labels say which member each hypothesis is.
     """
-    from ._stack import _inv_sqrt, _sqrt_psd, _worst_shift
+    from ._stack import (
+        _worst_shift,
+        clip_psd_in_units,
+        inv_sqrt_in_units,
+        sqrt_in_units,
+        unit_coordinates,
+    )
 
     unc = _unc(model)
     cs = bootstrap_confidence_set(model, beta=beta)
     noise_cov = (noise_cov + noise_cov.T) / 2
+    r = unit_coordinates(model.covariances)  # decompositions at unit spread
     means, covs, labels, pairs = [], [], [], []
 
     def add(mu: np.ndarray, cov: np.ndarray, label: str) -> int:
         means.append(mu)
-        w, v = np.linalg.eigh((cov + cov.T) / 2)
-        covs.append((v * np.clip(w, 0.0, None)) @ v.T)
+        covs.append(clip_psd_in_units((cov + cov.T) / 2, r))
         labels.append(label)
         return len(means) - 1
 
     for p, (i, j) in enumerate(model.pairs):
         li, lj = str(model.labels[i]), str(model.labels[j])
         gap = model.means[i] - model.means[j]
-        spread = _sqrt_psd(unc.gap_covariances[p])
+        spread = sqrt_in_units(unc.gap_covariances[p], r)
         level, ratio = cs.log_shifts[p]
         for ci in (0, 1):
             for cj in (0, 1):
@@ -171,7 +177,7 @@ def bootstrap_population_model(
                 lam_j = np.exp((lev - rat / 2) / 2)
                 cov_i = lam_i[:, None] * model.covariances[i] * lam_i[None, :]
                 cov_j = lam_j[:, None] * model.covariances[j] * lam_j[None, :]
-                metric = _inv_sqrt((cov_i + cov_j) / 2 + noise_cov)
+                metric = inv_sqrt_in_units((cov_i + cov_j) / 2 + noise_cov, r)
                 shift = _worst_shift(gap, metric, spread, cs.gap_z)
                 tag = f"level {'hi' if ci else 'lo'}, ratio {'hi' if cj else 'lo'}"
                 pairs.append(

@@ -81,15 +81,11 @@ from ..accounting.calibration_cache import active_cache, fingerprint
 from ..guarantees import Assumption
 from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
 from ..util.validation import check_real
+from . import _stack as rs
 
 # _inv_sqrt, _worst_shift, farthest_gap and gap_bound live in _robust_stack.py (shared with
 # the bootstrap set) and stay importable from here.
 from ._stack import _inv_sqrt as _inv_sqrt
-from ._stack import (
-    _inv_sqrt_stack,
-    _sqrt_psd,
-    _worst_shift_stack,
-)
 from ._stack import _worst_shift as _worst_shift
 from ._stack import farthest_gap as farthest_gap
 from ._stack import gap_bound as gap_bound
@@ -420,6 +416,7 @@ def _corner_parts(model: GaussianQueryModel, beta: float) -> list[_Corner]:
     cs = confidence_set(model, beta=beta)
     n_strata = unc.row_covariances.shape[0]
     c_hat = unc.row_covariances
+    r = rs.unit_coordinates(model.covariances)  # decompositions at unit spread
     out = []
     # A stratum neither hypothesis of a pair weighs changes nothing of that pair (several
     # secrets: the other attributes' strata): its corners would only repeat the pair. They
@@ -442,9 +439,10 @@ def _corner_parts(model: GaussianQueryModel, beta: float) -> list[_Corner]:
                 cov_j += unc.weights[j, s] * (scaled[s] - c_hat[s])
             # The gap's error law at this corner: a member is the population whose
             # covariances are the corner's, so its estimate's spread is the corner's too.
-            spread = _sqrt_psd(_gap_covariance(unc, i, j, scaled))
+            spread = rs.sqrt_in_units(_gap_covariance(unc, i, j, scaled), r)
             tag = ",".join("hi" if c else "lo" for c in corner)
-            out.append(_Corner(i, j, tag, cov_i, cov_j, _clip_psd(cov_i), _clip_psd(cov_j), spread))
+            psd_i, psd_j = rs.clip_psd_in_units(cov_i, r), rs.clip_psd_in_units(cov_j, r)
+            out.append(_Corner(i, j, tag, cov_i, cov_j, psd_i, psd_j, spread))
     return out
 
 
@@ -462,9 +460,10 @@ def _members(
     cov_i = np.stack([part.cov_i for part in parts])
     cov_j = np.stack([part.cov_j for part in parts])
     spread = np.stack([part.spread for part in parts])
-    metric = _inv_sqrt_stack((cov_i + cov_j) / 2 + noise_cov)
+    r = rs.unit_coordinates(model.covariances)  # decompositions at unit spread
+    metric = rs.inv_sqrt_in_units((cov_i + cov_j) / 2 + noise_cov, r)
     gap = model.means[pi] - model.means[pj]
-    shift = _worst_shift_stack(gap, metric, spread, cs.gap_z)
+    shift = rs._worst_shift_stack(gap, metric, spread, cs.gap_z)
     k, m = len(parts), model.dim
     means = np.empty((k, 2, m))
     means[:, 0] = model.means[pi] + shift

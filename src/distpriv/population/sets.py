@@ -92,10 +92,11 @@ from ..errors import ParameterError
 from ..querymodel import GaussianQueryModel, MomentUncertainty
 from ._corr import corr_signs
 from ._stack import (
-    _clip_psd_stack,
-    _inv_sqrt_stack,
-    _sqrt_psd_stack,
     _worst_shift_stack,
+    clip_psd_in_units,
+    inv_sqrt_in_units,
+    sqrt_in_units,
+    unit_coordinates,
 )
 from ._tight import quantile_shift_stack
 
@@ -228,6 +229,7 @@ class _Pair:
         self.half = 0.5 * z * tau[sup]
         self.err_w = (unc.weights[i, sup] - unc.weights[j, sup]) ** 2 / sizes[sup]
         self.gap = model.means[i] - model.means[j]
+        self.r = unit_coordinates(model.covariances)  # decompositions at unit spread
         # The coordinates that move (τ > 0), in the search's order (stratum, statistic).
         self.coords = [
             (r, c) for r in range(sup.size) for c in range(unc.dim) if self.half[r, c] != 0.0
@@ -269,8 +271,8 @@ class _Pair:
             cov_i += self.w_i[r] * moved
             cov_j += self.w_j[r] * moved
         # The gap's error law at each member (its own covariances), radius z.
-        spread = _sqrt_psd_stack(np.einsum("s,bsxy->bxy", self.err_w, scaled))
-        metric = _inv_sqrt_stack((cov_i + cov_j) / 2 + noise)
+        spread = sqrt_in_units(np.einsum("s,bsxy->bxy", self.err_w, scaled), self.r)
+        metric = inv_sqrt_in_units((cov_i + cov_j) / 2 + noise, self.r)
         gaps = np.broadcast_to(self.gap, (b, self.gap.size))
         if self.quantile_gap and self.fixed_shift is not None:
             shift = np.broadcast_to(self.fixed_shift, gaps.shape)
@@ -280,7 +282,7 @@ class _Pair:
             shift = _worst_shift_stack(gaps, metric, spread, self.z)
         mean_i = model.means[self.i] + shift
         mean_j = np.broadcast_to(model.means[self.j], mean_i.shape)
-        return mean_i, _clip_psd_stack(cov_i), mean_j, _clip_psd_stack(cov_j)
+        return mean_i, clip_psd_in_units(cov_i, self.r), mean_j, clip_psd_in_units(cov_j, self.r)
 
     def prepare(self, points: list[np.ndarray]) -> None:
         """Build the members of the points not met yet, in one batch."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..central.objective import DEFAULT_OBJECTIVE
 from ..errors import ParameterError, ParameterTypeError
 from ..pipeline.stages.calibrate import ProgressCallback, calibrate_candidates
 from ..util.templates import render_template
@@ -48,6 +49,7 @@ def utility_curve(
     epsilon: float | None = None,
     chosen: str | None = None,
     weights: Any = None,
+    objective: str = DEFAULT_OBJECTIVE,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     mechanisms: Sequence[str] | None = None,
     epsilons: Sequence[float] = DEFAULT_EPSILONS,
@@ -69,7 +71,7 @@ def utility_curve(
         The requested ε, marked on the figure.
     chosen : str, optional
         The mechanism used, drawn thick.
-    weights, options, mechanisms
+    weights, objective, options, mechanisms
         As in :func:`~distpriv.pipeline.stages.calibrate.calibrate_candidates`.
     epsilons : sequence of float
         The grid.
@@ -98,6 +100,7 @@ def utility_curve(
                 epsilon=eps,
                 delta=dlt,
                 weights=weights,
+                objective=objective,
                 options=options,
                 mechanisms=mechanisms,
             )
@@ -120,7 +123,12 @@ def utility_curve(
         "delta": dlt,
         "epsilon": None if epsilon is None else float(epsilon),
         "chosen": chosen,
-        "metric": "root expected squared error" + (" (weighted)" if weights is not None else ""),
+        "metric": "root expected squared error"
+        + (
+            " (weighted)"
+            if weights is not None
+            else (" (relative to each statistic's sampling variance)" if objective != "l2" else "")
+        ),
         "curves": curves,
         "skipped": skipped,
     }
@@ -397,6 +405,7 @@ def release_page(
         epsilon=epsilon,
         chosen=rep.mechanism.name,
         weights=public.get("choice_weights"),
+        objective="l2" if public.get("choice_objective") == "l2" else DEFAULT_OBJECTIVE,
         options=options,
         epsilons=epsilons,
         progress=progress,

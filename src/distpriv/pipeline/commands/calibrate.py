@@ -56,6 +56,7 @@ def run_calibrate(
     epsilon: float,
     delta: float = 0.0,
     calibration: str | None = None,
+    objective: str | None = None,
 ) -> CalibrateOutcome:
     """Calibrate a mechanism to a Gaussian query model read from a TOML file.
 
@@ -65,7 +66,9 @@ def run_calibrate(
         The mechanism needs another view of f_θ than a model file gives (the Wasserstein
         mechanisms need Monte Carlo samples, APMQM a parameter network).
     ParameterError
-        ``calibration`` for a non-Gaussian mechanism; an ε so small (or large) that the
+        ``calibration`` for a non-Gaussian mechanism; ``objective`` for a mechanism whose
+        noise shape is fixed by its theorem (only optimal-g and optimal-g-full take it);
+        an ε so small (or large) that the
         noise is not a finite number.
     """
     cfg = load_model_config(model_file)
@@ -86,6 +89,13 @@ def run_calibrate(
         if not spec.gaussian:
             raise ParameterError(f"--calibration applies to Gaussian mechanisms, not {mechanism!r}")
         options["calibration"] = calibration
+    if objective is not None:
+        if "objective" not in spec.options:
+            raise ParameterError(
+                f"--objective applies to optimal-g and optimal-g-full (their noise shape "
+                f"minimises it), not {mechanism!r} (its shape is fixed by its theorem)"
+            )
+        options["objective"] = objective
     mech = checked_noise(calibrate(mechanism, cfg.model, epsilon=epsilon, delta=delta, **options))
     public = {
         "kind": "calibration",

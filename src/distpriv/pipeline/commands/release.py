@@ -410,9 +410,9 @@ def release(
         (not the released rows).
     mechanism : str
         A name in :data:`distpriv.MECHANISMS`, or ``"auto"``: the least-error mechanism whose
-        guarantee verifies
-        (:func:`distpriv.pipeline.stages.calibrate.choose_mechanism`, as ``mechanism =
-        "auto"`` in a config; its options are ``weights``, ``calibration`` and
+        guarantee verifies (:func:`distpriv.pipeline.stages.calibrate.choose_mechanism`, as
+        ``mechanism = "auto"`` in a config; its options are ``weights``, ``objective``,
+        ``calibration`` and
         ``allow_partial_noise``; the comparison is in ``ReleaseReport.choice``). The
         registry says which view of the model a mechanism needs: the Wasserstein mechanisms
         are calibrated on Monte Carlo samples (whatever ``method`` says), the others on the

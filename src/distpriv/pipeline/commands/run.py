@@ -238,6 +238,7 @@ def run_release(
         if choice is not None:  # mechanism = "auto": the comparison behind the choice
             public["choice"] = choice.rows()
             public["choice_weights"] = None if choice.weights is None else list(choice.weights)
+            public["choice_objective"] = choice.objective
         report = ReleaseReport(rel, mech, model, value, released.n_rows)
         private = {
             "kind": "release-diagnostics",

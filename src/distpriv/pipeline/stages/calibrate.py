@@ -4,10 +4,13 @@ Every registered mechanism that takes this kind of model is calibrated at the re
 (ε, δ); a mechanism is a candidate when its guarantee *verifies*: every assumption of its
 theorem was checked on the model and holds (``guarantee.holds is True``) and the verified
 headline (ε, δ) is no weaker than the request. Among the candidates the one with the least
-expected squared error E[Zᵀ W Z] = Σᵢ wᵢ Var(Zᵢ) is chosen (W = I by default, or a
-diagonal of user weights). Mechanisms whose guarantee rests on a failed or unverifiable
-assumption are never chosen, however small their noise: their headline is not proven
-(Chen & Ohrimenko 2023, §4.4).
+expected squared error E[Zᵀ W Z] = Σᵢ wᵢ Var(Zᵢ) is chosen: by default (``objective =
+"relative"``) wᵢ = 1/vᵢ, vᵢ statistic i's sampling variance under the model, so the
+comparison — and optimal-g's and optimal-g-full's noise, which minimise the same W — does
+not depend on the statistics' units (:mod:`distpriv.central.objective`); ``objective =
+"l2"`` is W = I, the papers' E‖Z‖²; declared weights are used as given. Mechanisms whose
+guarantee rests on a failed or unverifiable assumption are never chosen, however small
+their noise: their headline is not proven (Chen & Ohrimenko 2023, §4.4).
 
 By default (``prune=True``) a mechanism that provably cannot be chosen is not calibrated
 (:mod:`distpriv.central.auto_pruning`): its row says "not calibrated" and why, with the
@@ -27,12 +30,19 @@ import numpy as np
 
 from ...accounting.calibration_cache import sharing_calibration
 from ...central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
+from ...central.objective import (
+    CRITERIA,
+    DEFAULT_OBJECTIVE,
+    comparison_weights,
+    config_objective,
+    objective_kind,
+)
 from ...central.registry import default_options
-from ...errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
+from ...errors import ConfigError, DistPrivError, MechanismNotApplicableError
 from ...modeling.lattice import detect_lattice
 from ...querymodel import GaussianQueryModel, SampledQueryModel
 from ...util.threads import on_one_blas_thread
-from ...util.validation import check_array, check_delta, check_epsilon
+from ...util.validation import check_delta, check_epsilon
 
 __all__ = [
     "AUTO",
@@ -45,7 +55,15 @@ __all__ = [
 
 AUTO = "auto"
 # What ``[mechanism] name = "auto"`` accepts besides epsilon and delta.
-AUTO_OPTIONS = ("weights", "calibration", "allow_partial_noise", "beta", "floor", "prune")
+AUTO_OPTIONS = (
+    "weights",
+    "objective",
+    "calibration",
+    "allow_partial_noise",
+    "beta",
+    "floor",
+    "prune",
+)
 
 # Relative slack for "the verified headline is no weaker than the request": the verified
 # numbers are rounded up by the accountant, never down.
@@ -131,6 +149,9 @@ class AutoChoice:
         The request.
     weights : tuple of float or None
         Diagonal of W in E[Zᵀ W Z] (``None``: W = I).
+    objective : str
+        What W is: ``"relative"`` (1/sampling variance), ``"l2"`` (I) or
+        ``"declared weights"``.
     """
 
     mechanism: CalibratedMechanism
@@ -138,6 +159,7 @@ class AutoChoice:
     epsilon: float
     delta: float
     weights: tuple[float, ...] | None = None
+    objective: str = DEFAULT_OBJECTIVE
 
     @property
     def pruned(self) -> tuple[str, ...]:
@@ -187,22 +209,13 @@ class AutoChoice:
             "epsilon": self.epsilon,
             "delta": self.delta,
             "weights": None if self.weights is None else list(self.weights),
-            "criterion": "least expected squared error E[Z^T W Z] among verified mechanisms",
+            "objective": self.objective,
+            "criterion": "least expected squared error E[Z^T W Z] among verified mechanisms"
+            + CRITERIA[self.objective],
             "rank_one_optimum": self.rank_one_optimum,
             "pruned": list(self.pruned),
             "rows": self.rows(),
         }
-
-
-def _check_weights(weights: Any, m: int) -> np.ndarray | None:
-    if weights is None:
-        return None
-    w = check_array(weights, "weights", shape=(m,))
-    if np.any(w <= 0):
-        raise ParameterError(
-            f"weights must be {m} positive numbers (one per statistic), got {w.tolist()}"
-        )
-    return w
 
 
 def _views(model: Any) -> tuple[Any, Any]:
@@ -256,6 +269,7 @@ def calibrate_candidates(
     epsilon: float,
     delta: float,
     weights: Any = None,
+    objective: str = DEFAULT_OBJECTIVE,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     mechanisms: Sequence[str] | None = None,
     progress: ProgressCallback | None = None,
@@ -272,8 +286,15 @@ def calibrate_candidates(
     epsilon, delta : float
         The requested guarantee (keyword-only).
     weights : array_like, shape (m,), optional
-        Positive per-statistic weights wᵢ of E[Σᵢ wᵢ Zᵢ²] (also passed to ``optimal-g``,
-        which then minimises the same criterion).
+        Declared positive per-statistic weights wᵢ of E[Σᵢ wᵢ Zᵢ²] (also passed to
+        ``optimal-g`` and ``optimal-g-full``, which then minimise the same criterion).
+    objective : {"relative", "l2"}, default "relative"
+        Without declared weights: ``"relative"`` is wᵢ = 1/vᵢ, vᵢ statistic i's sampling
+        variance under the model (the mean over θ of Σ_θ's diagonal), so that neither the
+        choice nor the shaped mechanisms' noise depends on the statistics' units;
+        ``"l2"`` is W = I, the papers' E‖Z‖² (their tables are computed with it).
+        Mechanisms whose shape is fixed by their theorem (expm-g's σ²I, eigm, daum, ...)
+        keep it: the objective only decides whether they win.
     options : mapping of name → mapping, optional
         Options per mechanism (e.g. ``{"groupdp-l": {"group_size": 100, ...}}``).
     mechanisms : sequence of str, optional
@@ -308,7 +329,7 @@ def calibrate_candidates(
     names = list(MECHANISMS if mechanisms is None else mechanisms)
     for name in names:
         mechanism_info(name)
-    w = _check_weights(weights, model.dim)
+    w = comparison_weights(_views(model)[0], weights=weights, objective=objective)
     opts = {k: dict(v) for k, v in (options or {}).items()}
     gaussian_view, sampled_view = _views(model)
     # central/auto_pruning imports the floored mechanisms (scipy.linalg): not on the paths
@@ -322,8 +343,10 @@ def calibrate_candidates(
     for k, name in enumerate(calibration_order(names, prune)):
         spec = mechanism_info(name)
         mine = dict(opts.get(name, {}))
-        if "weights" in spec.options and w is not None:
+        if "weights" in spec.options and weights is not None:
             mine.setdefault("weights", w)
+        elif "objective" in spec.options:  # the same W, computed by the mechanism itself
+            mine.setdefault("objective", objective)
         if "lattice" in spec.options and "lattice" not in mine and not _has_lattice(model):
             # No lattice from the table: detect it on the model's Monte Carlo samples.
             if floor_lattice is None:
@@ -398,6 +421,7 @@ def choose_mechanism(
     epsilon: float,
     delta: float,
     weights: Any = None,
+    objective: str = DEFAULT_OBJECTIVE,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     mechanisms: Sequence[str] | None = None,
     progress: ProgressCallback | None = None,
@@ -413,7 +437,9 @@ def choose_mechanism(
 
     Parameters
     ----------
-    model, epsilon, delta, weights, options, mechanisms, progress, allow_partial_noise
+    model, epsilon, delta, weights, objective, options, mechanisms, progress
+        As in :func:`calibrate_candidates`.
+    allow_partial_noise
         As in :func:`calibrate_candidates`.
     prune : bool, default True
         As in :func:`calibrate_candidates`, but on by default: the same choice and noise,
@@ -437,6 +463,7 @@ def choose_mechanism(
         epsilon=epsilon,
         delta=delta,
         weights=weights,
+        objective=objective,
         options=options,
         mechanisms=mechanisms,
         progress=progress,
@@ -453,13 +480,14 @@ def choose_mechanism(
     best = min(ok, key=lambda c: c.mse)  # min keeps the first of equal errors
     if best.calibrated is None:  # pragma: no cover - a verified candidate is a calibrated one
         raise RuntimeError(f"auto: verified candidate {best.mechanism!r} has no calibration")
-    w = _check_weights(weights, model.dim)
+    w = comparison_weights(_views(model)[0], weights=weights, objective=objective)
     return AutoChoice(
         mechanism=best.calibrated,
         candidates=cands,
         epsilon=float(epsilon),
         delta=float(delta),
         weights=None if w is None else tuple(float(x) for x in w),
+        objective=objective_kind(objective, weights),
     )
 
 
@@ -483,7 +511,8 @@ def choose_for_table(
         The configuration's request.
     options : mapping, optional
         The ``[mechanism]`` table's other keys: ``weights`` (one positive number per
-        statistic), ``calibration`` (for the Gaussian mechanisms),
+        statistic), ``objective`` (``"relative"``, the default, or ``"l2"``: see
+        :func:`calibrate_candidates`), ``calibration`` (for the Gaussian mechanisms),
         ``allow_partial_noise`` (see :func:`calibrate_candidates`), ``floor`` (the floored
         mechanisms' noise floor in grid steps, default
         :data:`~distpriv.central.floored.DEFAULT_FLOOR`) and ``prune`` (default true: see
@@ -531,6 +560,7 @@ def choose_for_table(
         epsilon=epsilon,
         delta=delta,
         weights=opts.get("weights"),
+        objective=config_objective(opts.get("objective", DEFAULT_OBJECTIVE)),
         options=per,
         progress=progress,
         allow_partial_noise=_flag(opts.get("allow_partial_noise", False)),
