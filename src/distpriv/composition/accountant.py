@@ -91,6 +91,11 @@ class ComposedGuarantee:
     per_pair : tuple of dict
         ``pair``, ``direction``, ``epsilon`` (and ``delta_at_budget``) of the composition.
     notes : tuple of str
+    accounts : tuple of dict
+        Every account of the data after this release (a ledger's accounts: one per secret
+        recorded for the data, this release's own first), each with ``account``,
+        ``secret``, ``epsilon``, ``delta``, ``n_releases`` and ``budget``; empty outside a
+        ledger.
     """
 
     epsilon: float
@@ -103,6 +108,22 @@ class ComposedGuarantee:
     budget: dict[str, float] | None = None
     per_pair: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    accounts: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+    def account_summary(self) -> dict[str, Any]:
+        """``epsilon``, ``delta``, ``n_releases`` and ``budget`` (a line of ``accounts``)."""
+        return {
+            "epsilon": float(self.epsilon),
+            "delta": float(self.delta),
+            "n_releases": int(self.n_releases),
+            "budget": None if self.budget is None else dict(self.budget),
+        }
+
+    def with_accounts(self, accounts: Sequence[dict[str, Any]]) -> ComposedGuarantee:
+        """A copy listing ``accounts``."""
+        from dataclasses import replace
+
+        return replace(self, accounts=tuple(dict(a) for a in accounts))
 
     def within(self, budget: Any) -> bool:
         """Whether the composition meets ``budget`` (an object with epsilon, delta)."""
@@ -137,6 +158,7 @@ class ComposedGuarantee:
                 "budget": self.budget,
                 "per_pair": list(self.per_pair),
                 "notes": list(self.notes),
+                **({"accounts": list(self.accounts)} if self.accounts else {}),
             }
         )
 

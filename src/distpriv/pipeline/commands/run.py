@@ -23,6 +23,7 @@ from ...central import CalibratedMechanism
 from ...guarantees import to_jsonable
 from ...modeling import DataQueryModel, Query, Secret
 from ...modeling.identity import multiset_fingerprint, new_identity_key
+from ...modeling.secret_identity import secret_accounts
 from ...modeling.tables import Table
 from ..config import ReleaseConfig
 from ..ledger import Budget, Ledger, open_ledger
@@ -100,6 +101,8 @@ def _draw(
         noise_rng=noise_rng,
         model_rng=cfg.model.get("seed", 0),
         fingerprints=keyed,
+        secret_accounts=lambda k: secret_accounts(released, secret, key=k),
+        legacy_fingerprint=lambda k: multiset_fingerprint(released, key=k, canonical=False),
         model=model,
         population=bool(cfg.model.get("population", False)),
         # The calibration's confidence on the population, kept by the composition.
