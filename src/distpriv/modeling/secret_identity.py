@@ -137,9 +137,18 @@ def canonical_sql(text: str) -> str:
     for col in tree.find_all(exp.Identifier):
         col.set("this", str(col.this).lower())
         col.set("quoted", False)
-    for _ in range(3):  # a rewrite can expose another (e.g. a paren around a commuted pair)
-        tree = tree.transform(_rewrite, copy=True)
-    return tree.sql(dialect="duckdb")
+    return _bottom_up(tree).sql(dialect="duckdb")
+
+
+def _bottom_up(node: exp.Expr) -> exp.Expr:
+    """:func:`_rewrite` applied to the children first, then to ``node``: the order of
+    commuted operands is decided on their canonical forms."""
+    for name, value in list(node.args.items()):
+        if isinstance(value, exp.Expr):
+            node.set(name, _bottom_up(value))
+        elif isinstance(value, list):
+            node.set(name, [_bottom_up(v) if isinstance(v, exp.Expr) else v for v in value])
+    return _rewrite(node)
 
 
 def secret_texts(secret: Any) -> tuple[tuple[str, str], ...]:
