@@ -59,7 +59,8 @@ def test_respelling_is_one_account(text):
 
 def test_syntactic_respellings_have_one_canonical_text():
     base = canonical_sql("gender = 'female'")
-    for text in ["gender='female'", "'female' = gender", "(gender = 'female')", "GENDER = 'female'"]:
+    for text in ["gender='female'", "'female' = gender", "(gender = 'female')", "GENDER = 'x'"]:
+        text = text.replace("'x'", "'female'")
         assert canonical_sql(text) == base
     assert canonical_sql("dept IN ('c', 'a', 'b')") == canonical_sql("dept in ('a','b','c','a')")
     assert canonical_sql("age > 40 AND dept = 'a'") == canonical_sql("('a' = dept) and 40 < age")
@@ -93,7 +94,7 @@ def test_several_refuses_two_attributes_that_are_one():
     with pytest.raises(ParameterError, match="repeats the predicate"):
         SeveralSecrets([_share("gender = 'female'"), _share("(gender='female')")])
     both = SeveralSecrets([_share("gender = 'female'"), _share("gender = 'male'")])
-    with pytest.raises(ParameterError, match="gender = 'female'.*gender = 'male'.*one property"):
+    with pytest.raises(ParameterError, match=r"gender = 'female'.*gender = 'male'.*one property"):
         secret_accounts(_frame(), both, key=KEY)
     fine = SeveralSecrets([_share("gender = 'female'"), _share("age > 40")])
     assert len(set(secret_accounts(_frame(), fine, key=KEY))) == 2
@@ -162,11 +163,13 @@ def test_accounts_agree_with_the_brute_force_selection(first, second):
     ma, mb = mask_a(frame), mask_b(frame)
     same = np.array_equal(ma, mb) or np.array_equal(ma, ~mb)
     # two constant selections (all or no rows) are one account too: nothing to tell apart
-    same = same or (ma.all() | (~ma).all()) and (mb.all() | (~mb).all())
+    same = same or ((ma.all() | (~ma).all()) and (mb.all() | (~mb).all()))
 
     def text(atom):
         col, op, lit = atom
-        return f"{col} IN ({', '.join(repr(v) for v in lit)})" if op == "in" else f"{col} {op} {lit}"
+        if op == "in":
+            return f"{col} IN ({', '.join(repr(v) for v in lit)})"
+        return f"{col} {op} {lit}"
 
     merged = _acct(frame, _share(text(atom_a))) == _acct(frame, _share(text(atom_b)))
     assert merged == same
