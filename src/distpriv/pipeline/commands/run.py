@@ -32,6 +32,7 @@ from ..outcomes import (
 )
 from ..report import (
     PRIVATE_BANNER,
+    lead_with_accounts,
     noise_to_spread,
     provenance,
     public_release,
@@ -226,6 +227,7 @@ def run_release(
             why = "--no-ledger" if ledger is False else "[ledger] enabled = false"
             ledger_block = not_recorded(why)
         public["ledger"] = to_jsonable(ledger_block)
+        public = lead_with_accounts(public)  # earlier releases: the composed truth first
         if choice is not None:  # mechanism = "auto": the comparison behind the choice
             public["choice"] = choice.rows()
             public["choice_weights"] = None if choice.weights is None else list(choice.weights)
