@@ -17,7 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from distpriv.modeling import MeanSecret, ProportionSecret
 from distpriv.modeling.identity import multiset_fingerprint
+from distpriv.modeling.secret_identity import secret_accounts
 from distpriv.modeling.tables import as_table
 from distpriv.pipeline.ledger.identity import data_account
 from distpriv.pipeline.stages.data import open_table
@@ -137,3 +139,7 @@ def test_one_changed_cell_is_other_data():
 def test_spark_frame_is_the_same_data(spark, sources):
     frame = spark.createDataFrame(_pandas())
     assert _account(as_table(frame)) == _account(sources["csv"])
+    # a secret's keyed meaning on these rows, computed by Spark, is the one DuckDB computes
+    for secret in [ProportionSecret("town = 'north'", [0.3, 0.4]), MeanSecret("weight", [70, 80])]:
+        meaning = secret_accounts(as_table(frame), secret, key=KEY)
+        assert meaning == secret_accounts(sources["csv"], secret, key=KEY)

@@ -100,6 +100,13 @@ def test_several_refuses_complementary_attributes(tmp_path):
     with pytest.raises(ParameterError, match="one property"):
         _release(tmp_path / "l.db", both)
     assert not (tmp_path / "l.db").exists()
+    # without a ledger too, before any modelling
+    import distpriv
+
+    model_data, data = adult()
+    with pytest.raises(ParameterError, match="one property"):
+        distpriv.release(data, STATS, both, model_data=model_data, mechanism="daum", epsilon=1.0,
+                         delta=1e-3, rng=0)  # fmt: skip
 
 
 def _independent_epsilon(entries, secret, *, delta):

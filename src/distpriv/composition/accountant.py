@@ -92,10 +92,7 @@ class ComposedGuarantee:
         ``pair``, ``direction``, ``epsilon`` (and ``delta_at_budget``) of the composition.
     notes : tuple of str
     accounts : tuple of dict
-        Every account of the data after this release (a ledger's accounts: one per secret
-        recorded for the data, this release's own first), each with ``account``,
-        ``secret``, ``epsilon``, ``delta``, ``n_releases`` and ``budget``; empty outside a
-        ledger.
+        A ledger's accounts of the data after this release (one per secret, its own first).
     """
 
     epsilon: float
@@ -109,21 +106,6 @@ class ComposedGuarantee:
     per_pair: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
     accounts: tuple[dict[str, Any], ...] = field(default_factory=tuple)
-
-    def account_summary(self) -> dict[str, Any]:
-        """``epsilon``, ``delta``, ``n_releases`` and ``budget`` (a line of ``accounts``)."""
-        return {
-            "epsilon": float(self.epsilon),
-            "delta": float(self.delta),
-            "n_releases": int(self.n_releases),
-            "budget": None if self.budget is None else dict(self.budget),
-        }
-
-    def with_accounts(self, accounts: Sequence[dict[str, Any]]) -> ComposedGuarantee:
-        """A copy listing ``accounts``."""
-        from dataclasses import replace
-
-        return replace(self, accounts=tuple(dict(a) for a in accounts))
 
     def within(self, budget: Any) -> bool:
         """Whether the composition meets ``budget`` (an object with epsilon, delta)."""

@@ -40,7 +40,13 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from ..errors import ParameterError
 from .expressions import quiet_sqlglot
 
-__all__ = ["MEANING_PREFIX", "canonical_sql", "secret_accounts", "secret_texts"]
+__all__ = [
+    "MEANING_PREFIX",
+    "canonical_sql",
+    "check_distinct_attributes",
+    "secret_accounts",
+    "secret_texts",
+]
 
 MEANING_PREFIX = "meaning-hmac-sha256:"
 _VERSION = "distpriv-secret-meaning-v1"
@@ -167,8 +173,6 @@ def secret_texts(secret: Any) -> tuple[tuple[str, str], ...]:
 
 def _row_value(kind: str, text: str, table: Any) -> str:
     sql = table.safe_sql(text, f"secret {text!r}", "scalar")
-    if table.dialect == "spark":
-        sql = table.engine.translate(sql)
     if kind == "proportion":
         return f"CASE WHEN coalesce(CAST(({sql}) AS BOOLEAN), false) THEN 1.0 ELSE 0.0 END"
     return f"CAST(({sql}) AS DOUBLE)"
@@ -178,7 +182,9 @@ def _digest(table: Any, key: bytes, value: str, flip: bool) -> str:
     from .identity import fingerprint_sums
 
     mapped = f"(1.0 - ({value}))" if flip else value
-    rounded = f"round({mapped}, {_DIGITS})"
+    rounded = f"round({mapped}, {_DIGITS})"  # DuckDB SQL, generated from validated text
+    if table.dialect == "spark":  # the fingerprint's query is written in the engine's SQL
+        rounded = table.engine.translate(rounded)
     count, sums = fingerprint_sums(table, key, list(table.columns), extra={_VALUE: rounded})
     message = json.dumps([_VERSION, sorted(table.columns), count, sums]).encode()
     return MEANING_PREFIX + hmac.new(key, message, hashlib.sha256).hexdigest()
@@ -247,3 +253,20 @@ def secret_accounts(table: Any, secret: Any, *, key: bytes) -> tuple[str, ...]:
             )
         out.append(acct)
     return tuple(out)
+
+
+def check_distinct_attributes(table: Any, secret: Any) -> None:
+    """Refuse several secrets at once whose attributes are one property on ``table``.
+
+    Before any modelling, with or without a ledger (a fresh key: only equality within
+    this call matters). Does nothing for a secret with one attribute.
+
+    Raises
+    ------
+    ParameterError
+        Naming both attributes (:func:`secret_accounts`).
+    """
+    if len(getattr(secret, "attributes", ()) or ()) > 1:
+        from .identity import new_identity_key
+
+        secret_accounts(table, secret, key=new_identity_key())

@@ -23,7 +23,7 @@ from ...central import CalibratedMechanism
 from ...guarantees import to_jsonable
 from ...modeling import DataQueryModel, Query, Secret
 from ...modeling.identity import multiset_fingerprint, new_identity_key
-from ...modeling.secret_identity import secret_accounts
+from ...modeling.secret_identity import check_distinct_attributes, secret_accounts
 from ...modeling.tables import Table
 from ..config import ReleaseConfig
 from ..ledger import Budget, Ledger, open_ledger
@@ -184,6 +184,7 @@ def run_release(
     with _collect_warnings() as caught, _population_set(cfg):
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         model_frame, released, source = _tables(cfg, data, n)
+        check_distinct_attributes(released, secret)  # several secrets that are one: refused
         model, mech, choice = _model_and_mechanism(
             cfg, model_frame, query, secret, n, progress, support=False
         )

@@ -15,17 +15,20 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .identity import data_account, secret_aliases
+from .identity import data_account, public_account, secret_aliases, secret_key
 from .records import Budget, LedgerEntry, account_keys
 
 __all__ = [
     "account_of",
+    "account_summary",
     "budget_of",
     "close_keys",
     "other_accounts",
     "release_identity",
     "rows_of",
     "secret_from_record",
+    "shown_key",
+    "text_key",
 ]
 
 
@@ -61,6 +64,34 @@ def budget_of(
         if mine:
             out = Budget(eps, dlt).tighter(out)
     return out
+
+
+def account_summary(composed: Any) -> dict[str, Any]:
+    """``epsilon``, ``delta``, ``n_releases`` and ``budget`` of a composed guarantee: one
+    line of its ``accounts``."""
+    budget = None if composed.budget is None else dict(composed.budget)
+    return {
+        "epsilon": float(composed.epsilon),
+        "delta": float(composed.delta),
+        "n_releases": int(composed.n_releases),
+        "budget": budget,
+    }
+
+
+def text_key(entry: LedgerEntry) -> str:
+    """The secret's text key (canonical SQL) of a recorded row, as reports show it: the
+    attribute's for several secrets at once."""
+    d = entry.secret
+    accounts, keys = d.get("accounts") or [], d.get("keys") or []
+    if entry.secret_key in accounts and len(keys) == len(accounts):
+        return secret_key(keys[accounts.index(entry.secret_key)])
+    text = d.get("key") or d.get("predicate")
+    return secret_key(text) if isinstance(text, str) and text.strip() else entry.secret_key
+
+
+def shown_key(key: str) -> str:
+    """A secret's keyed meaning in its public short form; a text key as it is."""
+    return public_account(key) if key.startswith("meaning-") else key
 
 
 def account_of(entry: LedgerEntry) -> str:

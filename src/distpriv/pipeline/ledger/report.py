@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from ...guarantees import to_jsonable
+from .accounts import shown_key, text_key
 from .identity import public_account
 from .schema import SCHEMA_VERSION
 from .store import Ledger
@@ -41,19 +42,6 @@ def _row(e: Any) -> dict[str, Any]:
     }
 
 
-def _shown(key: str) -> str:
-    return public_account(key) if key.startswith("meaning-") else key
-
-
-def _secret_text(e: Any) -> str:
-    """The secret's text as recorded (the attribute's, for several secrets at once)."""
-    d = e.secret
-    accounts, keys = d.get("accounts") or [], d.get("keys") or []
-    if e.secret_key in accounts and len(keys) == len(accounts):
-        return str(keys[accounts.index(e.secret_key)])
-    return str(d.get("key") or d.get("predicate") or e.secret_key)
-
-
 def ledger_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Every release of a ledger, alone and composed, per (data, secret).
 
@@ -83,8 +71,8 @@ def ledger_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         groups.append(
             {
                 "composed": rows[-1]["composed"] if rows else None,
-                "secret": _secret_text(entries[-1]) if entries else key,
-                "secret_account": _shown(key),
+                "secret": text_key(entries[-1]) if entries else key,
+                "secret_account": shown_key(key),
                 "budget": None if budget is None else budget.to_dict(),
                 "account": public_account(account),
                 "releases": rows,

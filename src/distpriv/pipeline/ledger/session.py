@@ -22,8 +22,8 @@ from typing import Any
 
 from ...errors import LedgerError, ParameterError, ParameterTypeError
 from .accounts import release_identity as _identity
-from .accounts import secret_from_record
-from .identity import data_account, public_account, secret_key, table_fingerprint
+from .accounts import secret_from_record, shown_key, text_key
+from .identity import data_account, public_account, table_fingerprint
 from .records import Budget, LedgerEntry, NewRelease, check_ledger_path, parse_budget
 from .store import Ledger, LedgerCreatedElsewhere
 
@@ -100,26 +100,11 @@ class LedgeredRelease:
             "family": self.composed.family,
             "theorem": self.composed.theorem,
             "account": public_account(self.entry.data_account),
-            "secret_key": _text_key(self.entry),
-            "secret_account": _shown(self.entry.secret_key),
+            "secret_key": text_key(self.entry),
+            "secret_account": shown_key(self.entry.secret_key),
             "accounts": list(getattr(self.composed, "accounts", ()) or ()),
             "entry_id": self.entry.id,
         }
-
-
-def _text_key(entry: LedgerEntry) -> str:
-    """The secret's text key (canonical SQL) of a recorded row, as reports show it."""
-    d = entry.secret
-    accounts, keys = d.get("accounts") or [], d.get("keys") or []
-    if entry.secret_key in accounts and len(keys) == len(accounts):
-        return secret_key(keys[accounts.index(entry.secret_key)])
-    text = d.get("key") or d.get("predicate")
-    return secret_key(text) if isinstance(text, str) and text.strip() else entry.secret_key
-
-
-def _shown(key: str) -> str:
-    """A keyed account in its public short form; a text key as it is."""
-    return public_account(key) if key.startswith("meaning-") else key
 
 
 def ledgered_draw(

@@ -21,6 +21,7 @@ import os
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,15 @@ from ...errors import BudgetExceededError, LedgerError, ParameterError, Paramete
 from ...guarantees import to_jsonable
 from ..scope import note_record
 from ._tempfile import held_temp_ledger, ledger_directory
-from .accounts import budget_of, close_keys, other_accounts, rows_of
+from .accounts import (
+    account_summary,
+    budget_of,
+    close_keys,
+    other_accounts,
+    rows_of,
+    shown_key,
+    text_key,
+)
 from .identity import secret_aliases, secret_key
 from .records import Budget, LedgerEntry, NewRelease, same_release
 from .schema import (
@@ -419,27 +428,24 @@ class Ledger:
         """Compose the release into every other account of the data and check its budget.
 
         Returns ``composed`` with ``accounts``: one dict per account of the data after this
-        release, this release's own first (:meth:`ComposedGuarantee.with_accounts`).
+        release, this release's own first.
         """
-        if compose_account is None or not hasattr(composed, "with_accounts"):
+        if compose_account is None or not hasattr(composed, "accounts"):
             return composed
-        from .identity import public_account
-
         listed = [
             {
-                "account": public_account(k) if k.startswith("meaning-") else k,
-                "secret": new.secret.get("key") or new.secret.get("predicate"),
+                "account": shown_key(k),
+                "secret": secret_key(t),
                 "this_release": True,
-                **composed.account_summary(),
+                **account_summary(composed),
             }
-            for k in new.secret_keys
+            for k, t in zip(new.secret_keys, new.text_keys, strict=False)
         ]
         for keys, row in other_accounts(data_rows, own):
             acct_budget = budget_of(con, new.data_ids, close_keys(data_rows, keys))
             other = compose_account(earlier, acct_budget, row)
-            name = row.secret.get("key") or row.secret.get("predicate")
-            key = row.secret_key
-            shown = public_account(key) if key.startswith("meaning-") else key
+            name = text_key(row)
+            shown = shown_key(row.secret_key)
             if isinstance(other, str) or other is None:
                 why = other or "no composition for this secret"
                 listed.append(
@@ -454,9 +460,9 @@ class Ledger:
                     f"{acct_budget.delta:g}); nothing was released or recorded"
                 )
             listed.append(
-                {"account": shown, "secret": name, "this_release": False} | other.account_summary()
+                {"account": shown, "secret": name, "this_release": False} | account_summary(other)
             )
-        return composed.with_accounts(listed)
+        return replace(composed, accounts=tuple(listed))
 
     def guarded_release(
         self,
