@@ -180,3 +180,28 @@ def test_a_budget_applies_to_every_account_a_release_touches(tmp_path):
     with pytest.raises(BudgetExceededError, match=r"account of the secret .sex = 'Female'."):
         _release(path, MeanSecret("age", values=[38, 40]), seed=1, beta=None)
     assert len(Ledger(path)) == 1
+
+
+def test_releases_recorded_by_text_and_first_fingerprint_stay_in_the_account(tmp_path, monkeypatch):
+    """A ledger written before accounts by meaning: its row carries the secret's text as
+    typed and the first-version data fingerprint; a release now finds it, and its budget."""
+    from distpriv.modeling.identity import multiset_fingerprint
+    from distpriv.pipeline.ledger import records, session
+    from distpriv.pipeline.ledger.identity import legacy_secret_key
+
+    path = tmp_path / "l.db"
+    with monkeypatch.context() as old:
+        old.setattr(session, "_identity", lambda *a, **k: ((), ()))
+        old.setattr(
+            session,
+            "table_fingerprint",
+            lambda source, key: multiset_fingerprint(source, key=key, canonical=False),
+        )
+        old.setattr(records, "secret_key", legacy_secret_key)
+        first = _release(path, _share("sex='Female'"), budget=Budget(1.01, 1e-3))
+    assert first.entry.secret_key == "sex='Female'"
+    assert first.composed.epsilon <= 1.01
+    # the same property, respelled, on the same rows: the old budget refuses the second
+    with pytest.raises(BudgetExceededError, match=r"1 earlier release"):
+        _release(path, _share("(sex = 'Female')"), seed=1)
+    assert len(Ledger(path)) == 1
