@@ -163,6 +163,7 @@ def secret_texts(secret: Any) -> tuple[tuple[str, str], ...]:
     attrs = getattr(secret, "attributes", None) or (secret,)
     out = []
     for a in attrs:
+        a = getattr(a, "source", None) or a  # events: the proportion or mean they range over
         expression = getattr(a, "expression", None)
         if expression is not None:
             out.append(("mean", str(expression)))
@@ -193,8 +194,9 @@ def _digest(table: Any, key: bytes, value: str, flip: bool) -> str:
 def _one_account(table: Any, key: bytes, kind: str, text: str) -> str:
     raw = _row_value(kind, text, table)
     what = f"the secret's values ({text})"
-    low, high = table.engine.query(
-        f"SELECT min(v), max(v) FROM (SELECT {raw} AS v FROM {table.engine.relation}) AS s",
+    # One scan for the span and the mean: the mapped values' mean is (mean − low) / span.
+    low, high, avg = table.engine.query(
+        f"SELECT min(v), max(v), avg(v) FROM (SELECT {raw} AS v FROM {table.engine.relation}) AS s",
         what,
     )[0]
     if low is None or high is None or not high > low:
@@ -202,11 +204,9 @@ def _one_account(table: Any, key: bytes, kind: str, text: str) -> str:
         return _digest(table, key, value, flip=False)
     scale = f"CAST({float(high) - float(low)!r} AS DOUBLE)"
     value = f"((({raw}) - CAST({float(low)!r} AS DOUBLE)) / {scale})"
-    (mean,) = table.engine.query(
-        f"SELECT avg(v) FROM (SELECT {value} AS v FROM {table.engine.relation}) AS s", what
-    )[0]
-    if abs(float(mean) - 0.5) > 1e-9:
-        return _digest(table, key, value, flip=float(mean) > 0.5)
+    mean = (float(avg) - float(low)) / (float(high) - float(low))
+    if abs(mean - 0.5) > 1e-9:
+        return _digest(table, key, value, flip=mean > 0.5)
     return min(_digest(table, key, value, flip=False), _digest(table, key, value, flip=True))
 
 

@@ -181,7 +181,10 @@ def release_identity(
     else:
         meaning = ()
     aliases: tuple[str, ...] = ()
-    if data_name is None and not led.pending and len(led):
+    # Only a ledger with rows recorded before accounts by meaning (no "accounts" in their
+    # secret) needs the first-version fingerprint: one more scan of the released rows.
+    earlier = () if led.pending else led.releases()
+    if data_name is None and any("accounts" not in e.secret for e in earlier):
         if legacy is not None:
             aliases = (data_account(key=key, fingerprint=legacy(key)),)
         elif source is not None:
