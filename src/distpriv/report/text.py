@@ -435,7 +435,8 @@ def _ledger_line(console: Console, led: dict[str, Any]) -> None:
         return
     c, b = led["composed"], led.get("budget")
     text = (
-        f"ledger: release {led['n_releases']} of this data and secret; composed exactly "
+        f"ledger: release {led['n_releases']} of this data (all count in this secret's "
+        "account); composed exactly "
         f"({_fmt(c['epsilon'])}, {_fmt(c['delta'], 'g')}), this release alone "
         f"({_fmt(led['alone']['epsilon'])}, {_fmt(led['alone']['delta'], 'g')})"
     )
