@@ -205,3 +205,20 @@ def test_releases_recorded_by_text_and_first_fingerprint_stay_in_the_account(tmp
     with pytest.raises(BudgetExceededError, match=r"1 earlier release"):
         _release(path, _share("(sex = 'Female')"), seed=1)
     assert len(Ledger(path)) == 1
+
+
+def test_ledger_show_gives_each_account_its_guarantee_after_the_newest_release(tmp_path):
+    from distpriv.pipeline.ledger.report import ledger_report
+
+    path = tmp_path / "l.db"
+    share = _release(path, _share(FEMALE), beta=None)
+    mean = _release(path, MeanSecret("age", values=[38, 40]), seed=1, beta=None)
+    report = ledger_report(path)
+    groups = {g["secret"]: g for g in report["groups"]}
+    (after,) = [a for a in mean.ledger_summary()["accounts"] if not a["this_release"]]
+    # the share's account leads with its guarantee after the mean's release, not its own
+    assert groups[FEMALE]["composed"]["epsilon"] == after["epsilon"]
+    assert groups[FEMALE]["composed"]["n_releases"] == 2
+    assert groups[FEMALE]["composed"]["after_release"] == mean.entry.id
+    assert after["epsilon"] > share.composed.epsilon * 1.01
+    assert groups["mean:age"]["composed"]["epsilon"] == mean.composed.epsilon
