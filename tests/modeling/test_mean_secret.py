@@ -345,10 +345,11 @@ def test_ledger_composes_mean_releases_under_their_own_key(tmp_path, capsys, sho
         assert status == 0, err
         reports.append(json.loads((tmp_path / f"o{i}.json").read_text()))
     assert reports[0]["ledger"]["secret_key"] == "s > 10"
-    # The mean secret is a separate account: its first release is alone, the second
-    # composes with it (and not with the proportion release).
+    # The mean secret is a separate account, in which every release of the data counts:
+    # the proportion release too (an adversary after the mean sees it).
     first, second = reports[1]["ledger"], reports[2]["ledger"]
     assert first["secret_key"] == second["secret_key"] == "mean:s"
-    assert first["n_releases"] == 1 and second["n_releases"] == 2
+    assert first["n_releases"] == 2 and second["n_releases"] == 3
+    assert [a["secret"] for a in second["accounts"]] == ["mean:s", "s > 10"]
     assert second["composed"]["epsilon"] > second["alone"]["epsilon"]
     assert "the average of s" in (tmp_path / "r2.html").read_text()

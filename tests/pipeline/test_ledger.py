@@ -187,7 +187,10 @@ def test_release_records_everything(tmp_path):
     assert entry == out.entry
     # the data are named by a keyed account (HMAC-SHA256 under the ledger's key), never a hash
     assert entry.data_account.startswith("hmac-sha256:") and len(entry.data_account) == 76
-    assert entry.secret_key == "income = '>50K'"
+    # the secret's account is its keyed meaning on the released rows, never its spelling
+    assert entry.secret_key.startswith("meaning-hmac-sha256:") and len(entry.secret_key) == 84
+    assert entry.secret["predicate"] == "income = '>50K'"
+    assert Ledger(path).releases(secret="income='>50K'") == (entry,)
     assert entry.secret["values"] == [0.45, 0.55] and entry.secret["pairs"] == [[0.45, 0.55]]
     assert dict(entry.statistics) == ADULT_STATS
     assert entry.mechanism == "daum"

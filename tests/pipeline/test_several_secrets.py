@@ -184,13 +184,15 @@ def test_ledger_composes_several_with_each_attribute(tmp_path):
     second = _release(path, both, 2)
     assert second.composed.n_releases == 2
     assert len(second.composed.pairs) == 2  # the pairs of both attributes are checked
-    # It is recorded under each attribute's key: a later release about high earners only
-    # finds it (and not the release about women).
+    # It is recorded under each attribute's account: the high earners' account holds it
+    # (and not the release about women).
     led = Ledger(path)
-    assert [e.secret_key for e in led.releases(secret=RICH)] == [RICH]
+    assert [e.secret["keys"] for e in led.releases(secret=RICH)] == [[FEMALE, RICH]]
     assert len(led.releases(secret=FEMALE)) == 2
+    # Every release of the data counts in every account of it: the release about women
+    # too (an adversary after the high earners' share sees it).
     third = _release(path, rich, 3)
-    assert third.composed.n_releases == 2
+    assert third.composed.n_releases == 3
     # Composing again over both: the several release's two rows count once (4, not 5).
     fourth = _release(path, both, 4)
     assert fourth.composed.n_releases == 4

@@ -91,6 +91,8 @@ class ComposedGuarantee:
     per_pair : tuple of dict
         ``pair``, ``direction``, ``epsilon`` (and ``delta_at_budget``) of the composition.
     notes : tuple of str
+    accounts : tuple of dict
+        A ledger's accounts of the data after this release (one per secret, its own first).
     """
 
     epsilon: float
@@ -103,6 +105,7 @@ class ComposedGuarantee:
     budget: dict[str, float] | None = None
     per_pair: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    accounts: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
     def within(self, budget: Any) -> bool:
         """Whether the composition meets ``budget`` (an object with epsilon, delta)."""
@@ -137,6 +140,7 @@ class ComposedGuarantee:
                 "budget": self.budget,
                 "per_pair": list(self.per_pair),
                 "notes": list(self.notes),
+                **({"accounts": list(self.accounts)} if self.accounts else {}),
             }
         )
 

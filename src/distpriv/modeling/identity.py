@@ -41,7 +41,8 @@ from .tables import Table, as_table
 __all__ = ["FINGERPRINT_SCHEME", "multiset_fingerprint", "new_identity_key"]
 
 FINGERPRINT_SCHEME = "hmac-sha256"
-_VERSION = b"distpriv-multiset-fingerprint-v1"
+_VERSION_1 = b"distpriv-multiset-fingerprint-v1"  # text cells as typed
+_VERSION = b"distpriv-multiset-fingerprint-v2"  # every cell in its canonical encoding
 _LANES = 4  # 64-bit words of each row's SHA-256
 _MOD = 1 << 64
 _FLOAT_TYPES = ("DOUBLE", "FLOAT", "REAL", "double", "float")
@@ -96,27 +97,56 @@ class _Sql:
         return f"md5({text})"
 
 
-def _cell_base(column: str, kind: str, sql: _Sql, j: int, q: str) -> list[str]:
-    """First stage, once per cell: the text's SHA-256, or an integer's (lo, hi) mod Q.
+def _canonical_text(text: str, sql: _Sql) -> str:
+    """A cell's text in the one spelling its meaning has in every encoding: the words of a
+    boolean (true/false/yes/no, any case) as ``true``/``false``, a date-time at midnight
+    as its date, an empty text as NULL (a CSV reader's empty field)."""
+    low = f"lower(trim({text}))"
+    # [0-9] and [.] rather than backslash classes: Spark's string literals read escapes.
+    back = "'$1'" if sql.dialect == "spark" else "'\\1'"
+    pattern = "'^([0-9]{4}-[0-9]{2}-[0-9]{2})[ T]00:00:00([.]0+)?$'"
+    date = f"regexp_replace({text}, {pattern}, {back})"
+    return (
+        f"CASE WHEN {low} IN ('true', 'yes') THEN 'true' "
+        f"WHEN {low} IN ('false', 'no') THEN 'false' "
+        f"WHEN {low} = '' THEN NULL ELSE {date} END"
+    )
+
+
+def _cell_base(
+    column: str, kind: str, sql: _Sql, j: int, q: str, canonical: bool = True
+) -> list[str]:
+    """First stage, once per cell: the text's digest, or an integer's (lo, hi) mod Q.
 
     Integers (and whole floats below 10¹⁵) are split as x = hi·Q + lo; other values
     (strings, fractional floats, dates, booleans) are hashed as text. Returned as SQL
     select items named ``t{j}`` (hex digest, NULL for NULL/NaN or for numbers), ``l{j}``
     and ``h{j}`` (NULL unless a number).
+
+    ``canonical`` (the default): a text cell that reads as a number is that number (so
+    ``"42"``, 42 and 42.0 agree, and a CSV column typed BIGINT in one read and VARCHAR in
+    another keeps its meaning), and other text is :func:`_canonical_text` (booleans and
+    yes/no, dates and midnight timestamps, empty text and NULL agree).
     """
     ref = _quote(column, sql.dialect)
     text = f"CAST({ref} AS {sql.string})"
-    if kind == "text":
+    if kind == "text" and not canonical:
         return [f"{sql.sha(text)} AS t{j}"]
-    ival = f"CAST({ref} AS BIGINT)"
+    if kind == "text":
+        num = f"TRY_CAST(trim({text}) AS DOUBLE)"
+        other = f"WHEN {num} IS NULL THEN {sql.sha(_canonical_text(text, sql))}"
+    else:
+        num, other = ref, ""
+    ival = f"CAST({num} AS BIGINT)"
     lo = sql.mod(ival, q)
     hi = sql.mod(sql.idiv(f"{ival} - {lo}", q), q)
     if kind == "int":
         return [f"{lo} AS l{j}", f"{hi} AS h{j}"]
-    whole = f"(NOT isnan({ref}) AND abs({ref}) < 1e15 AND {ref} = floor({ref}))"
-    frac = f"(NOT isnan({ref}) AND NOT {whole})"
+    whole = f"(NOT isnan({num}) AND abs({num}) < 1e15 AND {num} = floor({num}))"
+    frac = f"(NOT isnan({num}) AND NOT {whole})"
+    frac_text = f"CAST({num} AS {sql.string})"
     return [
-        f"CASE WHEN {frac} THEN {sql.sha(text)} END AS t{j}",
+        f"CASE WHEN {frac} THEN {sql.sha(frac_text)} {other} END AS t{j}",
         f"CASE WHEN {whole} THEN {lo} END AS l{j}",
         f"CASE WHEN {whole} THEN {hi} END AS h{j}",
     ]
@@ -167,22 +197,41 @@ def _check_key(key: Any) -> bytes:
     return bytes(key)
 
 
-def fingerprint_sums(table: Table, key: bytes, columns: list[str]) -> tuple[int, list[int]]:
+def fingerprint_sums(
+    table: Table,
+    key: bytes,
+    columns: list[str],
+    *,
+    canonical: bool = True,
+    extra: dict[str, str] | None = None,
+) -> tuple[int, list[int]]:
     """Row count and, per lane, Σ_rows Π_cells factor mod Q, in ONE query in the engine.
 
     Each row's hash per lane is the product of its cells' keyed factors mod Q (a product,
     so that swapping cells between rows changes the sum); the sum over rows does not
     depend on their order. Every key-derived constant is a bound parameter.
+
+    ``canonical``: text cells in their canonical encoding (:func:`_cell_base`); ``False``
+    gives the first version's sums (kept to find a ledger's earlier accounts). ``extra``:
+    more columns, ``{name: SQL expression over the table (engine dialect, generated, never
+    user text) of type DOUBLE}``, hashed with each row (e.g. a secret's value on it).
     """
     engine = table.engine
     sql = _Sql(engine.dialect)
     q = str(_Q)
-    cols = sorted(columns)
-    kinds = [_kind(c, engine) for c in cols]
-    base = [item for j, c in enumerate(cols) for item in _cell_base(c, kinds[j], sql, j, q)]
+    extra = dict(extra or {})
+    cols = sorted([*columns, *extra])
+    kinds = ["float" if c in extra else _kind(c, engine) for c in cols]
+    base = [
+        item
+        for j, c in enumerate(cols)
+        for item in _cell_base(c, kinds[j], sql, j, q, canonical=canonical)
+    ]
+    # A canonical text cell can be a number: its factor is a float cell's.
+    shapes = ["float" if canonical and k == "text" else k for k in kinds]
     factors = [
         [f"{_cell_factor(kind, sql, j, lane, q)} AS f{j}_{lane}" for lane in range(_LANES)]
-        for j, kind in enumerate(kinds)
+        for j, kind in enumerate(shapes)
     ]
     products = []
     for lane in range(_LANES):
@@ -194,7 +243,11 @@ def fingerprint_sums(table: Table, key: bytes, columns: list[str]) -> tuple[int,
         f"sum(CAST(p{lane} AS DECIMAL(38, 0)))" if sql.dialect == "spark" else f"sum(p{lane})"
         for lane in range(_LANES)
     ]
-    inner = f"SELECT {', '.join(base) or '1 AS one'} FROM {engine.relation}"
+    source = engine.relation
+    if extra:
+        items = ", ".join(f"{e} AS {_quote(n, sql.dialect)}" for n, e in extra.items())
+        source = f"(SELECT *, {items} FROM {engine.relation}) AS src"
+    inner = f"SELECT {', '.join(base) or '1 AS one'} FROM {source}"
     middle = f"SELECT {', '.join(x for f in factors for x in f) or '1 AS one'} FROM ({inner}) AS b"
     outer = f"SELECT {', '.join(products)} FROM ({middle}) AS f"
     text = f"SELECT count(*), {', '.join(lanes)} FROM ({outer}) AS p"
@@ -239,7 +292,12 @@ def native_sums(table: Table, key: bytes, columns: list[str]) -> tuple[int, list
 
 
 def multiset_fingerprint(
-    source: Any, *, key: bytes, columns: list[str] | None = None, portable: bool = True
+    source: Any,
+    *,
+    key: bytes,
+    columns: list[str] | None = None,
+    portable: bool = True,
+    canonical: bool = True,
 ) -> str:
     """Order-blind keyed fingerprint of a table's rows: ``"hmac-sha256:<hex>"``.
 
@@ -259,6 +317,13 @@ def multiset_fingerprint(
         and across integer/float storage of the same numbers. ``False``: the engine's own
         keyed row hash (:func:`native_sums`), several times cheaper on large tables, equal
         only within one engine and one column typing (the scheme names the engine).
+    canonical : bool
+        Portable digest only. ``True`` (default): every cell in its canonical encoding, so
+        the same rows agree whether read from CSV (whatever the sniffer typed), Parquet,
+        a DuckDB table, a pandas or Arrow frame or Spark: booleans and their words
+        (true/false/yes/no), integers stored as floats or as text, dates and midnight
+        timestamps, NULL and empty text. ``False``: the first version's digest (text
+        cells as typed), which a ledger's earlier accounts were keyed with.
 
     Returns
     -------
@@ -275,8 +340,8 @@ def multiset_fingerprint(
     table = as_table(source)
     cols = list(table.columns) if columns is None else [table.column_name(c) for c in columns]
     if portable:
-        count, sums = fingerprint_sums(table, k, cols)
-        scheme = _VERSION
+        count, sums = fingerprint_sums(table, k, cols, canonical=canonical)
+        scheme = _VERSION if canonical else _VERSION_1
     else:
         count, sums = native_sums(table, k, cols)
         scheme = _VERSION + b"|native|" + table.dialect.encode()

@@ -41,8 +41,12 @@ class AttributeValue(NamedTuple):
 
 
 def _normal_predicate(predicate: str) -> str:
-    """The predicate as the ledger keys it (whitespace normalised), to find duplicates."""
-    return " ".join(predicate.split())
+    """The predicate in canonical SQL, as the ledger keys its text, to find duplicates
+    (what two predicates select on the released rows is compared at the release:
+    :func:`~distpriv.modeling.secret_identity.secret_accounts`)."""
+    from .secret_identity import canonical_sql
+
+    return canonical_sql(predicate)
 
 
 @dataclass(frozen=True, init=False)

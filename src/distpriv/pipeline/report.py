@@ -29,6 +29,7 @@ __all__ = [
     "PRIVATE_BANNER",
     "SECURE_SAMPLER_FALLBACK",
     "intervals95",
+    "lead_with_accounts",
     "noise_to_spread",
     "provenance",
     "public_release",
@@ -215,6 +216,44 @@ def public_release(
             else "NOT PRIVATE: the noise did not come from the secure sampler"
         )
     return to_jsonable(out)
+
+
+def lead_with_accounts(public: dict[str, Any]) -> dict[str, Any]:
+    """The public report led by the composed guarantee of every account of the data.
+
+    When the ledger holds earlier releases of the same data, what an adversary learns is
+    bounded by the composed guarantee, not by this release's own: the report then opens
+    (after ``kind`` and ``title``) with ``composed`` — ``n_releases``, ``accounts`` (each
+    secret recorded for these data: its composed ε, δ, releases and budget, this
+    release's secret first), ``this_release_alone`` and a ``note`` — and the release's own
+    guarantee follows further down. Unchanged for a first release or no ledger.
+    """
+    led = public.get("ledger") or {}
+    if not led.get("recorded") or int(led.get("n_releases", 1)) < 2:
+        return public
+    accounts = led.get("accounts") or [
+        {
+            "secret": led.get("secret_key"),
+            "account": led.get("secret_account"),
+            "this_release": True,
+            "epsilon": led["composed"]["epsilon"],
+            "delta": led["composed"]["delta"],
+            "n_releases": led["n_releases"],
+            "budget": led.get("budget"),
+        }
+    ]
+    lead = {
+        "n_releases": led["n_releases"],
+        "accounts": accounts,
+        "this_release_alone": led.get("alone"),
+        "note": (
+            f"{led['n_releases']} releases of these data are recorded in the ledger: "
+            "together they give the composed guarantee of each secret above (exactly, on "
+            "their joint model); the guarantee further down is this release's alone"
+        ),
+    }
+    head: dict[str, Any] = {k: public[k] for k in ("kind", "title") if k in public}
+    return {**head, "composed": lead, **{k: v for k, v in public.items() if k not in head}}
 
 
 def _public_options(mech: CalibratedMechanism) -> dict[str, Any]:

@@ -112,6 +112,8 @@ def render_release(public: dict[str, Any], private: dict[str, Any]) -> str:
     )
     if not public.get("secure_noise", False):
         console.print(f"[bold red]{_e(public['not_private'])}[/bold red]")
+    if public.get("composed"):
+        _composed_lines(console, public["composed"])
     truth = private.get("true_values")
     spread = private.get("noise_to_spread")
     table = Table()
@@ -383,13 +385,38 @@ def render_local(title: str, out: dict[str, Any]) -> str:
     return buf.text()
 
 
+def _composed_lines(console: Console, lead: dict[str, Any]) -> None:
+    """First, when earlier releases exist: every account's composed guarantee."""
+    console.print(
+        f"[bold]composed over the {lead['n_releases']} releases of these data[/bold] "
+        "(what anyone who sees them all can learn):"
+    )
+    for a in lead["accounts"]:
+        if "epsilon" not in a:
+            console.print(f"  {_e(str(a.get('secret')))}: {_e(a.get('note', ''))}")
+            continue
+        b = a.get("budget")
+        budget = f", budget ({_fmt(b['epsilon'], 'g')}, {_fmt(b['delta'], 'g')})" if b else ""
+        mine = " (this release's secret)" if a.get("this_release") else ""
+        console.print(
+            f"  {_e(str(a.get('secret')))}{mine}: ({_fmt(a['epsilon'])}, "
+            f"{_fmt(a['delta'], 'g')}) over {a['n_releases']} releases{budget}"
+        )
+    alone = lead.get("this_release_alone") or {}
+    if alone:
+        console.print(
+            f"this release alone: ({_fmt(alone['epsilon'])}, {_fmt(alone['delta'], 'g')})"
+        )
+
+
 def _ledger_line(console: Console, led: dict[str, Any]) -> None:
     if led.get("recorded") is False:  # opted out: say so, the guarantee is this release's only
         console.print(f"ledger: {_e(led['note'])} ({_e(led.get('opted_out_by', 'opted out'))})")
         return
     c, b = led["composed"], led.get("budget")
     text = (
-        f"ledger: release {led['n_releases']} of this data and secret; composed exactly "
+        f"ledger: release {led['n_releases']} of this data (all count in this secret's "
+        "account); composed exactly "
         f"({_fmt(c['epsilon'])}, {_fmt(c['delta'], 'g')}), this release alone "
         f"({_fmt(led['alone']['epsilon'])}, {_fmt(led['alone']['delta'], 'g')})"
     )

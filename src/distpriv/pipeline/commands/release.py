@@ -544,6 +544,9 @@ def prepare_release(
             f"datasets of {n} rows, so only such a dataset can be released under it"
         )
     q = query if isinstance(query, Query) else Query(query)
+    from ...modeling.secret_identity import check_distinct_attributes
+
+    check_distinct_attributes(table, secret)  # several secrets that are one: refused first
     auto = mechanism == AUTO
     if not auto:
         mechanism_info(mechanism)  # fail fast on an unknown name, before modelling

@@ -22,6 +22,7 @@ from ...central import CalibratedMechanism
 from ...guarantees import to_jsonable
 from ...modeling import DataQueryModel, Query, Secret
 from ...modeling.identity import multiset_fingerprint, new_identity_key
+from ...modeling.secret_identity import check_distinct_attributes, secret_accounts
 from ...modeling.tables import Table
 from ...util.validation import check_rng
 from ..config import ReleaseConfig
@@ -31,6 +32,7 @@ from ..outcomes import (
 )
 from ..report import (
     PRIVATE_BANNER,
+    lead_with_accounts,
     noise_to_spread,
     provenance,
     public_release,
@@ -101,6 +103,8 @@ def _draw(
         noise_rng=noise_rng,
         model_rng=cfg.plan.model.seed,
         fingerprints=keyed,
+        secret_accounts=lambda k: secret_accounts(released, secret, key=k),
+        legacy_fingerprint=lambda k: multiset_fingerprint(released, key=k, canonical=False),
         model=model,
         population=cfg.plan.model.population,
         # The calibration's confidence on the population, kept by the composition.
@@ -187,6 +191,7 @@ def run_release(
     with _collect_warnings() as caught, _population_set(cfg):
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
         model_frame, released, source = _tables(cfg, data, n)
+        check_distinct_attributes(released, secret)  # several secrets that are one: refused
         allow = cfg.allow_overlap if allow_overlap is None else allow_overlap
         overlap_rows = warn_overlap_tables(model_frame, released, allow=bool(allow))
         # F(data) first: a statistic that fails on the released table is named before the
@@ -235,6 +240,7 @@ def run_release(
             why = "--no-ledger" if ledger is False else "[ledger] enabled = false"
             ledger_block = not_recorded(why)
         public["ledger"] = to_jsonable(ledger_block)
+        public = lead_with_accounts(public)  # earlier releases: the composed truth first
         if choice is not None:  # mechanism = "auto": the comparison behind the choice
             public["choice"] = choice.rows()
             public["choice_weights"] = None if choice.weights is None else list(choice.weights)

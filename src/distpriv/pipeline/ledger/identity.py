@@ -30,7 +30,9 @@ from ...errors import ParameterError, ParameterTypeError
 __all__ = [
     "ACCOUNT_PREFIX",
     "data_account",
+    "legacy_secret_key",
     "public_account",
+    "secret_aliases",
     "secret_key",
     "table_fingerprint",
 ]
@@ -41,16 +43,44 @@ ACCOUNT_PREFIX = "hmac-sha256:"
 PUBLIC_HEX = 16
 
 
-def secret_key(predicate: str) -> str:
-    """The key under which releases about one secret are grouped: its predicate.
-
-    Whitespace is normalised. The values and pairs are *not* part of the key: every earlier
-    release of the same data about the same property is composed with a new one, under the
-    new release's pairs, so changing Ψ cannot reset the account.
-    """
+def legacy_secret_key(predicate: str) -> str:
+    """The key earlier versions grouped a secret's releases under: its text, whitespace
+    normalised (rows recorded before secrets were keyed by meaning carry it)."""
     if not isinstance(predicate, str) or not predicate.strip():
         raise ParameterTypeError(f"predicate must be a non-empty string, got {predicate!r}")
     return " ".join(predicate.split())
+
+
+# Text keys of a whole secret that are not SQL: a mean's ``mean:<expression>`` and several
+# secrets' ``several:<p1> | <p2>`` (distpriv.modeling.secret_mean / secret_several).
+_MEAN, _SEVERAL = "mean:", "several:"
+
+
+def secret_key(predicate: str) -> str:
+    """The text key of a secret: its predicate (or ``mean:``/``several:`` key) in canonical SQL.
+
+    :func:`~distpriv.modeling.secret_identity.canonical_sql` of the text (whitespace,
+    parentheses, keyword and identifier case, commuted comparisons, IN-list order,
+    redundant casts): ``gender='female'`` and ``('female' = GENDER)`` have one key. The
+    values and pairs are *not* part of the key: every earlier release of the same data
+    about the same property is composed with a new one, under the new release's pairs,
+    so changing Ψ cannot reset the account. (What a secret selects on the released rows,
+    beyond its spelling, is keyed by :func:`~distpriv.modeling.secret_identity.secret_accounts`.)
+    """
+    plain = legacy_secret_key(predicate)
+    from ...modeling.secret_identity import canonical_sql
+
+    if plain.startswith(_MEAN):
+        return _MEAN + canonical_sql(plain[len(_MEAN) :])
+    if plain.startswith(_SEVERAL):
+        parts = plain[len(_SEVERAL) :].split(" | ")
+        return _SEVERAL + " | ".join(canonical_sql(p) for p in parts)
+    return canonical_sql(plain)
+
+
+def secret_aliases(predicate: str) -> frozenset[str]:
+    """Every key a secret's rows may carry: its canonical key and its earlier text key."""
+    return frozenset({secret_key(predicate), legacy_secret_key(predicate)})
 
 
 def _mac(key: bytes, tag: str, text: str) -> str:
@@ -100,9 +130,12 @@ def data_account(
 
 def public_account(account: str) -> str:
     """The short form of an account shown in public outputs (``hmac-sha256:`` + 16 hex)."""
-    if not account.startswith(ACCOUNT_PREFIX):
-        raise ParameterError(f"not a keyed ledger account: {account[:24]!r}")
-    return account[: len(ACCOUNT_PREFIX) + PUBLIC_HEX]
+    # A data account starts with ACCOUNT_PREFIX; a secret's keyed meaning with
+    # "meaning-" + ACCOUNT_PREFIX (distpriv.modeling.secret_identity).
+    at = account.find(ACCOUNT_PREFIX) if isinstance(account, str) else -1
+    if at < 0 or account[:at] not in ("", "meaning-"):
+        raise ParameterError(f"not a keyed ledger account: {str(account)[:24]!r}")
+    return account[: at + len(ACCOUNT_PREFIX) + PUBLIC_HEX]
 
 
 def table_fingerprint(source: Any, *, key: bytes) -> str:

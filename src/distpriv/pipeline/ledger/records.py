@@ -16,12 +16,13 @@ from typing import Any
 from ...errors import LedgerError, ParameterError, ParameterTypeError
 from ...util.text import parse_decimal
 from ...util.validation import check_privacy
-from .identity import secret_key
+from .identity import secret_aliases, secret_key
 
 __all__ = [
     "Budget",
     "LedgerEntry",
     "NewRelease",
+    "account_keys",
     "check_ledger_path",
     "parse_budget",
     "same_release",
@@ -115,7 +116,10 @@ class LedgerEntry:
         ``"hmac-sha256:<hex>"``: the released data's keyed identity under the ledger's key
         (:func:`~distpriv.pipeline.ledger.identity.data_account`), never an unkeyed hash.
     secret_key : str
-        The secret's predicate (see :func:`secret_key`).
+        The secret's account: its keyed meaning on the released rows
+        (``"meaning-hmac-sha256:<hex>"``,
+        :func:`~distpriv.modeling.secret_identity.secret_accounts`), or, for rows
+        recorded without one, its text key (:func:`secret_key`).
     secret : dict
         ``predicate``, ``values``, ``pairs`` of the release.
     statistics : tuple of (name, expression)
@@ -207,6 +211,30 @@ class NewRelease:
     mechanism: str
     noise: dict[str, Any]
     guarantee: dict[str, Any]
+    #: The keyed meaning of each attribute of the secret on the released rows
+    #: (:func:`~distpriv.modeling.secret_identity.secret_accounts`), in the order of the
+    #: text keys; empty: the release is keyed by text only.
+    accounts: tuple[str, ...] = ()
+    #: Other accounts of the same rows (their first-version fingerprint).
+    data_aliases: tuple[str, ...] = ()
+
+    @property
+    def data_ids(self) -> tuple[str, ...]:
+        """The data's account and its aliases, without repeats."""
+        return tuple(dict.fromkeys((self.data_account, *self.data_aliases)))
+
+    @property
+    def text_keys(self) -> tuple[str, ...]:
+        """The canonical text key of each attribute (:func:`secret_key`)."""
+        keys = self.secret.get("keys")
+        if keys:
+            return tuple(secret_key(k) for k in keys)
+        return (self.secret_key_text,)
+
+    @property
+    def secret_key_text(self) -> str:
+        """The text key of the secret as a whole."""
+        return secret_key(self.secret.get("key") or self.secret["predicate"])
 
     @property
     def secret_key(self) -> str:
@@ -220,10 +248,41 @@ class NewRelease:
         for several secrets at once (``"keys"`` of
         :meth:`~distpriv.modeling.secret_several.SeveralSecrets.to_dict`), else the one
         :attr:`secret_key`."""
+        if self.accounts:
+            return tuple(dict.fromkeys(self.accounts))
         keys = self.secret.get("keys")
         if keys:
             return tuple(dict.fromkeys(secret_key(k) for k in keys))
         return (self.secret_key,)
+
+    @property
+    def key_aliases(self) -> tuple[frozenset[str], ...]:
+        """Per key of :attr:`secret_keys`, every key the same account's rows and budgets
+        may carry: the keyed meaning, the canonical text and the earlier text key."""
+        texts = self.secret.get("keys") or [self.secret.get("key") or self.secret["predicate"]]
+        if not self.accounts:
+            return tuple(secret_aliases(t) for t in dict.fromkeys(texts))
+        out: dict[str, set[str]] = {}
+        for acct, text in zip(self.accounts, texts, strict=True):
+            out.setdefault(acct, {acct}).update(secret_aliases(text))
+        return tuple(frozenset(v) for v in out.values())
+
+
+def account_keys(entry: LedgerEntry) -> frozenset[str]:
+    """Every key under which a recorded row belongs to an account: its ``secret_key`` and
+    the text keys of the attribute it was recorded for (canonical and earlier spellings)."""
+    key = entry.secret_key
+    out = {key}
+    d = entry.secret
+    texts = d.get("keys") or [d.get("key") or d.get("predicate")]
+    accounts = d.get("accounts") or []
+    if key in accounts and len(texts) == len(accounts):
+        text = texts[accounts.index(key)]
+        if isinstance(text, str) and text.strip():
+            out |= secret_aliases(text)
+    elif not key.startswith("meaning-"):
+        out |= secret_aliases(key)
+    return frozenset(out)
 
 
 def same_release(entries: Sequence[LedgerEntry]) -> tuple[LedgerEntry, ...]:

@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from ...guarantees import to_jsonable
+from .accounts import shown_key, text_key
 from .identity import public_account
 from .schema import SCHEMA_VERSION
 from .store import Ledger
@@ -41,6 +42,29 @@ def _row(e: Any) -> dict[str, Any]:
     }
 
 
+def _latest(
+    every: Any, account: str, key: str, entries: Any, composed: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The account's composed guarantee after the newest release of its data: a release
+    under another secret counts in it too, and records the account's guarantee after it
+    (in its ``composed.accounts``)."""
+    last = entries[-1].id if entries else -1
+    shown = shown_key(key)
+    for e in every:
+        if e.data_account != account or e.id <= last:
+            continue
+        for a in e.composed.get("accounts") or []:
+            if a.get("account") == shown and not a.get("this_release") and "epsilon" in a:
+                composed = {
+                    "epsilon": a["epsilon"],
+                    "delta": a["delta"],
+                    "n_releases": a["n_releases"],
+                    "family": (composed or {}).get("family", e.composed.get("family")),
+                    "after_release": e.id,
+                }
+    return composed
+
+
 def ledger_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Every release of a ledger, alone and composed, per (data, secret).
 
@@ -55,21 +79,26 @@ def ledger_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     dict
         JSON-safe: ``kind`` ("ledger"), ``path``, ``schema_version``, ``n_releases`` and
         ``groups``, one per (data account, secret). Each group leads with ``composed``:
-        the guarantee of all its releases together (after the newest one; ``None`` for a
-        budget without releases), then ``budget``, ``account`` (the short keyed account,
-        as in public reports) and ``releases`` (id, time, version, mechanism, statistics,
-        the guarantee claimed alone, ``alone`` and ``composed`` from the exact
-        computation, released values).
+        the guarantee of every release of the data in this secret's account, after the
+        newest release of the data (``after_release`` names it when it was made under
+        another secret; ``None`` for a budget without releases), then ``budget``,
+        ``account`` (the short keyed account, as in public reports) and ``releases`` (id,
+        time, version, mechanism, statistics, the guarantee claimed alone, ``alone`` and
+        ``composed`` from the exact computation, released values).
     """
     led = Ledger(path, create=False)
     groups: list[dict[str, Any]] = []
+    every = led.releases()
     for account, key in led.groups():
         budget = led.budget(account, key)
-        rows = [_row(e) for e in led.releases(account, key)]
+        entries = led.releases(account, key)
+        rows = [_row(e) for e in entries]
+        composed = rows[-1]["composed"] if rows else None
         groups.append(
             {
-                "composed": rows[-1]["composed"] if rows else None,
-                "secret": key,
+                "composed": _latest(every, account, key, entries, composed),
+                "secret": text_key(entries[-1]) if entries else key,
+                "secret_account": shown_key(key),
                 "budget": None if budget is None else budget.to_dict(),
                 "account": public_account(account),
                 "releases": rows,

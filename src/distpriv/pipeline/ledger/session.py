@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import LedgerError, ParameterError, ParameterTypeError
+from .accounts import release_identity as _identity
+from .accounts import secret_from_record, shown_key, text_key
 from .identity import data_account, public_account, table_fingerprint
 from .records import Budget, LedgerEntry, NewRelease, check_ledger_path, parse_budget
 from .store import Ledger, LedgerCreatedElsewhere
@@ -98,7 +100,9 @@ class LedgeredRelease:
             "family": self.composed.family,
             "theorem": self.composed.theorem,
             "account": public_account(self.entry.data_account),
-            "secret_key": self.entry.secret_key,
+            "secret_key": text_key(self.entry),
+            "secret_account": shown_key(self.entry.secret_key),
+            "accounts": list(getattr(self.composed, "accounts", ()) or ()),
             "entry_id": self.entry.id,
         }
 
@@ -122,6 +126,8 @@ def ledgered_draw(
     model: Any = None,
     population: bool = False,
     beta: float | None = 0.05,
+    accounts: tuple[str, ...] = (),
+    data_aliases: tuple[str, ...] = (),
 ) -> tuple[LedgerEntry, Any, Any, Budget | None]:
     """Compose with the earlier releases, check the budget, draw the noise and record.
 
@@ -160,6 +166,18 @@ def ledgered_draw(
         The composition holds on the population with confidence 1 − β: it is evaluated
         on the worst members of the same confidence set as the calibration
         (:func:`distpriv.composition.compose`); ``None``: on the fitted moments.
+    accounts : tuple of str
+        The secret's keyed meaning on the released rows, per attribute
+        (:func:`~distpriv.modeling.secret_identity.secret_accounts`): the account the
+        release is recorded under, whatever the secret's spelling.
+    data_aliases : tuple of str
+        Other accounts of the same rows (their first-version fingerprint): earlier
+        releases recorded under them count too.
+
+    Every release of the data counts in every account of it: the release is composed
+    with all of the data's earlier releases under its own secret, and under every other
+    secret recorded for the data (its values and pairs, rebuilt from the record), with
+    this release's model specification (method, bootstrap, pool, missing-value rule).
 
     Returns
     -------
@@ -168,9 +186,12 @@ def ledgered_draw(
     from ...composition.accountant import ReleaseSpec, compose, noise_to_dict
 
     stats = tuple((s.name, s.expression) for s in query.statistics)
+    recorded = secret.to_dict()
+    if accounts:
+        recorded["accounts"] = list(accounts)
     new = NewRelease(
         data_account=data_account,
-        secret=secret.to_dict(),
+        secret=recorded,
         statistics=stats,
         model={
             "subset_size": subset_size,
@@ -181,30 +202,49 @@ def ledgered_draw(
         mechanism=mechanism.name,
         noise=noise_to_dict(mechanism.noise),
         guarantee=mechanism.guarantee.to_dict(),
+        accounts=tuple(accounts),
+        data_aliases=tuple(data_aliases),
     )
     spec = ReleaseSpec(stats, mechanism.noise, mechanism.name, float(mechanism.guarantee.delta))
 
-    def _compose(earlier: Sequence[LedgerEntry], effective: Budget | None) -> Any:
+    def _compose(
+        earlier: Sequence[LedgerEntry], effective: Budget | None, under: Any = secret
+    ) -> Any:
         specs = [ReleaseSpec.from_record(e) for e in earlier] + [spec]
         return compose(
             specs,
             model_data=model_data,
-            secret=secret,
+            secret=under,
             subset_size=subset_size,
             method=method,
             n_samples=n_samples,
             budget=effective,
             rng=model_rng,
-            newest_model=model,
+            newest_model=model if under is secret else None,
             population=population,
             beta=beta,
         )
+
+    def _compose_account(
+        earlier: Sequence[LedgerEntry], effective: Budget | None, row: LedgerEntry
+    ) -> Any:
+        other = secret_from_record(row)
+        if other is None:
+            return (
+                "the record does not determine this secret's hypotheses (its kind needs "
+                "its own model)"
+            )
+        try:
+            return _compose(earlier, effective, other)
+        except ParameterError as exc:  # e.g. its columns are not in this modelling table
+            return f"cannot be modelled on this release's modelling table: {exc}"
 
     return ledger.guarded_release(
         new,
         compose=_compose,
         draw=lambda: mechanism.release(value, rng=noise_rng),
         budget=budget,
+        compose_account=_compose_account,
     )
 
 
@@ -329,8 +369,11 @@ def release_with_ledger(
     given_fp = data_fingerprint
 
     def attempt() -> tuple[LedgerEntry, Any, Any, Budget | None]:
+        meaning, aliases = _identity(led, table.frame, secret, data_name=data_name)
         return ledgered_draw(
             led,
+            accounts=meaning,
+            data_aliases=aliases,
             mechanism=prep.mechanism,
             value=prep.value,
             query=prep.query,
@@ -407,6 +450,8 @@ class LedgerSession:
         model: Any = None,
         population: bool = False,
         beta: float | None = 0.05,
+        secret_accounts: Callable[[bytes], tuple[str, ...]] | None = None,
+        legacy_fingerprint: Callable[[bytes], str] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
         """Compose, check, draw and record (:func:`ledgered_draw`).
 
@@ -418,7 +463,10 @@ class LedgerSession:
         created a lazily opened ledger first (its key differs, :class:`LedgerCreatedElsewhere`).
         ``model``/``population``: the mechanism's own model and how it was built
         (:func:`ledgered_draw`); ``beta``: the confidence on the population of the
-        calibration, which the composition keeps.
+        calibration, which the composition keeps. ``secret_accounts(key)``: the secret's
+        keyed meaning on the released rows, computed in the engine
+        (:func:`~distpriv.modeling.secret_identity.secret_accounts`); ``legacy_fingerprint(key)``:
+        the released rows' first-version fingerprint (earlier releases were keyed by it).
 
         Returns
         -------
@@ -429,8 +477,18 @@ class LedgerSession:
         fps: tuple[str | None, str | None] = (data_fingerprint, model_fingerprint)
 
         def attempt() -> tuple[LedgerEntry, Any, Any, Budget | None]:
+            meaning, aliases = _identity(
+                led,
+                released_frame,
+                secret,
+                data_name=self.data_name,
+                accounts=secret_accounts,
+                legacy=legacy_fingerprint,
+            )
             return ledgered_draw(
                 led,
+                accounts=meaning,
+                data_aliases=aliases,
                 mechanism=mechanism,
                 value=value,
                 query=query,

@@ -21,6 +21,7 @@ import os
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,16 @@ from ...guarantees import to_jsonable
 from ...util.version import __version__
 from ..scope import note_record
 from ._tempfile import held_temp_ledger, ledger_directory
-from .identity import secret_key
+from .accounts import (
+    account_summary,
+    budget_of,
+    close_keys,
+    other_accounts,
+    rows_of,
+    shown_key,
+    text_key,
+)
+from .identity import secret_aliases, secret_key
 from .records import Budget, LedgerEntry, NewRelease, same_release
 from .schema import (
     BUDGET_COLUMNS,
@@ -323,28 +333,19 @@ class Ledger:
         con: sqlite3.Connection, account: str | None, secret: str | None
     ) -> tuple[LedgerEntry, ...]:
         sql, args = "SELECT * FROM releases", []
-        where = []
         if account is not None:
-            where.append("data_account = ?")
+            sql += " WHERE data_account = ?"
             args.append(account)
-        if secret is not None:
-            where.append("secret_key = ?")
-            args.append(secret_key(secret))
-        if where:
-            sql += " WHERE " + " AND ".join(where)
         rows = con.execute(sql + " ORDER BY id", args).fetchall()
-        return tuple(LedgerEntry._from_row(r) for r in rows)
+        entries = tuple(LedgerEntry._from_row(r) for r in rows)
+        if secret is None:
+            return entries
+        # An account is found under its keyed meaning or any spelling of its text.
+        return tuple(rows_of(entries, secret_aliases(secret) | {secret}))
 
-    @staticmethod
-    def _budget(con: sqlite3.Connection, account: str, secret: str) -> Budget | None:
-        rows = con.execute(
-            "SELECT epsilon, delta FROM budgets WHERE data_account = ? AND secret_key = ?",
-            (account, secret_key(secret)),
-        ).fetchall()
-        out: Budget | None = None
-        for eps, dlt in rows:
-            out = Budget(eps, dlt).tighter(out)
-        return out
+    def _budget(self, con: sqlite3.Connection, account: str, secret: str) -> Budget | None:
+        keys = close_keys(self._select(con, account, None), secret_aliases(secret) | {secret})
+        return budget_of(con, (account,), keys)
 
     def releases(
         self, data_account: str | None = None, secret: str | None = None
@@ -414,6 +415,55 @@ class Ledger:
         }
         self._append(con, "budgets", BUDGET_COLUMNS, row)
 
+    @staticmethod
+    def _other_accounts(
+        con: sqlite3.Connection,
+        new: NewRelease,
+        earlier: Sequence[LedgerEntry],
+        data_rows: Sequence[LedgerEntry],
+        own: Sequence[frozenset[str]],
+        composed: Any,
+        compose_account: Callable[[Sequence[LedgerEntry], Budget | None, LedgerEntry], Any] | None,
+    ) -> Any:
+        """Compose the release into every other account of the data and check its budget.
+
+        Returns ``composed`` with ``accounts``: one dict per account of the data after this
+        release, this release's own first.
+        """
+        if compose_account is None or not hasattr(composed, "accounts"):
+            return composed
+        listed = [
+            {
+                "account": shown_key(k),
+                "secret": secret_key(t),
+                "this_release": True,
+                **account_summary(composed),
+            }
+            for k, t in zip(new.secret_keys, new.text_keys, strict=False)
+        ]
+        for keys, row in other_accounts(data_rows, own):
+            acct_budget = budget_of(con, new.data_ids, close_keys(data_rows, keys))
+            other = compose_account(earlier, acct_budget, row)
+            name = text_key(row)
+            shown = shown_key(row.secret_key)
+            if isinstance(other, str) or other is None:
+                why = other or "no composition for this secret"
+                listed.append(
+                    {"account": shown, "secret": name, "this_release": False, "note": why}
+                )
+                continue
+            if acct_budget is not None and not other.within(acct_budget):
+                raise BudgetExceededError(
+                    f"release refused: it counts in the account of the secret {name!r} of "
+                    f"the same data too, whose composed guarantee would be "
+                    f"{other.describe()}, beyond its budget ({acct_budget.epsilon:g}, "
+                    f"{acct_budget.delta:g}); nothing was released or recorded"
+                )
+            listed.append(
+                {"account": shown, "secret": name, "this_release": False} | account_summary(other)
+            )
+        return replace(composed, accounts=tuple(listed))
+
     def guarded_release(
         self,
         new: NewRelease,
@@ -421,6 +471,8 @@ class Ledger:
         compose: Callable[[Sequence[LedgerEntry], Budget | None], Any],
         draw: Callable[[], Any],
         budget: Budget | None = None,
+        compose_account: Callable[[Sequence[LedgerEntry], Budget | None, LedgerEntry], Any]
+        | None = None,
     ) -> tuple[LedgerEntry, Any, Any, Budget | None]:
         """Check the composed guarantee against the budget, draw the noise, record: atomically.
 
@@ -441,6 +493,11 @@ class Ledger:
         budget : Budget, optional
             A budget given for this release (config or ``--budget``). Recorded with the
             first release of its data and secret; later it must equal the recorded one.
+        compose_account : callable (entries, budget, newest row of the account), optional
+            The composed guarantee of *another* secret's account of the same data (its
+            hypotheses rebuilt from that row) with this release: every account of the
+            data is checked against its own budget, and listed in the result's
+            ``accounts``. Returns ``None`` for an account it cannot state.
 
         Returns
         -------
@@ -454,15 +511,22 @@ class Ledger:
             ``budget`` differs from the one recorded for this data and secret (naming both;
             a later, looser budget would otherwise silently reopen the account).
         """
-        # Several secrets at once are recorded and composed under each attribute's key:
-        # every earlier release about any of them is composed with this one, and a later
-        # release about one of them finds this one (its rows are counted once).
+        # Every release of the data counts in every account of it: the new release is
+        # composed with all of them, under its own secret (and, through compose_account,
+        # under every other secret already recorded for the data). Several secrets at once
+        # are recorded under each attribute's key.
         keys = new.secret_keys
+        aliases = new.key_aliases
         with self._immediate() as con:
-            earlier = same_release(
-                [e for k in keys for e in self._select(con, new.data_account, k)]
+            data_rows = tuple(
+                sorted(
+                    (e for d in new.data_ids for e in self._select(con, d, None)),
+                    key=lambda e: e.id,
+                )
             )
-            budgets = [self._budget(con, new.data_account, k) for k in keys]
+            earlier = same_release(data_rows)
+            closed = [close_keys(data_rows, a) for a in aliases]
+            budgets = [budget_of(con, new.data_ids, a) for a in closed]
             stored: Budget | None = None
             for b in budgets:
                 stored = b.tighter(stored) if b is not None else stored
@@ -481,10 +545,13 @@ class Ledger:
             if effective is not None and not composed.within(effective):
                 raise BudgetExceededError(
                     f"release refused: with the {len(earlier)} earlier release(s) of this data "
-                    f"and secret the composed guarantee would be {composed.describe()}, beyond "
-                    f"the budget ({effective.epsilon:g}, {effective.delta:g}); nothing was "
-                    "released or recorded"
+                    f"the composed guarantee for this secret would be {composed.describe()}, "
+                    f"beyond the budget ({effective.epsilon:g}, {effective.delta:g}); nothing "
+                    "was released or recorded"
                 )
+            composed = self._other_accounts(
+                con, new, earlier, data_rows, closed, composed, compose_account
+            )
             self._still_ours()  # a new ledger another process made meanwhile: retry there
             rel = draw()
             if budget is not None:
