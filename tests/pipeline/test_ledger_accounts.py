@@ -222,3 +222,19 @@ def test_ledger_show_gives_each_account_its_guarantee_after_the_newest_release(t
     assert groups[FEMALE]["composed"]["after_release"] == mean.entry.id
     assert after["epsilon"] > share.composed.epsilon * 1.01
     assert groups["mean:age"]["composed"]["epsilon"] == mean.composed.epsilon
+
+
+def test_an_account_whose_budget_cannot_be_checked_refuses_the_release(tmp_path):
+    """Every release counts in every account of its data: where another account's
+    composition cannot be stated (an event secret's hypotheses are not in its record) and
+    that account has a budget, the release is refused rather than left out of it."""
+    from distpriv.modeling.secret_events import EventSecret
+
+    path = tmp_path / "l.db"
+    event = EventSecret(FEMALE, [[0.2, 0.3], [0.4, 0.5]]).grid(100)
+    first = _release(path, event, budget=Budget(50.0, 1e-3))
+    assert first.composed.n_releases == 1
+    before = path.read_bytes()
+    with pytest.raises(BudgetExceededError, match="cannot be checked"):
+        _release(path, _share("income = '>50K'"), seed=1)
+    assert path.read_bytes() == before  # nothing recorded

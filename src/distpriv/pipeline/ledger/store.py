@@ -448,6 +448,15 @@ class Ledger:
             shown = shown_key(row.secret_key)
             if isinstance(other, str) or other is None:
                 why = other or "no composition for this secret"
+                if acct_budget is not None:
+                    # The release counts in that account too; a budget that cannot be
+                    # checked is not met (fail closed: no release left out of an account).
+                    raise BudgetExceededError(
+                        f"release refused: it counts in the account of the secret {name!r} "
+                        f"of the same data too, whose budget ({acct_budget.epsilon:g}, "
+                        f"{acct_budget.delta:g}) cannot be checked: {why}; nothing was "
+                        "released or recorded"
+                    )
                 listed.append(
                     {"account": shown, "secret": name, "this_release": False, "note": why}
                 )
