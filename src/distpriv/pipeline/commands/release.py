@@ -154,7 +154,7 @@ class ReleaseReport:
         if self.ledger is not None:
             public["ledger"] = self.ledger
         else:
-            from ..ledger import not_recorded
+            from ..ledger.records import not_recorded
 
             public["ledger"] = not_recorded("distpriv.release (no ledger given)")
         if self.choice is not None:  # mechanism = "auto": the comparison behind the choice

@@ -235,7 +235,7 @@ def run_release(
                 public["secret"]["attributes"], model, mech, beta=cfg.plan.calibration.beta
             )
         if ledger_block is None:  # the curator opted out: the report says so
-            from ..ledger import not_recorded
+            from ..ledger.records import not_recorded
 
             why = "--no-ledger" if ledger is False else "[ledger] enabled = false"
             ledger_block = not_recorded(why)

@@ -19,14 +19,26 @@ from ...util.validation import check_privacy
 from .identity import secret_aliases, secret_key
 
 __all__ = [
+    "NOT_RECORDED",
     "Budget",
     "LedgerEntry",
     "NewRelease",
     "account_keys",
     "check_ledger_path",
+    "not_recorded",
     "parse_budget",
     "same_release",
 ]
+
+
+# The public "ledger" block of a release kept out of every ledger: the report says that it
+# is not composed with the other releases of its data.
+NOT_RECORDED = "not recorded in any ledger; releases of this data are not composed"
+
+
+def not_recorded(reason: str) -> dict[str, Any]:
+    """The public ``"ledger"`` block of a release the curator kept out of every ledger."""
+    return {"recorded": False, "note": NOT_RECORDED, "opted_out_by": reason}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,15 @@ from ...errors import LedgerError, ParameterError, ParameterTypeError
 from .accounts import release_identity as _identity
 from .accounts import secret_from_record, shown_key, text_key
 from .identity import data_account, public_account, table_fingerprint
-from .records import Budget, LedgerEntry, NewRelease, check_ledger_path, parse_budget
+from .records import (
+    NOT_RECORDED,
+    Budget,
+    LedgerEntry,
+    NewRelease,
+    check_ledger_path,
+    not_recorded,
+    parse_budget,
+)
 from .store import Ledger, LedgerCreatedElsewhere
 
 __all__ = [
@@ -46,7 +54,6 @@ DEFAULT_LEDGER_NAME = "distpriv-ledger.sqlite"
 # Puts the default ledger into another directory (e.g. when configs live in a read-only
 # checkout); the tests use it so that no run writes a ledger into the repository.
 LEDGER_DIR_ENV = "DISTPRIV_LEDGER_DIR"
-NOT_RECORDED = "not recorded in any ledger; releases of this data are not composed"
 
 
 def default_ledger_path(config_path: str | os.PathLike[str]) -> Path:
@@ -57,11 +64,6 @@ def default_ledger_path(config_path: str | os.PathLike[str]) -> Path:
     folder = os.environ.get(LEDGER_DIR_ENV)
     base = Path(folder).expanduser() if folder else Path(config_path).resolve().parent
     return base / DEFAULT_LEDGER_NAME
-
-
-def not_recorded(reason: str) -> dict[str, Any]:
-    """The public ``"ledger"`` block of a release the curator kept out of every ledger."""
-    return {"recorded": False, "note": NOT_RECORDED, "opted_out_by": reason}
 
 
 @dataclass(frozen=True)
