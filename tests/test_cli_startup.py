@@ -123,7 +123,12 @@ def test_ledger_show_of_a_real_ledger_imports_nothing_heavy(tmp_path, adult_rele
     for argv in (("ledger", "show", str(ledger)), ("ledger", "show", str(ledger), "--json")):
         status, out, err, heavy = probe(*argv)
         assert status == 0, err
-        assert heavy == [], f"`distpriv {' '.join(argv)}` imported {heavy}"
+        # An account is keyed by its secret's canonical SQL (a respelled predicate is the
+        # same account), so reading a ledger's accounts parses their predicates: sqlglot
+        # is the one heavy import this takes; nothing numerical is.
+        assert [m for m in heavy if m != "sqlglot"] == [], (
+            f"`distpriv {' '.join(argv)}` imported {heavy}"
+        )
         assert "avg_age" in out
 
 
