@@ -56,6 +56,11 @@ from distpriv.central._robust_joint import population_set, selected_set
 from distpriv.modeling import model_query
 
 SIZES = (300, 1000, 4000)
+# The price bounds on the 95th percentile of auto / population-known, per size, and
+# on the median of auto / the oracle at 1,000 and 4,000 rows.
+P95_BOUND = {300: 10.0, 1000: 3.0, 4000: 1.5}
+ORACLE_BOUND = 1.0
+BETA = 0.05
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -176,6 +181,7 @@ def report(args: Any) -> None:
     )
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
+    checks: list[str] = []
     for pname in pnames:
         for size in SIZES:
             cell = [r for r in recs if r["population"] == pname and r["size"] == size]
@@ -208,8 +214,28 @@ def report(args: Any) -> None:
                 + ", ".join(map(_fmt, orc_ratio))
                 + f" | {orc_txt} | {_fmt(own) if own else 'none'} | {chose} | {cpu:.2f} |"
             )
+            p95_ok = own_ratio[1] <= P95_BOUND[size]
+            orc_ok = (
+                "-"
+                if size == 300 or np.isnan(orc_ratio[0])
+                else ("yes" if orc_ratio[0] <= ORACLE_BOUND else "no")
+            )
+            # Coverage at 1 - beta: the violation rate is not significantly above beta.
+            cov_ok = "yes" if not viol or lo <= BETA else "no"
+            checks.append(
+                f"| {pname} | {size} | {n} | {_fmt(own_ratio[1])} <= {P95_BOUND[size]:g}: "
+                f"{'yes' if p95_ok else 'no'} | {orc_ok} | {cov_ok} | "
+                f"{int(np.sum(mse / own > 10)) if own else '-'} | "
+                f"{int(np.sum(mse / own > 1e4)) if own else '-'} |"
+            )
     sets = sorted({r["set"] for r in recs})
-    print(f"\npopulation set: {', '.join(sets)}; records: {len(recs)}")
+    print(f"\npopulation set: {', '.join(sets)}; records: {len(recs)}\n")
+    print(
+        "| population | rows | tables | p95 auto/known within the bound | median auto/oracle "
+        "<= 1 | coverage (CP lower <= beta) | tables > 10x known | tables > 1e4x known |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(checks))
 
 
 def main() -> None:
