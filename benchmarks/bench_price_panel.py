@@ -52,8 +52,12 @@ from scipy.stats import beta as beta_dist
 
 import bench_price as bp
 from _panel_populations import PANEL
-from distpriv.central._robust_joint import population_set, selected_set
 from distpriv.modeling import model_query
+
+try:  # the confidence sets' package since the package moves on main
+    from distpriv.population.sets import population_set, selected_set
+except ImportError:
+    from distpriv.central._robust_joint import population_set, selected_set
 
 SIZES = (300, 1000, 4000)
 # The issue's price bounds on the 95th percentile of auto / population-known, per size, and

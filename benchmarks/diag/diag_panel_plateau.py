@@ -36,9 +36,9 @@ import bench_price as bp
 from _panel_populations import PANEL
 from distpriv import calibrate
 from distpriv.central import exact_calibration as ec
-from distpriv.central.robust import population_model
 from distpriv.modeling import model_query
 
+population_model = dpb.population_model
 BETA, EPS, DELTA = 0.05, 1.0, 1e-3
 
 
