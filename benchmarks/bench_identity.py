@@ -12,7 +12,7 @@ Checks (exit status 1 if any fails): the canonical fingerprint of the frame equa
 the same rows with the yes/no column as booleans and the integers as floats (and the first
 version's does not); the secret's digest equals that of its complement.
 
-Run: ``python benchmarks/bench_identity.py [--rows 1000000] [--repeat 3]``.
+Run: ``python -m benchmarks.bench_identity [--rows 1000000] [--repeat 3]``.
 """
 
 from __future__ import annotations
@@ -20,12 +20,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv.modeling import ProportionSecret
 from distpriv.modeling.identity import multiset_fingerprint

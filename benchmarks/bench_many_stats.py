@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_many_stats.py [--rows 1000000] [--m 100,200,500,1000]
+    python -m benchmarks.bench_many_stats [--rows 1000000] [--m 100,200,500,1000]
                                           [--sample-statements 6] [--out FILE]
 
 Setting. A synthetic Parquet table of ``--rows`` rows (numpy seed 0, written to a temporary
@@ -55,8 +55,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np
 

@@ -25,7 +25,7 @@ per mechanism: default, its own oracle, default / its oracle, violations.
 checkout>/src``, with ``--no-oracle``: the oracle does not depend on the set); the
 script uses whatever ``distpriv`` is importable first, or this checkout's ``src``.
 
-Run: ``python benchmarks/bench_price.py [--tables N] [--sizes 300,1000,4000]
+Run: ``python -m benchmarks.bench_price [--tables N] [--sizes 300,1000,4000]
 [--populations adult,randhie]`` (≥ 100 tables for the oracle; ``auto`` calibrates
 optimal-g and optimal-g-full against the set on every table: about 5–15 s per table on a
 loaded 2-core machine, so one population and size at a time).
@@ -326,15 +326,9 @@ import json
 import sys
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-try:
-    import distpriv  # noqa: F401  (an explicitly chosen checkout, e.g. the old code)
-except ImportError:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from distpriv import calibrate
 from distpriv.accounting import gaussian_pair_delta

@@ -32,7 +32,7 @@ spread meets the claim with no noise (true δ(1) of zero noise ≤ δ) has oracl
 report says so and gives no auto / oracle ratio there (its population-known price is the
 lattice floor of its counts).
 
-Run: ``python benchmarks/bench_price_panel.py [--tables 30] [--populations a,b]
+Run: ``python -m benchmarks.bench_price_panel [--tables 30] [--populations a,b]
 [--sizes 300,1000,4000] --out FILE.jsonl`` (appends one JSON line per table; populations
 one after another, the sizes interleaved within each), then ``python
 benchmarks/bench_price_panel.py --report --out FILE.jsonl``.
@@ -50,14 +50,11 @@ from typing import Any
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-import bench_price as bp
-from _panel_populations import PANEL
 from distpriv.modeling import model_query
+from distpriv.population.sets import population_set, selected_set
 
-try:  # the confidence sets' package since the package moves on main
-    from distpriv.population.sets import population_set, selected_set
-except ImportError:
-    from distpriv.central._robust_joint import population_set, selected_set
+from . import bench_price as bp
+from ._panel_populations import PANEL
 
 SIZES = (300, 1000, 4000)
 # The issue's price bounds on the 95th percentile of auto / population-known, per size, and

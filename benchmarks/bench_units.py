@@ -9,7 +9,7 @@ statistics). The population layer (box set, β = 0.05) is on, as a curator gets 
 is the price of the statistic in its own units: 1 means noise as large as the statistic's
 own variation from one 100-row dataset to another.
 
-    PYTHONPATH=src python benchmarks/bench_units.py [--out benchmarks/results/units.json]
+    python -m benchmarks.bench_units [--out benchmarks/results/units.json]
 """
 
 from __future__ import annotations

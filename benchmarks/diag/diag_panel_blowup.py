@@ -28,7 +28,7 @@ seeds and draws: table t of a size is the t-th draw of ``default_rng([2025, size
   noise its own sampling spread) on the box, the population and the box with the fitted
   gap, and that noise's E‖Z‖² over the population-known price.
 
-Run: ``python benchmarks/diag/diag_panel_blowup.py POPULATION SIZE TABLES [FIRST]``.
+Run: ``python -m benchmarks.diag.diag_panel_blowup POPULATION SIZE TABLES [FIRST]``.
 """
 
 from __future__ import annotations
@@ -38,23 +38,19 @@ import itertools
 import json
 import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.linalg import eigh
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import bench_price as bp
-from _panel_populations import PANEL
+import distpriv.population.confidence as robust
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.modeling import model_query
 from distpriv.querymodel import MomentUncertainty
 
-try:  # the confidence sets' package since the package moves on main
-    import distpriv.population.confidence as robust
-except ImportError:
-    from distpriv.central import robust  # type: ignore[no-redef]
+from .. import bench_price as bp
+from .._panel_populations import PANEL
+
 confidence_set, population_model = robust.confidence_set, robust.population_model
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05

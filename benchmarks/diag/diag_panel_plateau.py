@@ -17,7 +17,7 @@ isotropic noise v·I (expm-g's shape, which ``auto``'s noise has on the blown-up
   where it lands, and the final noise, beside the least isotropic noise that the members
   built for that very noise accept.
 
-Run: ``python benchmarks/diag/diag_panel_plateau.py POPULATION SIZE TABLE`` (one table;
+Run: ``python -m benchmarks.diag.diag_panel_plateau POPULATION SIZE TABLE`` (one table;
 about a minute of CPU for five statistics).
 """
 
@@ -25,18 +25,16 @@ from __future__ import annotations
 
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import diag_panel_blowup as dpb
-
-import bench_price as bp
-from _panel_populations import PANEL
 from distpriv import calibrate
 from distpriv.central import exact_calibration as ec
 from distpriv.modeling import model_query
+
+from .. import bench_price as bp
+from .._panel_populations import PANEL
+from . import diag_panel_blowup as dpb
 
 population_model = dpb.population_model
 BETA, EPS, DELTA = 0.05, 1.0, 1e-3

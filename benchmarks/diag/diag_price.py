@@ -19,7 +19,7 @@ scaled by the least factor c that meets δ = 1e-3 at ε = 1 on:
 and the linearisation of the pair's δ at the joint set's noise: the gap's part of the sum of
 sds (with the widest sd ‖B‖₂ and with the sd along the gap ‖Bᵀû‖) and each variance's.
 
-Run: ``python benchmarks/diag/diag_price.py POPULATION TABLES [SIZE]`` (one JSON line per
+Run: ``python -m benchmarks.diag.diag_price POPULATION TABLES [SIZE]`` (one JSON line per
 table; about 10 s per table on an idle core).
 """
 
@@ -29,18 +29,17 @@ import json
 import sys
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import bench_price as bp
 from distpriv import calibrate
 from distpriv.accounting.pair_profile import pair_profiles_unchecked
 from distpriv.modeling import model_query
 from distpriv.population import sets as rj
 from distpriv.population.confidence import confidence_set, population_set
+
+from .. import bench_price as bp
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 

@@ -10,7 +10,7 @@ table's tight set for that very noise (``diag_tight_split.set_factor``), for
 b = 0, 0.05, 0.1, 0.15, 0.25; printed: the median E‖Z‖² over the round-6 oracle of b = 0
 and of the best b per table, and the tables whose population δ(1) exceeds the claim.
 
-Run: ``python benchmarks/diag/diag_set_shape.py adult 1000 [TABLES]`` (about 10 s of CPU per
+Run: ``python -m benchmarks.diag.diag_set_shape adult 1000 [TABLES]`` (about 10 s of CPU per
 table).
 
 Round 8 (main 56256e5: the tight set's distance statement), 30 tables per cell (Adult 1,000
@@ -33,17 +33,13 @@ a mechanism.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from diag_tight_split import fitted_tables, set_factor, setting
-
-import bench_price as bp
 from distpriv.population.confidence import population_set
+
+from .. import bench_price as bp
+from .diag_tight_split import fitted_tables, set_factor, setting
 
 WEIGHTS = (0.0, 0.05, 0.1, 0.15, 0.25)
 

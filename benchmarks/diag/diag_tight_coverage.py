@@ -18,7 +18,7 @@ and the member. Round 6 (five violating Adult 1,000-row tables, 14, 16, 27, 38, 
 1.0-1.8, true_means 0.84-1.79, true_covs 0.13-0.18, members 0.88-0.96; the population's
 gap distance 0.345-0.397 against the member's 0.357-0.375.
 
-Run: ``python benchmarks/diag/diag_tight_coverage.py SIZE TABLES`` (TABLES comma-separated,
+Run: ``python -m benchmarks.diag.diag_tight_coverage SIZE TABLES`` (TABLES comma-separated,
 e.g. ``1000 14,16,27,38,48``; about 5 s per table on an idle core).
 """
 
@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
-
-import bench_price as bp
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.population.confidence import population_model, population_set
+
+from .. import bench_price as bp
 
 
 def claims(means: np.ndarray, covs: np.ndarray, noise: np.ndarray) -> float:

@@ -13,7 +13,7 @@ For every table whose population δ(1) then exceeds the claim, in claims (δ / 1
 * ``d_pop / D``: the population's gap distance over the member's, in the member's metric;
 * ``pop covs``: the member's means with the population's covariances.
 
-Run: ``python benchmarks/diag/diag_tight_direction.py adult 1000 [TABLES]`` (about 2 s of
+Run: ``python -m benchmarks.diag.diag_tight_direction adult 1000 [TABLES]`` (about 2 s of
 CPU per table).
 
 Round 8, before the δ-distance statement (main 56256e5, 100 tables per size): on Adult the
@@ -33,18 +33,14 @@ and 7), ``diag_tight_inflation.py``.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from diag_tight_coverage import claims
-from diag_tight_split import fitted_tables, set_factor, setting
-
-import bench_price as bp
 from distpriv.population.confidence import population_model, population_set
+
+from .. import bench_price as bp
+from .diag_tight_coverage import claims
+from .diag_tight_split import fitted_tables, set_factor, setting
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ Round 6 (main 81afcb2): misses of 100 at 300 / 1,000 / 4,000 rows — Adult ``ow
 So with a noise fixed in advance the set covers at about β on Adult; the excess of the
 shaped noises is the adaptation.
 
-Run: ``python benchmarks/diag/diag_tight_fixed_noise.py adult`` (or ``randhie``; about
+Run: ``python -m benchmarks.diag.diag_tight_fixed_noise adult`` (or ``randhie``; about
 two minutes per population on an idle core).
 """
 
@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
-
-import bench_price as bp
 from distpriv.population.confidence import population_model, population_set
+
+from .. import bench_price as bp
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ Printed per k: the share of tables that violate and the median E‖Z‖² over t
 oracle. The k that brings Adult to β is the price of fixing it this way, on both
 populations.
 
-Run: ``python benchmarks/diag/diag_tight_inflation.py adult 4000 [TABLES]`` (about 2 s of
+Run: ``python -m benchmarks.diag.diag_tight_inflation adult 4000 [TABLES]`` (about 2 s of
 CPU per table).
 
 Round 7 (main f759d05), 100 tables per cell, idle machine. Violations of 100 and median
@@ -46,17 +46,13 @@ Room exists (knowing the population, 0.60-0.90×), but not for a widening of thi
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from diag_tight_split import fitted_tables, set_factor, setting
-
-import bench_price as bp
 from distpriv.population.confidence import population_set
+
+from .. import bench_price as bp
+from .diag_tight_split import fitted_tables, set_factor, setting
 
 INFLATIONS = (1.0, 1.05, 1.1, 1.15, 1.2, 1.3, 1.5)
 

@@ -33,7 +33,7 @@ Printed per variant: violations (c_pop > c_set), median E‖Z‖² over the roun
 and c_set / c_pop at its minimum, 5 % quantile and median (a set calibrated to exactly β
 has a 5 % quantile of 1).
 
-Run: ``python benchmarks/diag/diag_tight_levers.py randhie 4000 [TABLES]`` (about 10 s
+Run: ``python -m benchmarks.diag.diag_tight_levers randhie 4000 [TABLES]`` (about 10 s
 of CPU per table).
 
 Round 8, on the tight set's distance statement (main 56256e5), 60 tables of 1,000 rows per
@@ -66,21 +66,17 @@ import sys
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.special import ndtr
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from diag_tight_split import fitted_tables, set_factor, setting
-
-import bench_price as bp
 from distpriv.population import _tight as _robust_tight
 from distpriv.population import sets as _robust_joint
 from distpriv.population.confidence import population_set
+
+from .. import bench_price as bp
+from .diag_tight_split import fitted_tables, set_factor, setting
 
 VARIANTS = ("tight", "no margin", "kappa 1", "fpc", "rotation")
 

@@ -21,7 +21,7 @@ Printed per population and size: median E‖Z‖², its ratio to the round-6 ora
 ``benchmarks/results/bench_price_r6_*.jsonl``) and the tables whose population δ(1)
 exceeds the claim.
 
-Run: ``python benchmarks/diag/diag_tight_split.py adult 1000 [TABLES]`` (about 20 s of CPU
+Run: ``python -m benchmarks.diag.diag_tight_split adult 1000 [TABLES]`` (about 20 s of CPU
 per table at 1,000 rows).
 
 Round 7 (main bfb4be0), the first 30 tables of 1,000 rows, idle machine, one process per
@@ -60,12 +60,11 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench_price, beside this folder
-
-import bench_price as bp
 from distpriv import calibrate
 from distpriv.errors import DistPrivError
 from distpriv.population.confidence import population_model, population_set
+
+from .. import bench_price as bp
 
 # The shapes: a fitted calibration (beta=None), or "auto" on the tight set of the half it
 # is fitted on (noise shaped for that half's set: across the gap too, not only along it).
