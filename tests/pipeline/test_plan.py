@@ -145,3 +145,41 @@ def test_samples_view_mechanisms_get_monte_carlo():
     assert spec.for_mechanism("wasserstein").method == "montecarlo"
     assert spec.for_mechanism("eigm") == spec
     assert replace(spec, method="montecarlo").for_mechanism("eigm").method == "montecarlo"
+
+
+def test_the_ledgers_joint_model_is_built_like_the_release(tmp_path):
+    """The ledger composes on a joint model built with the release's own specification:
+    with ``missing="drop"`` and NULLs in a statistic's column of the modelling table, the
+    second release composes (the joint model drops them as the release's model did) and
+    its guarantee agrees with the stacked model built here by the library itself."""
+    from distpriv.accounting import gaussian_pair_epsilon
+    from distpriv.pipeline.ledger import release_with_ledger
+
+    frame = _table(3)
+    frame.loc[frame.index[::37], "hours"] = np.nan  # NULLs in a statistic's column
+    released = _table(4).iloc[:50].reset_index(drop=True)
+    query = {"avg_age": "avg(age)", "avg_hours": "avg(hours)"}
+    secret = dp.ProportionSecret("rich", values=[0.3, 0.5])
+    kw = dict(model_data=frame, mechanism="expm-g", epsilon=1.0, delta=1e-3, missing="drop")
+    path = tmp_path / "l.db"
+    release_with_ledger(released, query, secret, ledger=path, rng=1, beta=None, **kw)
+    second = release_with_ledger(released, query, secret, ledger=path, rng=2, beta=None, **kw)
+    assert second.composed.n_releases == 2
+    # Independent: the stacked statistics modelled by model_query with the same options,
+    # the two releases' noises side by side, the exact accountant per pair and direction.
+    stacked = dp.Query({f"r{k}.{n}": e for k in (0, 1) for n, e in query.items()})
+    joint = dp.model_query(
+        frame, stacked, secret, subset_size=50, missing="drop", rng=0, bootstrap=None
+    )
+    noise = np.kron(np.eye(2), second.report.mechanism.noise_covariance)
+    eps = max(
+        gaussian_pair_epsilon(
+            joint.means[i],
+            joint.covariances[i] + noise,
+            joint.means[j],
+            joint.covariances[j] + noise,
+            delta=1e-3,
+        )
+        for i, j in ((0, 1), (1, 0))
+    )
+    assert second.composed.epsilon == pytest.approx(eps, rel=1e-6)

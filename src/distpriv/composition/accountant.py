@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -390,13 +390,17 @@ def joint_model(
     n_samples: int,
     rng: np.random.Generator | int | None = None,
     population: bool = False,
+    build: Callable[[Any, Any, str], Any] | None = None,
 ) -> Any:
     """The query model of every release's statistics stacked, from one table.
 
     A :class:`~distpriv.modeling.Query` with the statistics of all the releases (renamed
-    ``r<k>.<name>``, so a statistic released twice appears twice) modelled by
-    :func:`distpriv.model_query`: the cross-covariances between releases come from the
-    same datasets. Warnings of the modelling (non-Gaussian shape) are returned as notes.
+    ``r<k>.<name>``, so a statistic released twice appears twice) modelled by the caller's
+    builder ``build(query, secret, method)`` — the pipeline passes its one builder of
+    models, with the release's own model specification — or, without one, by
+    :func:`distpriv.model_query` with ``method``, ``n_samples``, ``rng`` and
+    ``population``: the cross-covariances between releases come from the same datasets.
+    Warnings of the modelling (non-Gaussian shape) are returned as notes.
 
     Returns
     -------
@@ -408,16 +412,19 @@ def joint_model(
     meth = method if (method == "montecarlo" or query.is_linear) else "montecarlo"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = model_query(
-            model_data,
-            query,
-            secret,
-            subset_size=subset_size,
-            method=meth,
-            n_samples=n_samples,
-            rng=rng,
-            population=population,
-        )
+        if build is not None:
+            model = build(query, secret, meth)
+        else:
+            model = model_query(
+                model_data,
+                query,
+                secret,
+                subset_size=subset_size,
+                method=meth,
+                n_samples=n_samples,
+                rng=rng,
+                population=population,
+            )
     notes = tuple(dict.fromkeys(str(w.message) for w in caught))
     return model, notes
 
@@ -436,6 +443,7 @@ def compose(
     newest_model: Any = None,
     population: bool = False,
     beta: float | None = DEFAULT_BETA,
+    build: Callable[[Any, Any, str], Any] | None = None,
 ) -> ComposedGuarantee:
     """The exact guarantee of several releases of one dataset, as one mechanism.
 
@@ -474,6 +482,13 @@ def compose(
         The modelling table is the whole population (finite-population correction), as
         for :func:`distpriv.model_query`; the joint model is then built the way the
         releases' own models were.
+    build : callable, optional
+        ``build(query, secret, method)``: the caller's builder of the joint model (the
+        pipeline's one builder, with the release's own model specification: method,
+        Monte Carlo datasets, seed, population, missing-value rule, bootstrap, row pool), so
+        the composition is computed on a model built like the release's; without one,
+        :func:`distpriv.model_query` with ``method``, ``n_samples``, ``rng`` and
+        ``population``.
     beta : float or None
         Gaussian family, joint model carrying the uncertainty of its moments (a modelling
         table sampled from the population): the composition is evaluated on the worst
@@ -524,6 +539,7 @@ def compose(
                 n_samples=n_samples,
                 rng=rng,
                 population=population,
+                build=build,
             )
             notes += list(warn)
         noise_cov = block_diag(*[s.noise.covariance for s in specs])
@@ -556,6 +572,7 @@ def compose(
             n_samples=n_samples,
             rng=rng,
             population=population,
+            build=build,
         )
         notes += [w for w in warn if "not Gaussian" not in w]  # no Gaussian assumption here
         weight = block_diag(*[_laplace_map(s.noise) for s in specs])

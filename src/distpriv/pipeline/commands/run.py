@@ -97,16 +97,15 @@ def _draw(
         query=query,
         secret=secret,
         model_frame=_complete(model_table, cfg, query, secret),
-        subset_size=released.n_rows,
-        method=cfg.plan.model.for_mechanism(mech.name).method,
-        n_samples=cfg.plan.model.n_samples,
+        # The release's own model specification: the ledger's joint model is built like it.
+        model_spec=dataclasses.replace(cfg.plan.model, subset_size=released.n_rows).for_mechanism(
+            mech.name
+        ),
         noise_rng=noise_rng,
-        model_rng=cfg.plan.model.seed,
         fingerprints=keyed,
         secret_accounts=lambda k: secret_accounts(released, secret, key=k),
         legacy_fingerprint=lambda k: multiset_fingerprint(released, key=k, canonical=False),
         model=model,
-        population=cfg.plan.model.population,
         # The calibration's confidence on the population, kept by the composition.
         beta=cfg.plan.calibration.beta,
     )

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import LedgerError, ParameterError, ParameterTypeError
+from ..plan import ModelSpec
 from .accounts import release_identity as _identity
 from .accounts import secret_from_record, shown_key, text_key
 from .identity import data_account, public_account, table_fingerprint
@@ -119,14 +120,10 @@ def ledgered_draw(
     data_account: str,
     model_data: Any,
     model_account: str,
-    subset_size: int,
-    method: str,
-    n_samples: int,
+    model_spec: ModelSpec,
     budget: Budget | None = None,
     noise_rng: Any = None,
-    model_rng: Any = 0,
     model: Any = None,
-    population: bool = False,
     beta: float | None = 0.05,
     accounts: tuple[str, ...] = (),
     data_aliases: tuple[str, ...] = (),
@@ -152,18 +149,18 @@ def ledgered_draw(
         released and the modelling data.
     model_data : table
         The modelling data (the joint model is built from it).
-    subset_size, method, n_samples
-        How the query model is built.
+    model_spec : ModelSpec
+        How the release's query model was built (datasets of ``subset_size`` rows, the
+        mechanism's method, Monte Carlo datasets and seed — randomness of the modelling,
+        never of the noise —, population, missing-value rule, bootstrap): the joint model
+        of the composition is built the same way, by the same builder
+        (:func:`distpriv.pipeline.stages.model.build_query_model`).
     budget : Budget, optional
     noise_rng : int, Generator or None
         ``None``: the secure sampler (:meth:`CalibratedMechanism.release`).
-    model_rng : int or Generator
-        Randomness of the joint modelling (Monte Carlo datasets), never of the noise.
     model : DataQueryModel, optional
         The model ``mechanism`` was calibrated on: the first release of this data and
         secret is composed on it rather than on the table modelled again.
-    population : bool
-        The modelling table is the whole population (as the release's model was built).
     beta : float or None
         The composition holds on the population with confidence 1 − β: it is evaluated
         on the worst members of the same confidence set as the calibration
@@ -196,9 +193,9 @@ def ledgered_draw(
         secret=recorded,
         statistics=stats,
         model={
-            "subset_size": subset_size,
-            "method": method,
-            "n_samples": n_samples,
+            "subset_size": model_spec.subset_size,
+            "method": model_spec.method,
+            "n_samples": model_spec.n_samples,
             "model_data_account": model_account,
         },
         mechanism=mechanism.name,
@@ -209,6 +206,13 @@ def ledgered_draw(
     )
     spec = ReleaseSpec(stats, mechanism.noise, mechanism.name, float(mechanism.guarantee.delta))
 
+    def build(joint: Any, under: Any, method: str) -> Any:
+        # The one builder of the release's models, with its own specification.
+        from ..stages.model import build_query_model
+
+        spec_now = replace(model_spec, method=method)
+        return build_query_model(spec_now, model_data, joint, under)
+
     def _compose(
         earlier: Sequence[LedgerEntry], effective: Budget | None, under: Any = secret
     ) -> Any:
@@ -217,14 +221,15 @@ def ledgered_draw(
             specs,
             model_data=model_data,
             secret=under,
-            subset_size=subset_size,
-            method=method,
-            n_samples=n_samples,
+            subset_size=model_spec.subset_size,
+            method=model_spec.method,
+            n_samples=model_spec.n_samples,
             budget=effective,
-            rng=model_rng,
+            rng=model_spec.seed,
             newest_model=model if under is secret else None,
-            population=population,
+            population=model_spec.population,
             beta=beta,
+            build=build,
         )
 
     def _compose_account(
@@ -339,7 +344,7 @@ def release_with_ledger(
         The earlier releases cannot be composed exactly with this one.
     """
     from ...modeling.tables import as_table
-    from ..commands.release import ReleaseReport, method_for, prepare_release
+    from ..commands.release import ReleaseReport, prepare_release
 
     # lazily: a release refused before its record leaves no new ledger file behind
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger, lazy=True)
@@ -383,15 +388,18 @@ def release_with_ledger(
             data_account=_account(led, table.frame, data_name=data_name, fingerprint=given_fp),
             model_data=model_frame,
             model_account=_account(led, model_frame),
-            subset_size=table.n_rows,
             # The mechanism calibrated (``auto``'s choice), whose model the ledger rebuilds.
-            method=method_for(prep.mechanism.name, method),
-            n_samples=n_samples,
+            model_spec=ModelSpec(
+                subset_size=table.n_rows,
+                method=method,
+                n_samples=n_samples,
+                seed=model_rng,
+                population=population,
+                missing=missing,
+            ).for_mechanism(prep.mechanism.name),
             budget=budget,
             noise_rng=gen,
-            model_rng=model_rng,
             model=prep.model,
-            population=population,
             beta=beta,
         )
 
@@ -441,16 +449,12 @@ class LedgerSession:
         secret: Any,
         released_frame: Any = None,
         model_frame: Any,
-        subset_size: int,
-        method: str,
-        n_samples: int,
+        model_spec: ModelSpec,
         noise_rng: Any = None,
-        model_rng: Any = 0,
         data_fingerprint: str | None = None,
         model_fingerprint: str | None = None,
         fingerprints: Callable[[bytes], tuple[str, str]] | None = None,
         model: Any = None,
-        population: bool = False,
         beta: float | None = 0.05,
         secret_accounts: Callable[[bytes], tuple[str, ...]] | None = None,
         legacy_fingerprint: Callable[[bytes], str] | None = None,
@@ -463,7 +467,7 @@ class LedgerSession:
         computed here from the frames (:func:`~.identity.table_fingerprint`).
         ``fingerprints``: computes both under a given key; called again if another process
         created a lazily opened ledger first (its key differs, :class:`LedgerCreatedElsewhere`).
-        ``model``/``population``: the mechanism's own model and how it was built
+        ``model``/``model_spec``: the mechanism's own model and how it was built
         (:func:`ledgered_draw`); ``beta``: the confidence on the population of the
         calibration, which the composition keeps. ``secret_accounts(key)``: the secret's
         keyed meaning on the released rows, computed in the engine
@@ -500,14 +504,10 @@ class LedgerSession:
                 ),
                 model_data=model_frame,
                 model_account=_account(led, model_frame, fingerprint=fps[1]),
-                subset_size=subset_size,
-                method=method,
-                n_samples=n_samples,
+                model_spec=model_spec,
                 budget=self.budget,
                 noise_rng=noise_rng,
-                model_rng=model_rng,
                 model=model,
-                population=population,
                 beta=beta,
             )
 
