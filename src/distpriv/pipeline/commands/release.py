@@ -158,9 +158,7 @@ class ReleaseReport:
 
             public["ledger"] = not_recorded("distpriv.release (no ledger given)")
         if self.choice is not None:  # mechanism = "auto": the comparison behind the choice
-            public["choice"] = self.choice.rows()
-            weights = self.choice.weights
-            public["choice_weights"] = None if weights is None else list(weights)
+            public |= self.choice.public()
         public["warnings"] = public_warnings(self.warnings)
         return to_jsonable(public)
 

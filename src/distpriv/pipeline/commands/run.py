@@ -241,9 +241,7 @@ def run_release(
         public["ledger"] = to_jsonable(ledger_block)
         public = lead_with_accounts(public)  # earlier releases: the composed truth first
         if choice is not None:  # mechanism = "auto": the comparison behind the choice
-            public["choice"] = choice.rows()
-            public["choice_weights"] = None if choice.weights is None else list(choice.weights)
-            public["choice_objective"] = choice.objective
+            public |= choice.public()
         report = ReleaseReport(rel, mech, model, value, released.n_rows)
         private = {
             "kind": "release-diagnostics",

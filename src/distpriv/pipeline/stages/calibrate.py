@@ -191,6 +191,15 @@ class AutoChoice:
         ]
         return min(errs) if errs else None
 
+    def public(self) -> dict[str, Any]:
+        """The comparison behind the choice as a release report shows it (CLI and library
+        alike): the candidates' rows, the weights and the objective they were compared by."""
+        return {
+            "choice": self.rows(),
+            "choice_weights": None if self.weights is None else list(self.weights),
+            "choice_objective": self.objective,
+        }
+
     def rows(self) -> list[dict[str, Any]]:
         """The comparison table (the public report's ``choice``), with ``vs_rank_one``."""
         ref = self.rank_one_optimum
