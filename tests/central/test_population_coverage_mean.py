@@ -16,6 +16,7 @@ import numpy as np
 import distpriv as dp
 from distpriv.datasets.adult import load_adult
 from distpriv.modeling import MeanSecret, model_query
+from support import quiet as _quiet
 
 from .test_population_coverage import (
     ALLOWANCE,
@@ -23,7 +24,6 @@ from .test_population_coverage import (
     DELTA,
     EPS,
     TABLES,
-    _quiet,
     allowed,
     load_randhie,
     true_delta,

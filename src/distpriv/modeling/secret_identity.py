@@ -39,6 +39,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from ..errors import ParameterError
 from .expressions import quiet_sqlglot
+from .sql_literals import sql_double
 
 __all__ = [
     "MEANING_PREFIX",
@@ -202,8 +203,8 @@ def _one_account(table: Any, key: bytes, kind: str, text: str) -> str:
     if low is None or high is None or not high > low:
         value = f"CASE WHEN ({raw}) IS NULL THEN NULL ELSE 0.0 END"  # constant on these rows
         return _digest(table, key, value, flip=False)
-    scale = f"CAST({float(high) - float(low)!r} AS DOUBLE)"
-    value = f"((({raw}) - CAST({float(low)!r} AS DOUBLE)) / {scale})"
+    scale = sql_double(float(high) - float(low))
+    value = f"((({raw}) - {sql_double(float(low))}) / {scale})"
     mean = (float(avg) - float(low)) / (float(high) - float(low))
     if abs(mean - 0.5) > 1e-9:
         return _digest(table, key, value, flip=mean > 0.5)

@@ -148,16 +148,23 @@ def _worst_shift_stack(
     return t[..., None] * direction
 
 
-def unit_coordinates(covariances: np.ndarray) -> np.ndarray:
+def unit_coordinates(covariances: np.ndarray, means: np.ndarray | None = None) -> np.ndarray:
     """r_k = 1/sd_k, sd_k the statistic's spread under the model (the root of the mean over
-    θ of Σ_θ's diagonal), 1 where it is 0: the members are computed in the coordinates
+    θ of Σ_θ's diagonal), 1 where it is 0 — or no more than the rounding of the statistic's
+    own values (sd_k ≤ 64 ε max_θ |μ_θk|, given ``means``: a statistic that does not vary,
+    such as the average a mean secret fixes, whose computed variance is rounding of order
+    1e-31): the members are computed in the coordinates
     x_k r_k, where no statistic's units reach an eigen-decomposition. Every decomposition
     below is of a matrix with unit diagonal there, so a statistic in cents and one in
     fractions keep their digits alike and rescaling a statistic rescales its members
     exactly (the relative objective relies on it: central/objective.py)."""
     covs = np.asarray(covariances, dtype=float)
     var = np.diagonal(covs.reshape(-1, *covs.shape[-2:]), axis1=1, axis2=2).mean(axis=0)
-    ok = np.isfinite(var) & (var > 0)
+    floor = 0.0
+    if means is not None:  # scale-free: against the statistic's own magnitude
+        mu = np.asarray(means, dtype=float).reshape(-1, var.size)
+        floor = (64.0 * np.finfo(float).eps * np.max(np.abs(mu), axis=0)) ** 2
+    ok = np.isfinite(var) & (var > floor)
     return np.where(ok, 1.0 / np.sqrt(np.where(ok, var, 1.0)), 1.0)
 
 

@@ -155,7 +155,7 @@ def bootstrap_population_model(
     unc = _unc(model)
     cs = bootstrap_confidence_set(model, beta=beta)
     noise_cov = (noise_cov + noise_cov.T) / 2
-    r = unit_coordinates(model.covariances)  # decompositions at unit spread
+    r = unit_coordinates(model.covariances, model.means)  # decompositions at unit spread
     means, covs, labels, pairs = [], [], [], []
 
     def add(mu: np.ndarray, cov: np.ndarray, label: str) -> int:

@@ -416,7 +416,7 @@ def _corner_parts(model: GaussianQueryModel, beta: float) -> list[_Corner]:
     cs = confidence_set(model, beta=beta)
     n_strata = unc.row_covariances.shape[0]
     c_hat = unc.row_covariances
-    r = rs.unit_coordinates(model.covariances)  # decompositions at unit spread
+    r = rs.unit_coordinates(model.covariances, model.means)  # decompositions at unit spread
     out = []
     # A stratum neither hypothesis of a pair weighs changes nothing of that pair (several
     # secrets: the other attributes' strata): its corners would only repeat the pair. They
@@ -460,7 +460,7 @@ def _members(
     cov_i = np.stack([part.cov_i for part in parts])
     cov_j = np.stack([part.cov_j for part in parts])
     spread = np.stack([part.spread for part in parts])
-    r = rs.unit_coordinates(model.covariances)  # decompositions at unit spread
+    r = rs.unit_coordinates(model.covariances, model.means)  # decompositions at unit spread
     metric = rs.inv_sqrt_in_units((cov_i + cov_j) / 2 + noise_cov, r)
     gap = model.means[pi] - model.means[pj]
     shift = rs._worst_shift_stack(gap, metric, spread, cs.gap_z)

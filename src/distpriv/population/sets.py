@@ -229,7 +229,7 @@ class _Pair:
         self.half = 0.5 * z * tau[sup]
         self.err_w = (unc.weights[i, sup] - unc.weights[j, sup]) ** 2 / sizes[sup]
         self.gap = model.means[i] - model.means[j]
-        self.r = unit_coordinates(model.covariances)  # decompositions at unit spread
+        self.r = unit_coordinates(model.covariances, model.means)  # decompositions at unit spread
         # The coordinates that move (τ > 0), in the search's order (stratum, statistic).
         self.coords = [
             (r, c) for r in range(sup.size) for c in range(unc.dim) if self.half[r, c] != 0.0
