@@ -276,3 +276,19 @@ def test_noise_rank_does_not_depend_on_units():
     full = cov + np.diag((1e-3 * units) ** 2)
     assert unit_free_rank(full) == 5
     assert np.linalg.matrix_rank(full / np.abs(full).max(), hermitian=True) < 5
+
+
+def test_a_constant_statistic_is_weighed_by_its_own_value_and_rescales_with_it():
+    """A statistic that is the same number on every dataset (a column constant in a small
+    modelling table) does not stop the default objective: its noise is weighed against its
+    own value, so rescaling it rescales its weight and leaves the others' noise alone."""
+    from distpriv.central.objective import relative_weights
+
+    means = np.array([[1.0, 3.0], [1.4, 3.0]])
+    cov = np.array([[0.5, 0.0], [0.0, 0.0]])
+    w = relative_weights(GaussianQueryModel(means, cov))
+    np.testing.assert_allclose(w, [1 / 0.5, 1 / 9.0])
+    scaled = relative_weights(GaussianQueryModel(means * [1.0, 100.0], cov))
+    np.testing.assert_allclose(scaled, [1 / 0.5, 1 / 9.0e4])
+    mech = calibrate("optimal-g", GaussianQueryModel(means, cov), epsilon=1.0, delta=1e-3)
+    assert np.isfinite(mech.noise_covariance).all()

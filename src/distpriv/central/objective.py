@@ -85,18 +85,24 @@ def relative_weights(model: Any) -> np.ndarray:
     """W = diag(1/v) of ``objective="relative"``, shape (m,).
 
     v_k is :func:`sampling_variances`; where it is 0, the variance of μ_θ,k over the
-    hypotheses (module docstring).
+    hypotheses (module docstring); where that is 0 too (a statistic that is the same
+    number c_k on every dataset, e.g. a column constant in a small modelling table), c_k²:
+    its noise is weighed against its own value (a relative error, unit-free like the rest),
+    and where c_k = 0 as well, against the most precise other statistic's variance (its
+    noise is then the costliest; it tells nothing about the secret either way).
 
     Raises
     ------
     ParameterError
-        A statistic with variance 0 under every hypothesis and the same mean under all of
-        them (or a variance that is not finite): its noise cannot be weighed against a
-        spread it does not have.
+        A statistic whose variance is not finite.
     """
     var = sampling_variances(model)
-    between = np.var(np.asarray(_gaussian(model).means, dtype=float), axis=0)
+    means = np.asarray(_gaussian(model).means, dtype=float)
+    between = np.var(means, axis=0)
     var = np.where(var > 0, var, between)
+    var = np.where(var > 0, var, np.max(np.abs(means), axis=0) ** 2)
+    spread = var[np.isfinite(var) & (var > 0)]
+    var = np.where(var > 0, var, spread.min() if spread.size else 1.0)
     bad = [k for k, v in enumerate(var) if not (np.isfinite(v) and v > 0)]
     if bad:
         stats = getattr(_gaussian(model), "statistics", None)
@@ -104,9 +110,8 @@ def relative_weights(model: Any) -> np.ndarray:
         raise ParameterError(
             "objective='relative' weighs each statistic's noise against its sampling "
             f"variance under the model, and {', '.join(map(repr, names))} has variance "
-            f"{', '.join(f'{var[k]:g}' for k in bad)} under every hypothesis and the same "
-            "mean under all of them (a constant has no spread to weigh against); declare "
-            "weights (one positive number per statistic) or set objective='l2'"
+            f"{', '.join(f'{var[k]:g}' for k in bad)}; declare weights (one positive number "
+            "per statistic) or set objective='l2'"
         )
     return 1.0 / var
 
