@@ -3,7 +3,7 @@
 * The members are built a batch at a time: each must equal the member written out from the
   set's definition one point at a time (the covariances Σ̂ + Σ_s w_s (Λ_s Ĉ_s Λ_s − Ĉ_s), the
   gap moved to the boundary of its error ellipsoid by the one-member geometry of
-  ``_robust_stack``), here in plain loops.
+  ``population._stack``), here in plain loops.
 * The search returns a member of largest δ among the points it visits: checked with the
   public accountant (both directions) against every stratum corner, which it visits.
 * The joint set is the default; above ``JOINT_MAX_COORDS`` variances per pair, or

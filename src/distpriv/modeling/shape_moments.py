@@ -28,7 +28,7 @@ __all__ = [
     "shape_correlation_of_stratum",
 ]
 
-# Statistics above this many use the box set anyway (central/_robust_joint.JOINT_MAX_COORDS
+# Statistics above this many use the box set anyway (population/sets.JOINT_MAX_COORDS
 # over two strata): no cross moments are computed (the query adds 3m(m − 1)/2 sums).
 MAX_STATISTICS = 12
 

@@ -2,7 +2,7 @@
 upper confidence bound on a pair's output distance, the farthest point of the gap's error
 ellipsoid and the shift that reaches the bound — for one member, and for a whole stack of
 (pair, corner) at once (hundreds of pairs; arrays (..., m, m)). Shared by
-the moment set (robust.py) and the bootstrap set (robust_bootstrap.py).
+the moment sets (confidence.py, sets.py) and the bootstrap set (bootstrap.py).
 """
 
 from __future__ import annotations

@@ -132,7 +132,7 @@ def quantile_shift_stack(
         )
     target = np.maximum(target, np.linalg.norm(a, axis=-1))
     # The direction: the farthest point of the unit error ellipsoid, as the joint set's
-    # member (the ascent of _robust_stack.farthest_gap), so that optimal-g's program sees
+    # member (the ascent of _stack.farthest_gap), so that optimal-g's program sees
     # the directions in which the error moves the distance (module docstring).
     bt = np.swapaxes(b, -1, -2)
     g = np.einsum("bij,bj->bi", bt, a)

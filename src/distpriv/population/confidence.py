@@ -83,7 +83,7 @@ from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncerta
 from ..util.validation import check_real
 from . import _stack as rs
 
-# _inv_sqrt, _worst_shift, farthest_gap and gap_bound live in _robust_stack.py (shared with
+# _inv_sqrt, _worst_shift, farthest_gap and gap_bound live in _stack.py (shared with
 # the bootstrap set) and stay importable from here.
 from ._stack import _inv_sqrt as _inv_sqrt
 from ._stack import _worst_shift as _worst_shift
@@ -369,7 +369,7 @@ def _joint(
 def set_corners(
     model: GaussianQueryModel, *, beta: float, noise_cov: np.ndarray
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """The joint set's stratum-corner members for ``noise_cov`` (``_robust_joint.
+    """The joint set's stratum-corner members for ``noise_cov`` (``sets.
     joint_corners``, optimal-g's cutting planes); none for the box or a bootstrap."""
     if not isinstance(model.uncertainty, MomentUncertainty) or set_method(model) != "joint":
         return []

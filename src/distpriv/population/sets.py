@@ -237,13 +237,13 @@ class _Pair:
         self.seen: dict[bytes, float] = {}
         self.moments: dict[bytes, tuple[np.ndarray, ...]] = {}
         # The tight set's gap, once its δ-distance statement has been made
-        # (population/_direction.py, set by _robust_corr.corr_signs): the same shift at
+        # (population/_direction.py, set by _corr.corr_signs): the same shift at
         # every point of the variances; None: the distance statement, point by point.
         self.fixed_shift: np.ndarray | None = None
 
     @staticmethod
     def key(signs: np.ndarray) -> bytes:
-        # Float bytes: the tight set's points are fractions of the box (central/_robust_corr).
+        # Float bytes: the tight set's points are fractions of the box (population/_corr.py).
         return np.asarray(signs, dtype=float).tobytes()
 
     def members(self, signs: np.ndarray) -> tuple[np.ndarray, ...]:
