@@ -15,7 +15,8 @@ from ..util.lazy import attach
 # pandas, DuckDB or sklearn. Submodule -> the names it defines.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "stages.calibrate": ("AutoChoice", "choose_mechanism"),
-    "config": ("ModelConfig", "ReleaseConfig", "load_model_config", "load_release_config"),
+    "config": ("ReleaseConfig", "load_release_config"),
+    "model_file": ("ModelConfig", "load_model_config"),
     "commands.demo": ("ADULT_STATISTICS", "INCOME_SECRET", "DemoReport", "DemoRow"),
     "ledger": ("Budget", "Ledger", "LedgerEntry", "parse_budget", "release_with_ledger"),
     "outcomes": (
@@ -48,8 +49,9 @@ if TYPE_CHECKING:
     from .commands.release import ReleaseReport, build_model, calibrate_for, release
     from .commands.run import run_release
     from .commands.verify import run_verify
-    from .config import ModelConfig, ReleaseConfig, load_model_config, load_release_config
+    from .config import ReleaseConfig, load_release_config
     from .ledger import Budget, Ledger, LedgerEntry, parse_budget, release_with_ledger
+    from .model_file import ModelConfig, load_model_config
     from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome, VerifyOutcome
     from .stages.calibrate import AutoChoice, choose_mechanism
     from .stages.data import fingerprint, load_frame, resolve_source, table_facts

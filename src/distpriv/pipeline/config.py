@@ -1,41 +1,22 @@
-"""Reading the TOML files of the pipeline: query models, and release/audit configurations.
+"""Release and audit configurations (``distpriv release``, ``distpriv audit``): the TOML file
+read into a :class:`ReleaseConfig` and its typed :class:`~distpriv.pipeline.plan.ReleasePlan`.
 
-Model files (``distpriv calibrate``)
-
-Format (every key except ``model.means`` and a covariance is optional)::
-
-    title = "Chen & Ohrimenko 2023, example after Thm 4.5"
-
-    [model]
-    labels = ["theta1", "theta2"]           # names of the hypotheses
-    statistics = ["x1", "x2"]               # names of the released statistics
-    means = [[100, 101], [99, 102]]         # one row per theta
-    covariance = [[22, -6], [-6, 13]]       # shared by every theta ...
-    # covariances = [[[...]], [[...]]]      # ... or one matrix per theta
-    pairs = [["theta1", "theta2"]]          # default: every pair
-
-    [options.groupdp-g]                     # per-mechanism options
-    group_size = 100
-    sensitivities = [0.73, 0.15]
-
-Unknown keys are errors (:class:`ConfigError`), so that a typo cannot silently change
-what is protected. Release configurations: see :func:`load_release_config` and
-docs/user-guide.md.
+The only reader of a release configuration's raw tables: every stage takes the plan.
+Unknown keys are errors, named with the nearest known key (:mod:`.toml_file`); the layout
+is :func:`load_release_config`'s and docs/user-guide.md's. Model files of ``distpriv
+calibrate``: :mod:`.model_file`.
 """
 
 from __future__ import annotations
 
 import math
-import tomllib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ..central import MECHANISMS, mechanism_info
-from ..errors import ConfigError, DistPrivError
-from ..querymodel import GaussianQueryModel
+from ..errors import ConfigError
 from .plan import (
     DEFAULT_BETA,
     DEFAULT_BOOTSTRAP,
@@ -50,110 +31,13 @@ from .plan import (
     OutputSpec,
     ReleasePlan,
 )
+from .toml_file import check_keys, nearest, read_toml
 
 __all__ = [
     "BUILTIN_PREFIX",
-    "ModelConfig",
     "ReleaseConfig",
-    "load_model_config",
     "load_release_config",
 ]
-
-_TOP_KEYS = {"title", "model", "options"}
-_MODEL_KEYS = {"labels", "statistics", "means", "covariance", "covariances", "pairs"}
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """A parsed model file: the query model, per-mechanism options, and a title."""
-
-    model: GaussianQueryModel
-    options: dict[str, dict[str, Any]]
-    title: str
-    path: str
-
-    def options_for(self, mechanism: str) -> dict[str, Any]:
-        """The file's options of ``mechanism`` (its ``[options.<name>]`` table), or none."""
-        return dict(self.options.get(mechanism, {}))
-
-
-def _read_toml(path: str | Path, kind: str) -> tuple[Path, dict[str, Any]]:
-    """Read and parse a TOML file; a missing file or bad TOML is a one-line ConfigError."""
-    p = Path(path)
-    if p.exists() and not p.is_file():  # a FIFO would block the read forever
-        what = "a directory" if p.is_dir() else "not a regular file"
-        raise ConfigError(f"cannot read {kind} {str(p)!r}: it is {what}")
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {kind} {str(p)!r}: {exc.strerror}") from exc
-    try:
-        return p, tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{p}: invalid TOML: {exc}") from exc
-
-
-def _check_keys(
-    table: dict[str, Any], allowed: set[str] | frozenset[str], where: str, path: str
-) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        near = [f"{k!r} -> {m!r}" for k in unknown if (m := _nearest(k, allowed, set(table)))]
-        hint = f" (did you mean {', '.join(near)}?)" if near else ""
-        raise ConfigError(
-            f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in {where}{hint}; "
-            f"allowed: {', '.join(sorted(allowed))}"
-        )
-
-
-def _nearest(key: str, known: Iterable[str], given: Iterable[str] = ()) -> str | None:
-    """The known key ``key`` most likely misspells (difflib), unless it is given too."""
-    import difflib
-
-    match = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
-    return match[0] if match and match[0] not in set(given) else None
-
-
-def load_model_config(path: str | Path) -> ModelConfig:
-    """Read a Gaussian query model (and mechanism options) from a TOML file.
-
-    Raises
-    ------
-    ConfigError
-        Missing file, invalid TOML, unknown keys, or an invalid model (the message names
-        the file and the offending key or value).
-    """
-    p, data = _read_toml(path, "model file")
-    _check_keys(data, _TOP_KEYS, "the top level", str(p))
-    model_tab = data.get("model")
-    if not isinstance(model_tab, dict):
-        raise ConfigError(f"{p}: missing [model] table")
-    _check_keys(model_tab, _MODEL_KEYS, "[model]", str(p))
-    if "means" not in model_tab:
-        raise ConfigError(f"{p}: [model] needs 'means'")
-    has_shared, has_each = "covariance" in model_tab, "covariances" in model_tab
-    if has_shared == has_each:
-        raise ConfigError(f"{p}: [model] needs exactly one of 'covariance' or 'covariances'")
-    cov = model_tab["covariance"] if has_shared else model_tab["covariances"]
-    try:
-        model = GaussianQueryModel(
-            model_tab["means"],
-            cov,
-            model_tab.get("pairs"),
-            labels=model_tab.get("labels"),
-            statistics=model_tab.get("statistics"),
-        )
-    except DistPrivError as exc:
-        raise ConfigError(f"{p}: [model]: {exc}") from exc
-    options = data.get("options", {})
-    if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
-        raise ConfigError(f"{p}: [options] must hold one table per mechanism")
-    _check_keys(options, set(MECHANISMS), "[options]", str(p))
-    title = data.get("title", p.stem)
-    if not isinstance(title, str):
-        raise ConfigError(f"{p}: title must be a string")
-    return ModelConfig(model=model, options=options, title=title, path=str(p))
-
 
 # ---------------------------------------------------------------------------------------
 # Release and audit configurations (distpriv release / distpriv audit)
@@ -316,7 +200,7 @@ def _table(
         return {}
     if not isinstance(tab, dict):
         raise ConfigError(f"{path}: missing [{key}] table")
-    _check_keys(tab, allowed, f"[{key}]", path)
+    check_keys(tab, allowed, f"[{key}]", path)
     return tab
 
 
@@ -399,7 +283,7 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
     base = ("name", "epsilon", "delta", "beta", "population_set")
     options = set().union(*(mechanism_info(m).options for m in MECHANISMS))
     for key in sorted(set(mech) - set(base) - options):
-        if near := _nearest(key, base, mech):
+        if near := nearest(key, base, mech):
             raise ConfigError(
                 f"{where}: unknown key {key!r} in [mechanism]; did you mean {near!r}?"
             )
@@ -508,7 +392,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
     ConfigError
         Missing file, invalid TOML, unknown or invalid key (naming file and key).
     """
-    p, data = _read_toml(path, "config file")
+    p, data = read_toml(path, "config file")
     where = str(p)
     if "seed" in data:
         raise ConfigError(
@@ -516,7 +400,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
             "sampler; use insecure_seed for a reproducible run that is NOT private, "
             "[model] seed for the Monte Carlo modelling, or [audit] seed"
         )
-    _check_keys(data, _RELEASE_TOP, "the top level", where)
+    check_keys(data, _RELEASE_TOP, "the top level", where)
     dat = _table(data, "data", _RELEASE_DATA, where)
     sec = _table(data, "secret", _RELEASE_SECRET, where)
     mod = _table(data, "model", _RELEASE_MODEL, where)

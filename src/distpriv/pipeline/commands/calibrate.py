@@ -13,7 +13,7 @@ from ...errors import (
 )
 from ...guarantees import to_jsonable
 from ...util.version import __version__
-from ..config import load_model_config
+from ..model_file import load_model_config
 from ..outcomes import (
     CalibrateOutcome,
     DemoOutcome,
