@@ -89,14 +89,14 @@ def short_utility_grid(monkeypatch):
     do not depend on the grid's length (what the page marks, what it leaks, which mechanisms
     it draws or explains); the default grid itself is tested in
     tests/pipeline/test_html.py::test_utility_curve_matches_calibration."""
-    from distpriv.report import html
+    from distpriv.pipeline import utility
 
-    full = html.utility_curve
+    full = utility.utility_curve
 
     def short(*args, **kwargs):
         return full(*args, **{**kwargs, "epsilons": SHORT_UTILITY_GRID})
 
-    monkeypatch.setattr(html, "utility_curve", short)
+    monkeypatch.setattr(utility, "utility_curve", short)
     return SHORT_UTILITY_GRID
 
 

@@ -35,7 +35,7 @@ EXAMPLE = ROOT / "examples" / "eigm-example.toml"
 def saved(tmp_path_factory):
     """A well-formed release report with a privacy–utility figure, as saved by --out."""
     from distpriv import calibrate
-    from distpriv.report.html import utility_curve
+    from distpriv.pipeline.utility import utility_curve
 
     model = GaussianQueryModel(
         [[100.0, 101.0], [99.0, 102.0]],

@@ -11,7 +11,8 @@ import pytest
 
 from distpriv import GaussianQueryModel, calibrate
 from distpriv.errors import AssumptionWarning, ParameterError, ParameterTypeError
-from distpriv.report.html import render_html, utility_curve, utility_figure_svg
+from distpriv.pipeline.utility import utility_curve
+from distpriv.report.html import render_html, utility_figure_svg
 from distpriv.util.templates import CSP, fmt_number
 
 
