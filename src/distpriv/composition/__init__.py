@@ -7,8 +7,8 @@ one mechanism on the stacked query, with the joint query model of all their stat
 * :mod:`.events` — one release as the composition sees it (:class:`ReleaseSpec`) and its
   noise law as recorded;
 * :mod:`.accountant` — the composed guarantee of the stacked releases
-  (:func:`compose`): the exact Gaussian accountant per pair, or Chen & Ohrimenko 2023
-  Thm 3.1 for Laplace noise along a complete basis.
+  (:func:`compose`): the exact Gaussian accountant per pair;
+* :mod:`.laplace` — Chen & Ohrimenko 2023 Thm 3.1 for Laplace noise along a complete basis.
 
 This package evaluates a joint model; it stores nothing (that is
 :mod:`distpriv.pipeline.ledger`).
@@ -23,6 +23,7 @@ from ..util.lazy import attach
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "accountant": ("ComposedGuarantee", "compose", "gaussian_pair_composition"),
     "events": ("ReleaseSpec", "noise_from_dict", "noise_to_dict"),
+    "laplace": ("laplace_composition",),
 }
 
 # The one export list: __all__ and the type checkers' imports below follow _EXPORTS.
@@ -31,5 +32,6 @@ __all__ = sorted(name for names in _EXPORTS.values() for name in names)
 if TYPE_CHECKING:
     from .accountant import ComposedGuarantee, compose, gaussian_pair_composition
     from .events import ReleaseSpec, noise_from_dict, noise_to_dict
+    from .laplace import laplace_composition
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

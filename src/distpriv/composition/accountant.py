@@ -38,14 +38,13 @@ from typing import Any
 import numpy as np
 from scipy.linalg import block_diag
 
-from ..distances import winf_distance
 from ..errors import CompositionError, ParameterError
-from ..noise import Noise
 from ..population.confidence import DEFAULT_BETA, marginal, population_model, set_method
 from ..querymodel import MomentUncertainty
 from ..util.threads import on_one_blas_thread
 from ..util.validation import check_delta
 from .events import ReleaseSpec, noise_from_dict, noise_to_dict
+from .laplace import LAPLACE_THEOREM, laplace_composition, laplace_map
 
 __all__ = [
     "ComposedGuarantee",
@@ -61,10 +60,6 @@ __all__ = [
 GAUSSIAN_THEOREM = (
     "exact privacy profile of the stacked query's Gaussian model (Chen & Ohrimenko 2023, "
     "Thm 4.5 / Cor. A.1 on the joint model; generalised chi-square accountant)"
-)
-LAPLACE_THEOREM = (
-    "Chen & Ohrimenko 2023, Thm 3.1 on the stacked query: W-infinity of the joint samples "
-    "under the L1 metric weighted by 1/(Laplace scale)"
 )
 
 
@@ -306,52 +301,6 @@ def _worst_epsilon(
 
 
 # ---------------------------------------------------------------------------------------
-# Laplace family
-# ---------------------------------------------------------------------------------------
-
-
-def _laplace_map(noise: Noise) -> np.ndarray:
-    """Matrix W (m, m) with ‖W(x − y)‖₁ = Σ_k |u_kᵀ(x − y)| / b_k, or CompositionError."""
-    comps = [c for c in noise.components if c.basis.shape[1]]
-    if not comps or any(c.kind != "laplace" for c in comps):
-        raise CompositionError("internal: not a Laplace noise law")
-    basis = np.concatenate([c.basis for c in comps], axis=1)
-    scales = np.concatenate([c.scales for c in comps])
-    if basis.shape[1] != noise.dim or np.any(scales <= 0):
-        raise CompositionError(
-            "Laplace noise that leaves some direction of the statistics noiseless cannot be "
-            "composed by Thm 3.1 (the W-infinity distance there is unweighted)"
-        )
-    return (basis / scales).T
-
-
-def laplace_composition(
-    samples: Sequence[np.ndarray], weight: np.ndarray, pairs: Sequence[tuple[int, int]]
-) -> tuple[float, list[dict[str, Any]]]:
-    """ε of F + Z for Laplace noise by Chen & Ohrimenko 2023, Thm 3.1 (stacked query).
-
-    Parameters
-    ----------
-    samples : sequence of ndarray, each (n, M)
-        Joint draws of the stacked statistics per θ.
-    weight : ndarray, shape (M, M)
-        W with ‖W(x − y)‖₁ the privacy cost of moving x to y (see module docstring).
-    pairs : sequence of (int, int)
-
-    Returns
-    -------
-    (epsilon, per-pair list of dicts)
-        ε = max over Ψ of W∞(W f_θᵢ, W f_θⱼ) under L1 (symmetric, so one direction).
-    """
-    rows, eps = [], 0.0
-    for i, j in pairs:
-        w = float(winf_distance(samples[i] @ weight.T, samples[j] @ weight.T, metric="l1"))
-        rows.append({"pair": [int(i), int(j)], "epsilon": w})
-        eps = max(eps, w)
-    return eps, rows
-
-
-# ---------------------------------------------------------------------------------------
 # The joint model and compose()
 # ---------------------------------------------------------------------------------------
 
@@ -575,9 +524,9 @@ def compose(
             build=build,
         )
         notes += [w for w in warn if "not Gaussian" not in w]  # no Gaussian assumption here
-        weight = block_diag(*[_laplace_map(s.noise) for s in specs])
+        weight = block_diag(*[laplace_map(s.noise) for s in specs])
         eps, rows = laplace_composition(model.samples, weight, model.pairs)
-        last_w = _laplace_map(specs[-1].noise)
+        last_w = laplace_map(specs[-1].noise)
         tail = slice(model.dim - specs[-1].noise.dim, model.dim)
         alone_eps, _ = laplace_composition([s[:, tail] for s in model.samples], last_w, model.pairs)
         dlt, dat = 0.0, None
