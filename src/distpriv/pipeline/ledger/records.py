@@ -19,16 +19,37 @@ from ...util.validation import check_privacy
 from .identity import secret_aliases, secret_key
 
 __all__ = [
+    "DEFAULT_LEDGER_NAME",
+    "LEDGER_DIR_ENV",
     "NOT_RECORDED",
     "Budget",
     "LedgerEntry",
     "NewRelease",
     "account_keys",
     "check_ledger_path",
+    "default_ledger_path",
     "not_recorded",
     "parse_budget",
     "same_release",
 ]
+
+
+# The default ledger: one file per directory of configs, so that every config releasing
+# the same data from that directory composes in the same ledger.
+DEFAULT_LEDGER_NAME = "distpriv-ledger.sqlite"
+# Puts the default ledger into another directory (e.g. when configs live in a read-only
+# checkout); the tests use it so that no run writes a ledger into the repository.
+LEDGER_DIR_ENV = "DISTPRIV_LEDGER_DIR"
+
+
+def default_ledger_path(config_path: str | os.PathLike[str]) -> Path:
+    """The ledger a config's releases go into by default: ``distpriv-ledger.sqlite`` next to it.
+
+    In the directory ``$DISTPRIV_LEDGER_DIR`` instead when that variable is set.
+    """
+    folder = os.environ.get(LEDGER_DIR_ENV)
+    base = Path(folder).expanduser() if folder else Path(config_path).resolve().parent
+    return base / DEFAULT_LEDGER_NAME
 
 
 # The public "ledger" block of a release kept out of every ledger: the report says that it

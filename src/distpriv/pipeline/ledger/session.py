@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from ...errors import LedgerError, ParameterError, ParameterTypeError
@@ -26,11 +25,14 @@ from .accounts import release_identity as _identity
 from .accounts import secret_from_record, shown_key, text_key
 from .identity import data_account, public_account, table_fingerprint
 from .records import (
+    DEFAULT_LEDGER_NAME,
+    LEDGER_DIR_ENV,
     NOT_RECORDED,
     Budget,
     LedgerEntry,
     NewRelease,
     check_ledger_path,
+    default_ledger_path,
     not_recorded,
     parse_budget,
 )
@@ -48,23 +50,6 @@ __all__ = [
     "open_ledger",
     "release_with_ledger",
 ]
-
-# The default ledger: one file per directory of configs, so that every config releasing
-# the same data from that directory composes in the same ledger.
-DEFAULT_LEDGER_NAME = "distpriv-ledger.sqlite"
-# Puts the default ledger into another directory (e.g. when configs live in a read-only
-# checkout); the tests use it so that no run writes a ledger into the repository.
-LEDGER_DIR_ENV = "DISTPRIV_LEDGER_DIR"
-
-
-def default_ledger_path(config_path: str | os.PathLike[str]) -> Path:
-    """The ledger a config's releases go into by default: ``distpriv-ledger.sqlite`` next to it.
-
-    In the directory ``$DISTPRIV_LEDGER_DIR`` instead when that variable is set.
-    """
-    folder = os.environ.get(LEDGER_DIR_ENV)
-    base = Path(folder).expanduser() if folder else Path(config_path).resolve().parent
-    return base / DEFAULT_LEDGER_NAME
 
 
 @dataclass(frozen=True)
