@@ -183,3 +183,14 @@ def test_the_ledgers_joint_model_is_built_like_the_release(tmp_path):
         for i, j in ((0, 1), (1, 0))
     )
     assert second.composed.epsilon == pytest.approx(eps, rel=1e-6)
+
+
+@pytest.mark.parametrize("k, mean", [(1, 0.3), (2, 0.1), (7, 0.1), (3, 2.0), (12, 4.5)])
+def test_overlap_refusal_tail_against_scipy(k, mean):
+    """The overlap check refuses only where chance duplicates are implausible: its Poisson
+    tail P(K >= k) agrees with scipy's survival function."""
+    from scipy.stats import poisson
+
+    from distpriv.pipeline.stages.data import _poisson_tail
+
+    assert _poisson_tail(k, mean) == pytest.approx(poisson.sf(k - 1, mean), rel=1e-9, abs=1e-15)
