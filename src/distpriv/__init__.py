@@ -80,7 +80,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "grid_rounding",
         "secure_sample",
     ),
-    "composition": ("ComposedGuarantee", "ReleaseSpec", "compose"),
+    "composition": ("ComposedGuarantee", "JointModelling", "ReleaseSpec", "compose"),
     "population": ("POPULATION_SETS", "population_set"),
     "report": ("render_html",),
     "pipeline": (
@@ -164,7 +164,7 @@ if TYPE_CHECKING:
         relax_wasserstein,
         relaxed_parameters,
     )
-    from .composition import ComposedGuarantee, ReleaseSpec, compose
+    from .composition import ComposedGuarantee, JointModelling, ReleaseSpec, compose
     from .distances import closeness, winf_distance
     from .errors import (
         AssumptionWarning,

@@ -16,6 +16,7 @@ from distpriv import calibrate
 from distpriv.accounting import gaussian_pair_epsilon, gaussian_pair_profile
 from distpriv.attacks import GaussianLikelihoodRatio, clopper_pearson
 from distpriv.composition.accountant import ReleaseSpec, compose, gaussian_pair_composition
+from distpriv.composition.joint import JointModelling
 from distpriv.errors import CompositionError, ParameterError
 from distpriv.modeling import Query, model_query
 from distpriv.noise import Noise
@@ -60,7 +61,9 @@ def composed(specs, **kw):
     population's confidence set is tested in test_composition_keeps_the_population_set."""
     data, secret = adult()
     kw.setdefault("beta", None)
-    return compose(specs, model_data=data, secret=secret, subset_size=N, **kw)
+    how = {k: kw.pop(k) for k in ("method", "n_samples", "rng", "population") if k in kw}
+    modelling = JointModelling(model_data=data, subset_size=N, **how)
+    return compose(specs, secret=secret, modelling=modelling, **kw)
 
 
 def single_release_epsilon(stats, noise_cov):
@@ -448,7 +451,7 @@ def test_composed_epsilon_does_not_depend_on_the_budget(joint_set):
     claim); δ at the budget's ε is that of the members worst at the budget's ε. The
     reference is the exact accountant, both directions, on the members of
     :func:`distpriv.population.confidence.population_model` at each ε."""
-    from distpriv.composition.accountant import joint_model
+    from distpriv.composition.joint import joint_model
     from distpriv.population.confidence import population_model
 
     stats = dict(list(ADULT_STATS.items())[:2])
@@ -458,9 +461,8 @@ def test_composed_epsilon_does_not_depend_on_the_budget(joint_set):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         joint, _ = joint_model(
-            specs, model_data=data, secret=secret, subset_size=N, method="analytic",
-            n_samples=1000,
-        )  # fmt: skip
+            specs, secret=secret, modelling=JointModelling(data, N), method="analytic"
+        )
     noise = np.kron(np.eye(3), m.noise_covariance)
 
     def worst_delta(epsilon: float) -> float:

@@ -41,12 +41,12 @@ def composed_epsilons(setting, ks):
     scratch.unlink()
     spec = ReleaseSpec.from_record(entry)
     model = load_frame(str(setting / "model.csv"), what="model")
+    from distpriv.composition import JointModelling
     from distpriv.modeling import ProportionSecret
 
     secret = ProportionSecret("income = '>50K'", [0.45, 0.55])
-    return [
-        compose([spec] * k, model_data=model, secret=secret, subset_size=100).epsilon for k in ks
-    ]
+    how = JointModelling(model_data=model, subset_size=100)
+    return [compose([spec] * k, secret=secret, modelling=how).epsilon for k in ks]
 
 
 def test_budget_allows_one_release_not_two(setting, capsys):

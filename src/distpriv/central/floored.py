@@ -357,21 +357,15 @@ def calibrate_floored(
             label, scale = "the papers' calibration of the main shape plus the floor", 1.0
             noise = paper.noise.plus(_floor_noise(fvar))
     return _assemble(
-        beta,
         name,
         model,
         gm,
         paper,
-        noise,
-        label,
-        scale,
-        check,
-        steps,
-        c,
-        fvar,
-        epsilon,
-        delta,
-        calibration,
+        _Shaped(noise, label, scale, check),
+        _Floor(steps, c, fvar),
+        epsilon=epsilon,
+        delta=delta,
+        beta=beta,
     )
 
 
@@ -508,23 +502,39 @@ def _search_best(
     return noise, label, s, check
 
 
+@dataclasses.dataclass(frozen=True)
+class _Floor:
+    """The floor of a floored mechanism: lattice steps h_k, floor c in steps, variances."""
+
+    steps: np.ndarray
+    c: float
+    fvar: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shaped:
+    """The main shape's noise, label and scale; its exact check (None: papers' way)."""
+
+    noise: Noise
+    label: str
+    scale: float
+    check: PairCheck | None
+
+
 def _assemble(
-    beta: float | None,
     name: str,
     model: QueryModel,
     gm: GaussianQueryModel,
     paper: CalibratedMechanism,
-    noise: Noise,
-    label: str,
-    scale: float,
-    check: PairCheck | None,
-    steps: np.ndarray,
-    c: float,
-    fvar: np.ndarray,
+    shaped: _Shaped,
+    floor: _Floor,
+    *,
     epsilon: float,
     delta: float,
-    calibration: str,
+    beta: float | None,
 ) -> CalibratedMechanism:
+    noise, label, scale, check = shaped.noise, shaped.label, shaped.scale, shaped.check
+    steps, c, fvar = floor.steps, floor.c, floor.fvar
     floor_mse = float(fvar.sum())
     unknown = [s for s, h in zip(gm.statistics, steps, strict=True) if not np.isfinite(h)]
     notes = [n for n in paper.guarantee.notes if n != FALLBACK_NOTE]

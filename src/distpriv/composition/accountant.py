@@ -30,8 +30,7 @@ reproduces this without special cases (tests/pipeline/test_compose.py checks it)
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,14 +43,15 @@ from ..querymodel import MomentUncertainty
 from ..util.threads import on_one_blas_thread
 from ..util.validation import check_delta
 from .events import ReleaseSpec, noise_from_dict, noise_to_dict
+from .joint import JointModelling, joint_model
 from .laplace import LAPLACE_THEOREM, laplace_composition, laplace_map
 
 __all__ = [
     "ComposedGuarantee",
+    "JointModelling",
     "ReleaseSpec",
     "compose",
     "gaussian_pair_composition",
-    "joint_model",
     "laplace_composition",
     "noise_from_dict",
     "noise_to_dict",
@@ -325,74 +325,15 @@ def _family(specs: Sequence[ReleaseSpec]) -> str:
     )
 
 
-def _stacked_query(specs: Sequence[ReleaseSpec]) -> dict[str, str]:
-    return {f"r{r}.{name}": expr for r, s in enumerate(specs) for name, expr in s.statistics}
-
-
-def joint_model(
-    specs: Sequence[ReleaseSpec],
-    *,
-    model_data: Any,
-    secret: Any,
-    subset_size: int,
-    method: str,
-    n_samples: int,
-    rng: np.random.Generator | int | None = None,
-    population: bool = False,
-    build: Callable[[Any, Any, str], Any] | None = None,
-) -> Any:
-    """The query model of every release's statistics stacked, from one table.
-
-    A :class:`~distpriv.modeling.Query` with the statistics of all the releases (renamed
-    ``r<k>.<name>``, so a statistic released twice appears twice) modelled by the caller's
-    builder ``build(query, secret, method)`` — the pipeline passes its one builder of
-    models, with the release's own model specification — or, without one, by
-    :func:`distpriv.model_query` with ``method``, ``n_samples``, ``rng`` and
-    ``population``: the cross-covariances between releases come from the same datasets.
-    Warnings of the modelling (non-Gaussian shape) are returned as notes.
-
-    Returns
-    -------
-    (DataQueryModel, tuple of str)
-    """
-    from ..modeling import Query, model_query
-
-    query = Query(_stacked_query(specs))
-    meth = method if (method == "montecarlo" or query.is_linear) else "montecarlo"
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        if build is not None:
-            model = build(query, secret, meth)
-        else:
-            model = model_query(
-                model_data,
-                query,
-                secret,
-                subset_size=subset_size,
-                method=meth,
-                n_samples=n_samples,
-                rng=rng,
-                population=population,
-            )
-    notes = tuple(dict.fromkeys(str(w.message) for w in caught))
-    return model, notes
-
-
 def compose(
     specs: Sequence[ReleaseSpec],
     *,
-    model_data: Any,
     secret: Any,
-    subset_size: int,
-    method: str = "analytic",
-    n_samples: int = 1000,
+    modelling: JointModelling,
     delta: float | None = None,
     budget: Any = None,
-    rng: np.random.Generator | int | None = None,
     newest_model: Any = None,
-    population: bool = False,
     beta: float | None = DEFAULT_BETA,
-    build: Callable[[Any, Any, str], Any] | None = None,
 ) -> ComposedGuarantee:
     """The exact guarantee of several releases of one dataset, as one mechanism.
 
@@ -406,38 +347,24 @@ def compose(
     specs : sequence of ReleaseSpec
         The releases, oldest first; the last is the newest (its guarantee alone is
         reported too).
-    model_data : table
-        The modelling data of the newest release.
     secret : Secret
         The newest release's secret: the composition is stated for its pairs.
-    subset_size : int
-        n, rows of the released dataset.
-    method, n_samples
-        How to model: ``"analytic"`` (exact moments; linear statistics) or
-        ``"montecarlo"``. The Laplace family always uses ``n_samples`` Monte Carlo datasets.
+    modelling : JointModelling
+        How the joint model is built: the newest release's modelling table, n, method,
+        Monte Carlo datasets and their randomness, population, or the caller's builder
+        (:class:`~distpriv.composition.joint.JointModelling`; the pipeline passes its one
+        builder, so the composition is computed on a model built like the release's).
+        The Laplace family always uses its ``n_samples`` Monte Carlo datasets.
     delta : float, optional
         δ at which ε is reported; default the budget's δ, else the newest release's.
     budget : Budget, optional
         When given, also δ at the budget's ε (Gaussian family), for the check.
-    rng : int, Generator or None
-        Randomness of the modelling (never of any published noise).
     newest_model : DataQueryModel, optional
         The query model the newest release was calibrated on (its statistics, in order).
         With no earlier release the joint model *is* that model, so a Gaussian
         composition uses it as it is instead of modelling the table again
         (one scan of a large modelling table fewer); ignored when there are earlier
         releases or for the Laplace family (which needs Monte Carlo datasets).
-    population : bool
-        The modelling table is the whole population (finite-population correction), as
-        for :func:`distpriv.model_query`; the joint model is then built the way the
-        releases' own models were.
-    build : callable, optional
-        ``build(query, secret, method)``: the caller's builder of the joint model (the
-        pipeline's one builder, with the release's own model specification: method,
-        Monte Carlo datasets, seed, population, missing-value rule, bootstrap, row pool), so
-        the composition is computed on a model built like the release's; without one,
-        :func:`distpriv.model_query` with ``method``, ``n_samples``, ``rng`` and
-        ``population``.
     beta : float or None
         Gaussian family, joint model carrying the uncertainty of its moments (a modelling
         table sampled from the population): the composition is evaluated on the worst
@@ -480,15 +407,7 @@ def compose(
             model = newest_model
         else:
             model, warn = joint_model(
-                specs,
-                model_data=model_data,
-                secret=secret,
-                subset_size=subset_size,
-                method=method,
-                n_samples=n_samples,
-                rng=rng,
-                population=population,
-                build=build,
+                specs, secret=secret, modelling=modelling, method=modelling.method
             )
             notes += list(warn)
         noise_cov = block_diag(*[s.noise.covariance for s in specs])
@@ -512,17 +431,7 @@ def compose(
             "Gaussian approximation of the joint query model: " + (model.fitted or "given moments")
         )
     else:
-        model, warn = joint_model(
-            specs,
-            model_data=model_data,
-            secret=secret,
-            subset_size=subset_size,
-            method="montecarlo",
-            n_samples=n_samples,
-            rng=rng,
-            population=population,
-            build=build,
-        )
+        model, warn = joint_model(specs, secret=secret, modelling=modelling, method="montecarlo")
         notes += [w for w in warn if "not Gaussian" not in w]  # no Gaussian assumption here
         weight = block_diag(*[laplace_map(s.noise) for s in specs])
         eps, rows = laplace_composition(model.samples, weight, model.pairs)
@@ -532,7 +441,7 @@ def compose(
         dlt, dat = 0.0, None
         theorem = LAPLACE_THEOREM
         notes.append(
-            f"empirical joint model: {n_samples} Monte Carlo datasets per value; the "
+            f"empirical joint model: {modelling.n_samples} Monte Carlo datasets per value; the "
             "distance between samples can understate that of a continuous f_theta"
         )
     for row in rows:

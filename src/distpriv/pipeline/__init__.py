@@ -14,7 +14,7 @@ from ..util.lazy import attach
 # Imported on first use (distpriv.util.lazy): `distpriv --help` must not pay for scipy,
 # pandas, DuckDB or sklearn. Submodule -> the names it defines.
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "stages.calibrate": ("AutoChoice", "choose_mechanism"),
+    "stages.calibrate": ("AutoChoice", "calibrate_for", "choose_mechanism"),
     "config": ("ReleaseConfig", "load_release_config"),
     "model_file": ("ModelConfig", "load_model_config"),
     "commands.demo": ("ADULT_STATISTICS", "INCOME_SECRET", "DemoReport", "DemoRow"),
@@ -26,7 +26,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ReleaseOutcome",
         "VerifyOutcome",
     ),
-    "commands.release": ("ReleaseReport", "build_model", "calibrate_for", "release"),
+    "commands.release": ("ReleaseReport", "build_model", "release"),
     # Each command from its own module: `distpriv verify` must not import the audit's, the
     # release's or the ledger's modules.
     "commands.audit": ("run_audit",),
@@ -46,14 +46,14 @@ if TYPE_CHECKING:
     from .commands.audit import run_audit
     from .commands.calibrate import run_calibrate, run_demo
     from .commands.demo import ADULT_STATISTICS, INCOME_SECRET, DemoReport, DemoRow
-    from .commands.release import ReleaseReport, build_model, calibrate_for, release
+    from .commands.release import ReleaseReport, build_model, release
     from .commands.run import run_release
     from .commands.verify import run_verify
     from .config import ReleaseConfig, load_release_config
     from .ledger import Budget, Ledger, LedgerEntry, parse_budget, release_with_ledger
     from .model_file import ModelConfig, load_model_config
     from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome, VerifyOutcome
-    from .stages.calibrate import AutoChoice, choose_mechanism
+    from .stages.calibrate import AutoChoice, calibrate_for, choose_mechanism
     from .stages.data import fingerprint, load_frame, resolve_source, table_facts
 
 __getattr__, __dir__ = attach(__name__, _EXPORTS)

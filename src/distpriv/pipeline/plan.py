@@ -40,6 +40,7 @@ __all__ = [
     "ModelSpec",
     "OutputSpec",
     "ReleasePlan",
+    "keyword_plan",
 ]
 
 # The defaults of a release, stated once. They match the library's own defaults
@@ -215,3 +216,44 @@ class ReleasePlan:
     def with_mechanism(self, mechanism: str) -> ReleasePlan:
         """The same plan for another mechanism (the audit's candidates, ``auto``'s)."""
         return replace(self, calibration=replace(self.calibration, mechanism=mechanism))
+
+
+def keyword_plan(
+    *,
+    mechanism: str,
+    epsilon: float,
+    delta: float,
+    subset_size: int,
+    method: str,
+    n_samples: int,
+    options: Mapping[str, Any] | None,
+    missing: str,
+    population: bool,
+    beta: float | None,
+) -> ReleasePlan:
+    """The plan of the library's keyword API (:func:`distpriv.release`,
+    :func:`distpriv.release_with_ledger`): the one place their keywords become a plan.
+
+    The modelling's randomness is not a setting here: those functions take an ``rng`` (a
+    seed or a Generator that also drives a simulated, NOT private noise) and pass it beside
+    the plan, so the model spec's ``seed`` is ``None``. The options are kept as given (a
+    ``beta`` among them is overridden by ``beta`` for a fixed mechanism,
+    :meth:`CalibrationSpec.mechanism_options`, and wins for ``auto``, as it always has).
+    """
+    return ReleasePlan(
+        model=ModelSpec(
+            subset_size=subset_size,
+            method=method,
+            n_samples=n_samples,
+            seed=None,
+            population=population,
+            missing=missing,
+        ),
+        calibration=CalibrationSpec(
+            mechanism=mechanism,
+            epsilon=epsilon,
+            delta=delta,
+            beta=beta,
+            options=dict(options or {}),
+        ),
+    )

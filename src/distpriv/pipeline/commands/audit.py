@@ -26,7 +26,7 @@ from ..outcomes import (
     AuditOutcome,
 )
 from ..report import PRIVATE_BANNER, secret_dict
-from ..stages.calibrate import AUTO, choose_for_table
+from ..stages.calibrate import AUTO, calibrate_for, choose_for_table
 from ..stages.data import (
     check_memory,
     engine_table_facts,
@@ -43,7 +43,6 @@ from ..stages.steps import (
     _subset_size,
     model_spec,
 )
-from .release import calibrate_for
 
 __all__ = ["run_audit"]
 

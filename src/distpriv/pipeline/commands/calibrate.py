@@ -18,9 +18,9 @@ from ..outcomes import (
     CalibrateOutcome,
     DemoOutcome,
 )
+from ..stages.calibrate import checked_noise
 from ..stages.steps import _collect_warnings
 from .demo import demo_report
-from .release import checked_noise
 
 __all__ = ["run_calibrate", "run_demo"]
 

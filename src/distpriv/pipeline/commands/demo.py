@@ -19,8 +19,9 @@ from ...guarantees import to_jsonable
 from ...modeling import ProportionSecret, Query, model_query
 from ...util.validation import check_positive_int, check_privacy, check_rng
 from ...util.version import __version__
+from ..stages.calibrate import calibrate_for
 from ..stages.data import check_memory, load_frame, sample_subset, table_facts
-from .release import calibrate_for, method_for
+from .release import method_for
 
 __all__ = ["ADULT_STATISTICS", "INCOME_SECRET", "DemoReport", "DemoRow", "demo_report"]
 

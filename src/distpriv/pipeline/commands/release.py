@@ -16,11 +16,7 @@ import numpy as np
 
 from ...central import (
     CalibratedMechanism,
-    TableFacts,
-    calibrate,
-    default_options,
     mechanism_info,
-    model_view_for,
 )
 from ...errors import AssumptionWarning, ParameterError, PrivacyLeakWarning
 from ...guarantees import Release, to_jsonable
@@ -28,16 +24,14 @@ from ...modeling import DataQueryModel, Query, Secret
 from ...modeling.bootstrap import DEFAULT_BOOTSTRAP
 from ...modeling.tables import Table, as_table
 from ...util.validation import check_positive_int, check_rng
-from ..plan import ModelSpec
-from ..stages.calibrate import AUTO, choose_for_table
+from ..plan import ModelSpec, ReleasePlan, keyword_plan
+from ..stages.calibrate import AUTO, calibrate_planned
 from ..stages.data import check_model_support, warn_overlap_tables
 from ..stages.model import build_query_model
 
 __all__ = [
     "ReleaseReport",
     "build_model",
-    "calibrate_for",
-    "checked_noise",
     "method_for",
     "release",
     "release_warnings",
@@ -219,56 +213,6 @@ def build_model(
     ).for_mechanism(mechanism)
     generator = rng if isinstance(rng, np.random.Generator) else None
     return build_query_model(spec, model_data, query, secret, rng=generator, pool=pool_size)
-
-
-def calibrate_for(
-    mechanism: str,
-    model: DataQueryModel,
-    *,
-    epsilon: float,
-    delta: float,
-    options: Mapping[str, Any] | None = None,
-    facts: TableFacts | None = None,
-    beta: float | str | None = "default",
-) -> CalibratedMechanism:
-    """Calibrate ``mechanism`` on the view of ``model`` its registry entry names.
-
-    Options not given are filled from the registry's defaults for the table (``facts``,
-    computed once per table by :func:`distpriv.pipeline.stages.data.table_facts`).
-    ``beta`` (confidence 1 − β on the population, :func:`distpriv.calibrate`) overrides a
-    ``beta`` among the options; by default the options' or the library's (0.05).
-    """
-    opts = dict(options or {})
-    if beta != "default":
-        opts["beta"] = beta
-    if facts is not None:
-        opts = {**default_options(mechanism, facts), **opts}
-    target = model_view_for(mechanism, model)
-    return checked_noise(calibrate(mechanism, target, epsilon=epsilon, delta=delta, **opts))
-
-
-def checked_noise(mech: CalibratedMechanism) -> CalibratedMechanism:
-    """Refuse a calibration whose noise is not a usable number (ε far too small or large).
-
-    ε = 1e-300 asks for Laplace scales of ~1e300, whose variance overflows; ε = 1e300 for
-    scales that underflow to 0. Either way the guarantee would be stated for noise that
-    cannot be drawn, so the calibration is refused, naming ε.
-    """
-    eps = mech.guarantee.epsilon
-    problem = None
-    with np.errstate(all="ignore"):
-        try:
-            ok = bool(np.all(np.isfinite(mech.noise_covariance)))
-            ok = ok and bool(np.isfinite(mech.expected_l2_error()))
-        except (ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
-            ok = False
-    if not ok:
-        problem = "too small" if eps < 1.0 else "too large"
-        raise ParameterError(
-            f"epsilon={eps!r} is {problem} for mechanism {mech.name!r}: the noise it needs "
-            "is not a representable number"
-        )
-    return mech
 
 
 def warn_partial_noise(mech: CalibratedMechanism, verified: bool) -> None:
@@ -462,24 +406,21 @@ def release(
     """
     from ..report import collect_warnings
 
+    table = as_table(data)
+    plan = keyword_plan(
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        subset_size=table.n_rows if subset_size is None else subset_size,
+        method=method,
+        n_samples=n_samples,
+        options=options,
+        missing=missing,
+        population=population,
+        beta=beta,
+    )
     with collect_warnings() as caught:
-        prep = prepare_release(
-            data,
-            query,
-            secret,
-            model_data=model_data,
-            mechanism=mechanism,
-            epsilon=epsilon,
-            delta=delta,
-            subset_size=subset_size,
-            method=method,
-            n_samples=n_samples,
-            options=options,
-            rng=rng,
-            missing=missing,
-            population=population,
-            beta=beta,
-        )
+        prep = prepare_release(table, query, secret, model_data=model_data, plan=plan, rng=rng)
     rel = prep.mechanism.release(prep.value, rng=prep.rng)
     if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
         rel = dataclasses.replace(rel, value=prep.query.clamp(rel.value)[0])
@@ -516,26 +457,31 @@ def prepare_release(
     secret: Secret,
     *,
     model_data: Any,
-    mechanism: str,
-    epsilon: float,
-    delta: float = 0.0,
-    subset_size: int | None = None,
-    method: str = "analytic",
-    n_samples: int = 1000,
-    options: Mapping[str, Any] | None = None,
+    plan: ReleasePlan,
     rng: np.random.Generator | int | None = None,
-    missing: str = "error",
-    population: bool = False,
-    beta: float | None = 0.05,
 ) -> PreparedRelease:
-    """Model, calibrate and evaluate F(data), drawing no noise (parameters as :func:`release`).
+    """Model, calibrate and evaluate F(data), drawing no noise.
 
     The one home of these steps for :func:`release` and the ledger's
-    :func:`~distpriv.pipeline.ledger.release_with_ledger`, which draws the noise inside its
-    budget transaction.
+    :func:`~distpriv.pipeline.ledger.release_with_ledger` (which draws the noise inside its
+    budget transaction), in the order of the stages: the released table and F(data), the
+    model (:func:`~distpriv.pipeline.stages.model.build_query_model` from the plan's model
+    spec), the calibration (:func:`~distpriv.pipeline.stages.calibrate.calibrate_planned`
+    from its calibration spec), the release's warnings.
+
+    Parameters
+    ----------
+    data, query, secret, model_data
+        As for :func:`release`.
+    plan : ReleasePlan
+        Built once from the caller's keywords (:func:`~distpriv.pipeline.plan.keyword_plan`);
+        its ``model.subset_size`` must be the released table's rows.
+    rng : int, Generator or None
+        ``None``: fresh entropy for the modelling and the secure sampler for the noise; a
+        seed or Generator drives both (reproducible, NOT private).
     """
     table = as_table(data)
-    n = table.n_rows if subset_size is None else check_positive_int(subset_size, "subset_size")
+    n = check_positive_int(plan.model.subset_size, "subset_size")
     if n != table.n_rows:
         raise ParameterError(
             f"data has {table.n_rows} rows but subset_size={n}: the query model describes "
@@ -545,43 +491,21 @@ def prepare_release(
     from ...modeling.secret_identity import check_distinct_attributes
 
     check_distinct_attributes(table, secret)  # several secrets that are one: refused first
-    auto = mechanism == AUTO
+    calibration = plan.calibration
+    auto = calibration.mechanism == AUTO
     if not auto:
-        mechanism_info(mechanism)  # fail fast on an unknown name, before modelling
+        mechanism_info(calibration.mechanism)  # fail fast on an unknown name, before modelling
     gen = None if rng is None else check_rng(rng)
     # F(data) first: a problem with the released table (or a statistic the engine cannot
     # compute on the modelling table) is reported before the modelling and calibration.
-    evaluation = q.evaluation(table, missing=missing, also=secret.columns)
-    value = evaluation.value
+    evaluation = q.evaluation(table, missing=plan.model.missing, also=secret.columns)
     q.check_on(model_data)
-    model = build_model(
-        model_data,
-        q,
-        secret,
-        # auto: the Gaussian model of the requested method (any Gaussian-view name will do)
-        mechanism="eigm" if auto else mechanism,
-        subset_size=n,
-        method=method,
-        n_samples=n_samples,
-        rng=gen,
-        missing=missing,
-        population=population,
-    )
-    choice = None
-    if auto:
-        choice = choose_for_table(
-            model,
-            epsilon=epsilon,
-            delta=delta,
-            options={"beta": beta, **dict(options or {})},
-            facts=model.facts,
-        )
-        mech = checked_noise(choice.mechanism)
-    else:
-        # Default options (lattice, group-DP sensitivities) come from model.facts.
-        mech = calibrate_for(
-            mechanism, model, epsilon=epsilon, delta=delta, options=options, beta=beta
-        )
+    # auto: the Gaussian model of the requested method (any Gaussian-view name will do)
+    spec = plan.model.for_mechanism("eigm" if auto else calibration.mechanism)
+    model = build_query_model(spec, model_data, q, secret, rng=gen, pool=None)
+    # Default options (lattice, group-DP sensitivities) come from model.facts.
+    facts = model.facts if auto else None
+    mech, choice = calibrate_planned(calibration, model, facts=facts)
     # The same warnings as the configuration path (run_release), from the same function.
     release_warnings(as_table(model_data), table, model, mech, rows_used=evaluation.n_rows)
-    return PreparedRelease(table, q, model, mech, value, gen, choice)
+    return PreparedRelease(table, q, model, mech, evaluation.value, gen, choice)

@@ -13,20 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ...central import CalibratedMechanism
 from ...guarantees import to_jsonable
-from ...modeling import DataQueryModel, Query, Secret
+from ...modeling import Query
 from ...modeling.identity import multiset_fingerprint, new_identity_key
 from ...modeling.secret_identity import check_distinct_attributes, secret_accounts
 from ...modeling.tables import Table
 from ...util.validation import check_rng
 from ..config import ReleaseConfig
-from ..ledger import Budget, Ledger, open_ledger
+from ..ledger import Budget, DataIdentity, Ledger, LedgerSession, PendingRelease, open_ledger
 from ..outcomes import (
     ReleaseOutcome,
 )
@@ -59,15 +57,9 @@ __all__ = ["run_audit", "run_calibrate", "run_demo", "run_release", "run_verify"
 
 
 def _draw(
-    session: Any,
-    cfg: ReleaseConfig,
-    mech: CalibratedMechanism,
-    model: DataQueryModel,
-    value: np.ndarray,
-    query: Query,
-    secret: Secret,
+    session: LedgerSession | None,
+    pending: PendingRelease,
     released: Table,
-    model_table: Table,
     fingerprints: Callable[[bytes], tuple[str, str]],
     key: bytes,
 ) -> tuple[Any, Any, tuple[str, str]]:
@@ -80,9 +72,12 @@ def _draw(
     another process created a new ledger first, with its own key). Returns the release,
     the ledger block and the fingerprints used.
     """
-    noise_rng = None if cfg.insecure_seed is None else check_rng(cfg.insecure_seed)
     if session is None:
-        return mech.release(value, rng=noise_rng), None, fingerprints(key)
+        return (
+            pending.mechanism.release(pending.value, rng=pending.noise_rng),
+            None,
+            fingerprints(key),
+        )
     used: list[tuple[str, str]] = []
 
     def keyed(k: bytes) -> tuple[str, str]:
@@ -91,24 +86,13 @@ def _draw(
 
     # The engine computes both fingerprints under the ledger's key; the session keys them
     # into accounts (``data_name`` wins when set).
-    rel, block = session.draw(
-        mechanism=mech,
-        value=value,
-        query=query,
-        secret=secret,
-        model_frame=_complete(model_table, cfg, query, secret),
-        # The release's own model specification: the ledger's joint model is built like it.
-        model_spec=dataclasses.replace(cfg.plan.model, subset_size=released.n_rows).for_mechanism(
-            mech.name
-        ),
-        noise_rng=noise_rng,
+    secret = pending.secret
+    identity = DataIdentity(
         fingerprints=keyed,
         secret_accounts=lambda k: secret_accounts(released, secret, key=k),
         legacy_fingerprint=lambda k: multiset_fingerprint(released, key=k, canonical=False),
-        model=model,
-        # The calibration's confidence on the population, kept by the composition.
-        beta=cfg.plan.calibration.beta,
     )
+    rel, block = session.draw(pending, identity)
     return rel, block, used[-1]
 
 
@@ -213,10 +197,23 @@ def run_release(
                 _model_fingerprint(model_frame, query, secret, k),
             )
 
-        rel, ledger_block, fps = _draw(
-            session, cfg, mech, model, value, query, secret, released, model_frame,
-            fingerprints, key,
-        )  # fmt: skip
+        pending = PendingRelease(
+            mechanism=mech,
+            value=value,
+            query=query,
+            secret=secret,
+            # The ledger's joint model applies no missing-value policy of its own.
+            model_data=model_frame
+            if session is None
+            else _complete(model_frame, cfg, query, secret),
+            # The release's own model specification: the ledger's joint model is built like it.
+            model_spec=replace(cfg.plan.model, subset_size=n).for_mechanism(mech.name),
+            model=model,
+            # The calibration's confidence on the population, kept by the composition.
+            beta=cfg.plan.calibration.beta,
+            noise_rng=None if seed is None else check_rng(seed),
+        )
+        rel, ledger_block, fps = _draw(session, pending, released, fingerprints, key)
         prov = provenance(rel=rel, data_sha256=fps[0], model_data_sha256=fps[1], insecure_seed=seed)
         public = public_release(
             title=cfg.title,

@@ -17,14 +17,16 @@ This module gathers the public names; the code lives by concern in
 * :mod:`.store` — :class:`Ledger`, reading and appending rows under a lock (a missing
   file is created only by the first record);
 * :mod:`.identity` — keyed, order-blind accounts of the data, secret keys;
-* :mod:`.session` — which ledger a release goes into, and the locked
-  compose–check–draw–record step;
+* :mod:`.session` — which ledger a release goes into (a session), and the library's
+  release with a ledger;
+* :mod:`.draw` — the locked compose–check–draw–record step of a release;
 * :mod:`.report` — what ``distpriv ledger show`` prints;
 * :mod:`.migrate` — copying a schema-1 ledger into a new one.
 """
 
 from __future__ import annotations
 
+from .draw import PendingRelease, ReleaseAccounts, ledgered_draw
 from .identity import data_account, public_account, secret_key, table_fingerprint
 from .migrate import migrate_ledger
 from .records import Budget, LedgerEntry, NewRelease, parse_budget
@@ -33,10 +35,10 @@ from .schema import APPLICATION_ID, SCHEMA_VERSION
 from .session import (
     DEFAULT_LEDGER_NAME,
     NOT_RECORDED,
+    DataIdentity,
     LedgeredRelease,
     LedgerSession,
     default_ledger_path,
-    ledgered_draw,
     not_recorded,
     open_ledger,
     release_with_ledger,
@@ -49,11 +51,14 @@ __all__ = [
     "NOT_RECORDED",
     "SCHEMA_VERSION",
     "Budget",
+    "DataIdentity",
     "Ledger",
     "LedgerEntry",
     "LedgerSession",
     "LedgeredRelease",
     "NewRelease",
+    "PendingRelease",
+    "ReleaseAccounts",
     "data_account",
     "default_ledger_path",
     "ledger_report",

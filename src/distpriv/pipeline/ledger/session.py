@@ -4,7 +4,7 @@ The glue between a release and the ledger: which ledger a release goes into (alw
 unless the curator opts out: :func:`open_ledger`, :func:`default_ledger_path`), the data's
 keyed account (:mod:`.identity`), and the locked step that composes exactly
 (:func:`distpriv.composition.accountant.compose`), checks the budget, draws the noise and
-records (:func:`ledgered_draw`).
+records (:func:`~distpriv.pipeline.ledger.draw.ledgered_draw`).
 
 Distribution privacy does not compose sequentially (Kifer & Machanavajjhala 2014, the
 Pufferfish framework; Chen & Ohrimenko 2023, §2): two releases of statistics of the same
@@ -15,37 +15,42 @@ together with the earlier ones (docs/composition.md).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ...errors import LedgerError, ParameterError, ParameterTypeError
-from ..plan import ModelSpec
 from .accounts import release_identity as _identity
-from .accounts import secret_from_record, shown_key, text_key
-from .identity import data_account, public_account, table_fingerprint
+from .accounts import shown_key, text_key
+from .draw import (
+    PendingRelease,
+    ReleaseAccounts,
+    account_of,
+    ledgered_draw,
+    retry_if_created_elsewhere,
+)
+from .identity import public_account
 from .records import (
     DEFAULT_LEDGER_NAME,
     LEDGER_DIR_ENV,
     NOT_RECORDED,
     Budget,
     LedgerEntry,
-    NewRelease,
     check_ledger_path,
     default_ledger_path,
     not_recorded,
     parse_budget,
 )
-from .store import Ledger, LedgerCreatedElsewhere
+from .store import Ledger
 
 __all__ = [
     "DEFAULT_LEDGER_NAME",
     "LEDGER_DIR_ENV",
     "NOT_RECORDED",
+    "DataIdentity",
     "LedgerSession",
     "LedgeredRelease",
     "default_ledger_path",
-    "ledgered_draw",
     "not_recorded",
     "open_ledger",
     "release_with_ledger",
@@ -93,180 +98,6 @@ class LedgeredRelease:
             "accounts": list(getattr(self.composed, "accounts", ()) or ()),
             "entry_id": self.entry.id,
         }
-
-
-def ledgered_draw(
-    ledger: Ledger,
-    *,
-    mechanism: Any,
-    value: Any,
-    query: Any,
-    secret: Any,
-    data_account: str,
-    model_data: Any,
-    model_account: str,
-    model_spec: ModelSpec,
-    budget: Budget | None = None,
-    noise_rng: Any = None,
-    model: Any = None,
-    beta: float | None = 0.05,
-    accounts: tuple[str, ...] = (),
-    data_aliases: tuple[str, ...] = (),
-) -> tuple[LedgerEntry, Any, Any, Budget | None]:
-    """Compose with the earlier releases, check the budget, draw the noise and record.
-
-    The step of a release that must hold the ledger's lock
-    (:meth:`Ledger.guarded_release`): a mechanism already calibrated on the new release's
-    own model, and F(data) already computed. The joint model of all the releases of the
-    same data and secret is built inside the transaction
-    (:func:`distpriv.composition.accountant.compose`).
-
-    Parameters
-    ----------
-    ledger : Ledger
-    mechanism : CalibratedMechanism
-    value : ndarray, shape (m,)
-        F(data), not yet noised.
-    query : Query
-    secret : Secret
-    data_account, model_account : str
-        Keyed accounts (:func:`~distpriv.pipeline.ledger.identity.data_account`) of the
-        released and the modelling data.
-    model_data : table
-        The modelling data (the joint model is built from it).
-    model_spec : ModelSpec
-        How the release's query model was built (datasets of ``subset_size`` rows, the
-        mechanism's method, Monte Carlo datasets and seed — randomness of the modelling,
-        never of the noise —, population, missing-value rule, bootstrap): the joint model
-        of the composition is built the same way, by the same builder
-        (:func:`distpriv.pipeline.stages.model.build_query_model`).
-    budget : Budget, optional
-    noise_rng : int, Generator or None
-        ``None``: the secure sampler (:meth:`CalibratedMechanism.release`).
-    model : DataQueryModel, optional
-        The model ``mechanism`` was calibrated on: the first release of this data and
-        secret is composed on it rather than on the table modelled again.
-    beta : float or None
-        The composition holds on the population with confidence 1 − β: it is evaluated
-        on the worst members of the same confidence set as the calibration
-        (:func:`distpriv.composition.compose`); ``None``: on the fitted moments.
-    accounts : tuple of str
-        The secret's keyed meaning on the released rows, per attribute
-        (:func:`~distpriv.modeling.secret_identity.secret_accounts`): the account the
-        release is recorded under, whatever the secret's spelling.
-    data_aliases : tuple of str
-        Other accounts of the same rows (their first-version fingerprint): earlier
-        releases recorded under them count too.
-
-    Every release of the data counts in every account of it: the release is composed
-    with all of the data's earlier releases under its own secret, and under every other
-    secret recorded for the data (its values and pairs, rebuilt from the record), with
-    this release's model specification (method, bootstrap, pool, missing-value rule).
-
-    Returns
-    -------
-    (LedgerEntry, Release, ComposedGuarantee, effective budget or None)
-    """
-    from ...composition.accountant import ReleaseSpec, compose, noise_to_dict
-
-    stats = tuple((s.name, s.expression) for s in query.statistics)
-    recorded = secret.to_dict()
-    if accounts:
-        recorded["accounts"] = list(accounts)
-    new = NewRelease(
-        data_account=data_account,
-        secret=recorded,
-        statistics=stats,
-        model={
-            "subset_size": model_spec.subset_size,
-            "method": model_spec.method,
-            "n_samples": model_spec.n_samples,
-            "model_data_account": model_account,
-        },
-        mechanism=mechanism.name,
-        noise=noise_to_dict(mechanism.noise),
-        guarantee=mechanism.guarantee.to_dict(),
-        accounts=tuple(accounts),
-        data_aliases=tuple(data_aliases),
-    )
-    spec = ReleaseSpec(stats, mechanism.noise, mechanism.name, float(mechanism.guarantee.delta))
-
-    def build(joint: Any, under: Any, method: str) -> Any:
-        # The one builder of the release's models, with its own specification.
-        from ..stages.model import build_query_model
-
-        spec_now = replace(model_spec, method=method)
-        return build_query_model(spec_now, model_data, joint, under)
-
-    def _compose(
-        earlier: Sequence[LedgerEntry], effective: Budget | None, under: Any = secret
-    ) -> Any:
-        specs = [ReleaseSpec.from_record(e) for e in earlier] + [spec]
-        return compose(
-            specs,
-            model_data=model_data,
-            secret=under,
-            subset_size=model_spec.subset_size,
-            method=model_spec.method,
-            n_samples=model_spec.n_samples,
-            budget=effective,
-            rng=model_spec.seed,
-            newest_model=model if under is secret else None,
-            population=model_spec.population,
-            beta=beta,
-            build=build,
-        )
-
-    def _compose_account(
-        earlier: Sequence[LedgerEntry], effective: Budget | None, row: LedgerEntry
-    ) -> Any:
-        other = secret_from_record(row)
-        if other is None:
-            return (
-                "the record does not determine this secret's hypotheses (its kind needs "
-                "its own model)"
-            )
-        try:
-            return _compose(earlier, effective, other)
-        except ParameterError as exc:  # e.g. its columns are not in this modelling table
-            return f"cannot be modelled on this release's modelling table: {exc}"
-
-    return ledger.guarded_release(
-        new,
-        compose=_compose,
-        draw=lambda: mechanism.release(value, rng=noise_rng),
-        budget=budget,
-        compose_account=_compose_account,
-    )
-
-
-_Drawn = tuple[LedgerEntry, Any, Any, Budget | None]
-
-
-def _retry_if_created_elsewhere(attempt: Callable[[], _Drawn], rekey: Callable[[], None]) -> _Drawn:
-    """``attempt()``; once more after ``rekey()`` if another process created the ledger first.
-
-    A lazily opened ledger that another process created meanwhile has that process's
-    identity key (:class:`LedgerCreatedElsewhere`: nothing was drawn or recorded), so the
-    accounts computed under ours must be recomputed before the one retry.
-    """
-    try:
-        return attempt()
-    except LedgerCreatedElsewhere:
-        rekey()
-        return attempt()
-
-
-def _account(
-    led: Ledger, source: Any, *, data_name: str | None = None, fingerprint: str | None = None
-) -> str:
-    """The keyed account of ``source``: of its name, given fingerprint, or multiset fingerprint."""
-    key = led.identity_key
-    if data_name is not None:
-        return data_account(key=key, data_name=data_name)
-    if fingerprint is None:
-        fingerprint = table_fingerprint(source, key=key)
-    return data_account(key=key, fingerprint=fingerprint)
 
 
 def release_with_ledger(
@@ -330,6 +161,7 @@ def release_with_ledger(
     """
     from ...modeling.tables import as_table
     from ..commands.release import ReleaseReport, prepare_release
+    from ..plan import keyword_plan
 
     # lazily: a release refused before its record leaves no new ledger file behind
     led = ledger if isinstance(ledger, Ledger) else Ledger(ledger, lazy=True)
@@ -337,56 +169,47 @@ def release_with_ledger(
         raise ParameterTypeError(f"budget must be a Budget, got {budget!r}")
     from ..report import collect_warnings
 
+    table = as_table(data)
+    plan = keyword_plan(
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        subset_size=table.n_rows if subset_size is None else subset_size,
+        method=method,
+        n_samples=n_samples,
+        options=options,
+        missing=missing,
+        population=population,
+        beta=beta,
+    )
     with collect_warnings() as caught:
-        prep = prepare_release(
-            data,
-            query,
-            secret,
-            model_data=model_data,
-            mechanism=mechanism,
-            epsilon=epsilon,
-            delta=delta,
-            subset_size=subset_size,
-            method=method,
-            n_samples=n_samples,
-            options=options,
-            rng=rng,
-            missing=missing,
-            population=population,
-            beta=beta,
-        )
-    table, gen = prep.table, prep.rng
+        prep = prepare_release(table, query, secret, model_data=model_data, plan=plan, rng=rng)
+    gen = prep.rng
     model_frame = as_table(model_data).frame
     model_rng = None if gen is None else int(gen.integers(2**63))
+    pending = PendingRelease(
+        mechanism=prep.mechanism,
+        value=prep.value,
+        query=prep.query,
+        secret=secret,
+        model_data=model_frame,
+        # The mechanism calibrated (``auto``'s choice), whose model the ledger rebuilds.
+        model_spec=replace(plan.model, seed=model_rng).for_mechanism(prep.mechanism.name),
+        model=prep.model,
+        beta=beta,
+        noise_rng=gen,
+    )
     given_fp = data_fingerprint
 
     def attempt() -> tuple[LedgerEntry, Any, Any, Budget | None]:
         meaning, aliases = _identity(led, table.frame, secret, data_name=data_name)
-        return ledgered_draw(
-            led,
-            accounts=meaning,
-            data_aliases=aliases,
-            mechanism=prep.mechanism,
-            value=prep.value,
-            query=prep.query,
-            secret=secret,
-            data_account=_account(led, table.frame, data_name=data_name, fingerprint=given_fp),
-            model_data=model_frame,
-            model_account=_account(led, model_frame),
-            # The mechanism calibrated (``auto``'s choice), whose model the ledger rebuilds.
-            model_spec=ModelSpec(
-                subset_size=table.n_rows,
-                method=method,
-                n_samples=n_samples,
-                seed=model_rng,
-                population=population,
-                missing=missing,
-            ).for_mechanism(prep.mechanism.name),
-            budget=budget,
-            noise_rng=gen,
-            model=prep.model,
-            beta=beta,
+        accounts = ReleaseAccounts(
+            data=account_of(led, table.frame, data_name=data_name, fingerprint=given_fp),
+            model=account_of(led, model_frame),
+            meanings=meaning,
+            aliases=aliases,
         )
+        return ledgered_draw(led, pending, accounts, budget=budget)
 
     def forget_given() -> None:
         # Another process created the ledger first: a fingerprint given under our key does
@@ -394,7 +217,7 @@ def release_with_ledger(
         nonlocal given_fp
         given_fp = None
 
-    entry, rel, composed, effective = _retry_if_created_elsewhere(attempt, forget_given)
+    entry, rel, composed, effective = retry_if_created_elsewhere(attempt, forget_given)
     if prep.query.ranges:  # declared ranges: clamping is post-processing (no privacy cost)
         rel = replace(rel, value=prep.query.clamp(rel.value)[0])
     report = ReleaseReport(
@@ -414,6 +237,37 @@ def release_with_ledger(
 
 
 @dataclass(frozen=True)
+class DataIdentity:
+    """What a session keys a release's accounts from, under the ledger's identity key.
+
+    Attributes
+    ----------
+    released_frame : table, optional
+        The released rows; not needed when the fingerprints are given or computed by
+        ``fingerprints`` (or the data has a name).
+    data_fingerprint, model_fingerprint : str, optional
+        The keyed multiset fingerprints of the released and modelling tables under the
+        ledger's key, when the caller computed them in the engine; otherwise computed from
+        the frames (:func:`~.identity.table_fingerprint`).
+    fingerprints : callable(key) -> (str, str), optional
+        Computes both under a given key; called again if another process created a lazily
+        opened ledger first (its key differs, :class:`~.store.LedgerCreatedElsewhere`).
+    secret_accounts : callable(key) -> tuple of str, optional
+        The secret's keyed meaning on the released rows, computed in the engine
+        (:func:`~distpriv.modeling.secret_identity.secret_accounts`).
+    legacy_fingerprint : callable(key) -> str, optional
+        The released rows' first-version fingerprint (earlier releases were keyed by it).
+    """
+
+    released_frame: Any = None
+    data_fingerprint: str | None = None
+    model_fingerprint: str | None = None
+    fingerprints: Callable[[bytes], tuple[str, str]] | None = None
+    secret_accounts: Callable[[bytes], tuple[str, ...]] | None = None
+    legacy_fingerprint: Callable[[bytes], str] | None = None
+
+
+@dataclass(frozen=True)
 class LedgerSession:
     """A validated ledger with the budget and data name of one ``run_release``.
 
@@ -425,39 +279,15 @@ class LedgerSession:
     budget: Budget | None
     data_name: str | None
 
-    def draw(
-        self,
-        *,
-        mechanism: Any,
-        value: Any,
-        query: Any,
-        secret: Any,
-        released_frame: Any = None,
-        model_frame: Any,
-        model_spec: ModelSpec,
-        noise_rng: Any = None,
-        data_fingerprint: str | None = None,
-        model_fingerprint: str | None = None,
-        fingerprints: Callable[[bytes], tuple[str, str]] | None = None,
-        model: Any = None,
-        beta: float | None = 0.05,
-        secret_accounts: Callable[[bytes], tuple[str, ...]] | None = None,
-        legacy_fingerprint: Callable[[bytes], str] | None = None,
-    ) -> tuple[Any, dict[str, Any]]:
-        """Compose, check, draw and record (:func:`ledgered_draw`).
+    def draw(self, pending: PendingRelease, identity: DataIdentity) -> tuple[Any, dict[str, Any]]:
+        """Compose, check, draw and record (:func:`~.draw.ledgered_draw`).
 
-        ``data_fingerprint``/``model_fingerprint``: the keyed multiset fingerprints of the
-        released and modelling tables under ``self.ledger.identity_key`` when the caller
-        computed them in the engine (then ``released_frame`` is not needed); otherwise
-        computed here from the frames (:func:`~.identity.table_fingerprint`).
-        ``fingerprints``: computes both under a given key; called again if another process
-        created a lazily opened ledger first (its key differs, :class:`LedgerCreatedElsewhere`).
-        ``model``/``model_spec``: the mechanism's own model and how it was built
-        (:func:`ledgered_draw`); ``beta``: the confidence on the population of the
-        calibration, which the composition keeps. ``secret_accounts(key)``: the secret's
-        keyed meaning on the released rows, computed in the engine
-        (:func:`~distpriv.modeling.secret_identity.secret_accounts`); ``legacy_fingerprint(key)``:
-        the released rows' first-version fingerprint (earlier releases were keyed by it).
+        Parameters
+        ----------
+        pending : PendingRelease
+            The release, calibrated and computed, with its model and how it was built.
+        identity : DataIdentity
+            What its accounts are keyed from.
 
         Returns
         -------
@@ -465,43 +295,32 @@ class LedgerSession:
             The release and the ``"ledger"`` block of the public report.
         """
         led = self.ledger
-        fps: tuple[str | None, str | None] = (data_fingerprint, model_fingerprint)
+        fps = (identity.data_fingerprint, identity.model_fingerprint)
+        frame = identity.released_frame
 
         def attempt() -> tuple[LedgerEntry, Any, Any, Budget | None]:
             meaning, aliases = _identity(
                 led,
-                released_frame,
-                secret,
+                frame,
+                pending.secret,
                 data_name=self.data_name,
-                accounts=secret_accounts,
-                legacy=legacy_fingerprint,
+                accounts=identity.secret_accounts,
+                legacy=identity.legacy_fingerprint,
             )
-            return ledgered_draw(
-                led,
-                accounts=meaning,
-                data_aliases=aliases,
-                mechanism=mechanism,
-                value=value,
-                query=query,
-                secret=secret,
-                data_account=_account(
-                    led, released_frame, data_name=self.data_name, fingerprint=fps[0]
-                ),
-                model_data=model_frame,
-                model_account=_account(led, model_frame, fingerprint=fps[1]),
-                model_spec=model_spec,
-                budget=self.budget,
-                noise_rng=noise_rng,
-                model=model,
-                beta=beta,
+            accounts = ReleaseAccounts(
+                data=account_of(led, frame, data_name=self.data_name, fingerprint=fps[0]),
+                model=account_of(led, pending.model_data, fingerprint=fps[1]),
+                meanings=meaning,
+                aliases=aliases,
             )
+            return ledgered_draw(led, pending, accounts, budget=self.budget)
 
         def rekey() -> None:
             # The ledger another process created has another key: the accounts change.
             nonlocal fps
-            if fingerprints is not None:
-                fps = fingerprints(led.identity_key)
-            elif released_frame is not None or self.data_name is not None:
+            if identity.fingerprints is not None:
+                fps = identity.fingerprints(led.identity_key)
+            elif frame is not None or self.data_name is not None:
                 fps = (None, None)
             else:
                 raise LedgerError(
@@ -509,9 +328,9 @@ class LedgerSession:
                     "nothing was released or recorded: run the release again"
                 ) from None
 
-        if fingerprints is not None:
-            fps = fingerprints(led.identity_key)
-        entry, rel, composed, effective = _retry_if_created_elsewhere(attempt, rekey)
+        if identity.fingerprints is not None:
+            fps = identity.fingerprints(led.identity_key)
+        entry, rel, composed, effective = retry_if_created_elsewhere(attempt, rekey)
         return rel, LedgeredRelease(None, entry, composed, effective).ledger_summary()
 
 

@@ -23,32 +23,43 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ...accounting.calibration_cache import sharing_calibration
-from ...central import MECHANISMS, CalibratedMechanism, calibrate, mechanism_info
+from ...central import (
+    MECHANISMS,
+    CalibratedMechanism,
+    TableFacts,
+    calibrate,
+    default_options,
+    mechanism_info,
+    model_view_for,
+)
 from ...central.objective import (
-    CRITERIA,
     DEFAULT_OBJECTIVE,
     comparison_weights,
     config_objective,
     objective_kind,
 )
-from ...central.registry import default_options
-from ...errors import ConfigError, DistPrivError, MechanismNotApplicableError
+from ...errors import ConfigError, DistPrivError, MechanismNotApplicableError, ParameterError
+from ...modeling import DataQueryModel
 from ...modeling.lattice import detect_lattice
 from ...querymodel import GaussianQueryModel, SampledQueryModel
 from ...util.threads import on_one_blas_thread
 from ...util.validation import check_delta, check_epsilon
+from ..plan import CalibrationSpec
+from .auto_choice import AutoChoice, Candidate
 
 __all__ = [
     "AUTO",
     "AutoChoice",
     "Candidate",
     "calibrate_candidates",
+    "calibrate_for",
+    "calibrate_planned",
+    "checked_noise",
     "choose_for_table",
     "choose_mechanism",
 ]
@@ -77,154 +88,6 @@ _NUMERIC_FAILURES: tuple[type[Exception], ...] = (
     ArithmeticError,
     np.linalg.LinAlgError,
 )
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One mechanism calibrated at the requested (ε, δ), or why it could not be.
-
-    Attributes
-    ----------
-    mechanism : str
-        Registry name.
-    mse : float
-        Expected (weighted) squared error E[Zᵀ W Z]; ``nan`` when not calibrated.
-    verified : bool
-        The guarantee holds on the model and meets the request.
-    epsilon, delta : float
-        The guarantee's headline (``nan`` when not calibrated).
-    reason : str
-        Why it is not a candidate (empty when it is).
-    calibrated : CalibratedMechanism or None
-    """
-
-    mechanism: str
-    mse: float
-    verified: bool
-    epsilon: float
-    delta: float
-    reason: str
-    calibrated: CalibratedMechanism | None = field(default=None, repr=False, compare=False)
-    # Dimension of the noise's range, and whether only partial noise kept it from verifying
-    # (the rank-one optimum that the floored mechanisms are priced against).
-    noise_rank: int | None = None
-    partial_noise: bool = False
-    # Not calibrated because it provably cannot be chosen (central/auto_pruning.py), and
-    # the least E[Zᵀ W Z] its calibration could have (its error is more than this), when the
-    # certificate gives one.
-    pruned: bool = False
-    mse_above: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The row of the public report's ``choice`` table (JSON-safe)."""
-
-        def safe(x: float | None) -> float | None:
-            return x if x is not None and math.isfinite(x) else None
-
-        return {
-            "mechanism": self.mechanism,
-            "mse": safe(self.mse),
-            "verified": self.verified,
-            "epsilon": safe(self.epsilon),
-            "delta": safe(self.delta),
-            "reason": self.reason,
-            "noise_rank": self.noise_rank,
-            "calibrated": self.calibrated is not None,
-            "pruned": self.pruned,
-            "mse_above": safe(self.mse_above),
-        }
-
-
-@dataclass(frozen=True)
-class AutoChoice:
-    """The chosen mechanism and the comparison that led to it.
-
-    Attributes
-    ----------
-    mechanism : CalibratedMechanism
-        The chosen, calibrated mechanism.
-    candidates : tuple of Candidate
-        Every mechanism considered, in registry order.
-    epsilon, delta : float
-        The request.
-    weights : tuple of float or None
-        Diagonal of W in E[Zᵀ W Z] (``None``: W = I).
-    objective : str
-        What W is: ``"relative"`` (1/sampling variance), ``"l2"`` (I) or
-        ``"declared weights"``.
-    """
-
-    mechanism: CalibratedMechanism
-    candidates: tuple[Candidate, ...]
-    epsilon: float
-    delta: float
-    weights: tuple[float, ...] | None = None
-    objective: str = DEFAULT_OBJECTIVE
-
-    @property
-    def pruned(self) -> tuple[str, ...]:
-        """Mechanisms not calibrated because they provably cannot be chosen (``prune``)."""
-        return tuple(c.mechanism for c in self.candidates if c.pruned)
-
-    @property
-    def name(self) -> str:
-        """Registry name of the chosen mechanism."""
-        return self.mechanism.name
-
-    @property
-    def rank_one_optimum(self) -> float | None:
-        """Least error among mechanisms that verify but leave directions uncovered (or None).
-
-        The price of full-rank noise is measured against it: the ``vs_rank_one``
-        column of :meth:`rows`. ``None`` as well when the mechanisms of partial noise were
-        not calibrated (pruned: they cannot be chosen without ``allow_partial_noise``);
-        ``choose_mechanism(..., prune=False)`` calibrates them.
-        """
-        m = self.mechanism.dim
-        errs = [
-            c.mse
-            for c in self.candidates
-            if c.noise_rank is not None
-            and c.noise_rank < m
-            and (c.verified or c.partial_noise)
-            and math.isfinite(c.mse)
-        ]
-        return min(errs) if errs else None
-
-    def public(self) -> dict[str, Any]:
-        """The comparison behind the choice as a release report shows it (CLI and library
-        alike): the candidates' rows, the weights and the objective they were compared by."""
-        return {
-            "choice": self.rows(),
-            "choice_weights": None if self.weights is None else list(self.weights),
-            "choice_objective": self.objective,
-        }
-
-    def rows(self) -> list[dict[str, Any]]:
-        """The comparison table (the public report's ``choice``), with ``vs_rank_one``."""
-        ref = self.rank_one_optimum
-        out = []
-        for c in self.candidates:
-            row = c.to_dict()
-            ok = ref is not None and ref > 0 and math.isfinite(c.mse)
-            row["vs_rank_one"] = c.mse / ref if ok and ref is not None else None
-            out.append(row)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe: the chosen name, the request, the weights and the table."""
-        return {
-            "chosen": self.name,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "weights": None if self.weights is None else list(self.weights),
-            "objective": self.objective,
-            "criterion": "least expected squared error E[Z^T W Z] among verified mechanisms"
-            + CRITERIA[self.objective],
-            "rank_one_optimum": self.rank_one_optimum,
-            "pruned": list(self.pruned),
-            "rows": self.rows(),
-        }
 
 
 def _views(model: Any) -> tuple[Any, Any]:
@@ -575,6 +438,105 @@ def choose_for_table(
         allow_partial_noise=_flag(opts.get("allow_partial_noise", False)),
         prune=_flag(opts.get("prune", True), "prune"),
     )
+
+
+def calibrate_for(
+    mechanism: str,
+    model: DataQueryModel,
+    *,
+    epsilon: float,
+    delta: float,
+    options: Mapping[str, Any] | None = None,
+    facts: TableFacts | None = None,
+    beta: float | str | None = "default",
+) -> CalibratedMechanism:
+    """Calibrate ``mechanism`` on the view of ``model`` its registry entry names.
+
+    Options not given are filled from the registry's defaults for the table (``facts``,
+    computed once per table by :func:`distpriv.pipeline.stages.data.table_facts`).
+    ``beta`` (confidence 1 − β on the population, :func:`distpriv.calibrate`) overrides a
+    ``beta`` among the options; by default the options' or the library's (0.05).
+    """
+    opts = dict(options or {})
+    if beta != "default":
+        opts["beta"] = beta
+    if facts is not None:
+        opts = {**default_options(mechanism, facts), **opts}
+    target = model_view_for(mechanism, model)
+    return checked_noise(calibrate(mechanism, target, epsilon=epsilon, delta=delta, **opts))
+
+
+def checked_noise(mech: CalibratedMechanism) -> CalibratedMechanism:
+    """Refuse a calibration whose noise is not a usable number (ε far too small or large).
+
+    ε = 1e-300 asks for Laplace scales of ~1e300, whose variance overflows; ε = 1e300 for
+    scales that underflow to 0. Either way the guarantee would be stated for noise that
+    cannot be drawn, so the calibration is refused, naming ε.
+    """
+    eps = mech.guarantee.epsilon
+    problem = None
+    with np.errstate(all="ignore"):
+        try:
+            ok = bool(np.all(np.isfinite(mech.noise_covariance)))
+            ok = ok and bool(np.isfinite(mech.expected_l2_error()))
+        except (ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
+            ok = False
+    if not ok:
+        problem = "too small" if eps < 1.0 else "too large"
+        raise ParameterError(
+            f"epsilon={eps!r} is {problem} for mechanism {mech.name!r}: the noise it needs "
+            "is not a representable number"
+        )
+    return mech
+
+
+def calibrate_planned(
+    spec: CalibrationSpec,
+    model: Any,
+    *,
+    facts: TableFacts | None = None,
+    progress: ProgressCallback | None = None,
+) -> tuple[CalibratedMechanism, AutoChoice | None]:
+    """The calibrate stage of a release: the plan's mechanism on ``model``, or ``auto``'s.
+
+    Parameters
+    ----------
+    spec : CalibrationSpec
+        The mechanism (or ``"auto"``), (ε, δ), β and the mechanism's options.
+    model : DataQueryModel
+        The release's model (:func:`distpriv.pipeline.stages.model.build_query_model`).
+    facts : TableFacts, optional
+        The modelling table's facts for default options; by default the model's own.
+    progress : callable(done, total), optional
+        Called as ``auto`` calibrates each candidate.
+
+    Returns
+    -------
+    (CalibratedMechanism, AutoChoice or None)
+        The mechanism, refused when its noise is not a usable number
+        (:func:`checked_noise`), and ``auto``'s comparison.
+    """
+    if spec.mechanism == AUTO:
+        # auto's own options, β first: a β among the options is the curator's.
+        options = {"beta": spec.beta, **spec.options}
+        choice = choose_for_table(
+            model,
+            epsilon=spec.epsilon,
+            delta=spec.delta,
+            options=options,
+            facts=facts,
+            progress=progress,
+        )
+        return checked_noise(choice.mechanism), choice
+    mech = calibrate_for(
+        spec.mechanism,
+        model,
+        epsilon=spec.epsilon,
+        delta=spec.delta,
+        options=spec.mechanism_options(),
+        facts=facts,
+    )
+    return mech, None
 
 
 def _has_lattice(model: Any) -> bool:

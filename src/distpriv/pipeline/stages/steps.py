@@ -25,11 +25,10 @@ from ...modeling import DataQueryModel, ProportionSecret, Query, Secret
 from ...modeling.identity import multiset_fingerprint
 from ...modeling.tables import Table
 from ...util.validation import check_positive_int
-from ..commands.release import calibrate_for
 from ..config import BUILTIN_PREFIX, ReleaseConfig, load_release_config
 from ..plan import ModelSpec
 from ..report import collect_warnings as _collect_warnings  # noqa: F401  (the commands import it here)
-from .calibrate import AUTO, AutoChoice, choose_for_table
+from .calibrate import AUTO, AutoChoice, calibrate_planned
 from .data import (
     check_memory,
     check_model_support,
@@ -200,13 +199,14 @@ def _model_and_mechanism(
     progress: Callable[[int, int], None] | None = None,
     support: bool = True,
 ) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice | None]:
-    """The model and the calibrated mechanism (fixed or ``auto``); ``support``: warn here
-    when the model rests on too few rows (``run_release`` warns with the release's other
-    warnings instead)."""
+    """The model and the calibrated mechanism (fixed or ``auto``), from the plan's model
+    and calibration specs; ``support``: warn here when the model rests on too few rows
+    (``run_release`` warns with the release's other warnings instead)."""
     query.check_on(model_frame)  # a statistic that fails on the table: named, before modelling
-    if cfg.mechanism == AUTO:
-        return _auto_model_and_mechanism(cfg, model_frame, query, secret, n, progress, support)
-    spec = model_spec(cfg, n, cfg.mechanism, secret)
+    calibration = cfg.plan.calibration
+    auto = calibration.mechanism == AUTO
+    # auto: any Gaussian-view mechanism gives the model of the configured method
+    spec = model_spec(cfg, n, "eigm" if auto else calibration.mechanism, secret)
     model = build_query_model(spec, model_frame, query, secret)
     if support:
         for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
@@ -214,48 +214,11 @@ def _model_and_mechanism(
             check_model_support(part.stratum_sizes, part.counts, n, kind)
     # The model carries its table's facts (model_query); the call names the problem when
     # the statistics have none (not linear) and the mechanism needs them.
-    facts = (
-        model.facts or engine_table_facts(model_frame, query, n, missing=cfg.missing)
-        if mechanism_info(cfg.mechanism).defaults
-        else None
-    )
-    mech = calibrate_for(
-        cfg.mechanism,
-        model,
-        epsilon=cfg.epsilon,
-        delta=cfg.delta,
-        options=cfg.options,
-        facts=facts,
-    )
-    return model, mech, None
-
-
-def _auto_model_and_mechanism(
-    cfg: ReleaseConfig,
-    model_frame: Table,
-    query: Query,
-    secret: Secret,
-    n: int,
-    progress: Callable[[int, int], None] | None,
-    support: bool = True,
-) -> tuple[DataQueryModel, CalibratedMechanism, AutoChoice]:
-    """``mechanism = "auto"``: the least-error mechanism that verifies (stages.calibrate)."""
-    # any Gaussian-view mechanism: the model of the configured method
-    spec = model_spec(cfg, n, "eigm", secret)
-    model = build_query_model(spec, model_frame, query, secret)
-    if support:
-        for part in getattr(model, "parts", (model,)):  # several secrets: each attribute
-            kind = getattr(part.secret, "kind", "proportion")
-            check_model_support(part.stratum_sizes, part.counts, n, kind)
-    choice = choose_for_table(
-        model,
-        epsilon=cfg.epsilon,
-        delta=cfg.delta,
-        options=cfg.options,
-        facts=model.facts or engine_table_facts(model_frame, query, n, missing=cfg.missing),
-        progress=progress,
-    )
-    return model, choice.mechanism, choice
+    facts = None
+    if auto or mechanism_info(calibration.mechanism).defaults:
+        facts = model.facts or engine_table_facts(model_frame, query, n, missing=spec.missing)
+    mech, choice = calibrate_planned(calibration, model, facts=facts, progress=progress)
+    return model, mech, choice
 
 
 def _complete(table: Table, cfg: ReleaseConfig, query: Query, secret: Secret) -> Table:
