@@ -23,7 +23,36 @@ from .queries import Query
 from .resampling import Resampling
 from .secrets import ProportionSecret
 
-__all__ = ["DataQueryModel"]
+__all__ = ["DataQueryModel", "ModelDesign"]
+
+
+@dataclass(frozen=True)
+class ModelDesign:
+    """How a model's datasets are drawn from its modelling table (Chen & Ohrimenko 2023,
+    App. C.1): n rows, the rows with the property under each θ, the strata they come from,
+    how the moments were computed, and whether the table is the whole population.
+
+    Attributes
+    ----------
+    method : {"montecarlo", "analytic"}
+    subset_size : int
+        n, the size of the protected dataset.
+    counts : tuple of int
+        Rows satisfying the predicate under each θ.
+    stratum_sizes : tuple of int
+        (N_A, N_B), rows satisfying / not satisfying the predicate in the table.
+    population : bool
+        The table was declared the whole population (finite-population correction).
+    sampling : Resampling or None
+        How the Monte Carlo datasets were drawn (``"full"`` strata or a ``"pool"``).
+    """
+
+    method: str
+    subset_size: int
+    counts: tuple[int, ...]
+    stratum_sizes: tuple[int, ...]
+    population: bool = True
+    sampling: Resampling | None = None
 
 
 @dataclass(frozen=True, init=False)
@@ -43,24 +72,13 @@ class DataQueryModel(GaussianQueryModel):
         ``excess_kurtosis`` (per θ and statistic), ``gaussian_se`` (their standard errors
         under Gaussianity), ``parallel_residual`` (largest relative part of a mean
         difference outside the first difference's direction), ``mean_difference_l2``.
-    method : str
-        ``"montecarlo"`` or ``"analytic"``.
-    subset_size : int
-        n, the size of the protected dataset.
-    counts : tuple of int
-        Rows satisfying the predicate under each θ.
-    stratum_sizes : tuple of int
-        (N_A, N_B), rows satisfying / not satisfying the predicate in the table.
+    method, subset_size, counts, stratum_sizes, sampling, population
+        How its datasets are drawn from the table (:class:`ModelDesign`, given to the
+        constructor as ``design``); ``population`` is ``False`` (the default of
+        :func:`model_query`) when the table is a sample of the population: then
+        ``uncertainty`` says how well the moments are known.
     secret : ProportionSecret
     query : Query
-    sampling : Resampling or None
-        How the Monte Carlo datasets were drawn (``"full"`` strata or a ``"pool"``);
-        ``None`` for analytic moments.
-    population : bool
-        ``True`` when the modelling table was declared to be the whole population (the
-        finite-population correction is taken against it, and the moments are exact);
-        ``False`` (the default of :func:`model_query`) when it is a sample of the
-        population: then ``uncertainty`` says how well the moments are known.
     facts : TableFacts or None
         Public facts about the modelling table (computed on first use) that mechanisms'
         default options come from (:func:`distpriv.modeling.facts.engine_table_facts`):
@@ -89,16 +107,11 @@ class DataQueryModel(GaussianQueryModel):
         *,
         secret: ProportionSecret,
         query: Query,
+        design: ModelDesign,
         samples: tuple[np.ndarray, ...] | None,
-        method: str,
-        subset_size: int,
-        counts: tuple[int, ...],
-        stratum_sizes: tuple[int, int],
         diagnostics: dict[str, Any],
         fitted: str,
-        sampling: Resampling | None = None,
         uncertainty: MomentUncertainty | BootstrapUncertainty | None = None,
-        population: bool = True,
         facts: Any = None,
     ) -> None:
         super().__init__(
@@ -110,17 +123,18 @@ class DataQueryModel(GaussianQueryModel):
             fitted=fitted,
             uncertainty=uncertainty,
         )
+        # The design's fields are the model's own attributes (model.subset_size, ...).
         for name, value in (
             ("samples", samples),
             ("diagnostics", diagnostics),
-            ("method", method),
-            ("subset_size", subset_size),
-            ("counts", counts),
-            ("stratum_sizes", stratum_sizes),
+            ("method", design.method),
+            ("subset_size", design.subset_size),
+            ("counts", design.counts),
+            ("stratum_sizes", design.stratum_sizes),
             ("secret", secret),
             ("query", query),
-            ("sampling", sampling),
-            ("population", bool(population)),
+            ("sampling", design.sampling),
+            ("population", bool(design.population)),
         ):
             object.__setattr__(self, name, value)
         # Computed on first use (only mechanisms with default options need them), so that

@@ -9,6 +9,7 @@ statistics, through its exact mean and covariance.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -21,7 +22,7 @@ from ..querymodel import (
 )
 from ..util.validation import check_choice, check_positive_int, check_rng
 from .bootstrap import DEFAULT_BOOTSTRAP, bootstrap_uncertainty, check_bootstrap
-from .data_model import DataQueryModel, _as_query, _facts_thunk
+from .data_model import DataQueryModel, ModelDesign, _as_query, _facts_thunk
 from .model_diagnostics import _diagnostics, _warn_non_gaussian
 from .moments import iid_cumulants, row_kurtosis, sum_cumulants, table_moments
 from .queries import Query, _row_tree
@@ -229,18 +230,19 @@ def model_query(
     if isinstance(secret, SeveralSecrets):  # several attributes at once: one block each
         from .model_several import several_model
 
-        return several_model(
-            data,
-            q,
-            secret,
-            build=model_query,
+        # Each attribute's proportion model with this call's options (the helper handles
+        # missing values once for all of them).
+        build = functools.partial(
+            model_query,
             subset_size=subset_size,
             method=meth,
             n_samples=draws_n,
             rng=gen,
             pool_size=pool_size,
-            missing=policy,
             population=population,
+        )
+        return several_model(
+            data, q, secret, build=build, method=meth, missing=policy, population=population
         )
     if isinstance(secret, ProportionSecret | EventSecret) and secret.is_grid:
         # A range or events: the values are the grid of this subset size.
@@ -304,20 +306,22 @@ def model_query(
         covs,
         secret=vsecret,
         query=q,
-        samples=samples,
-        method=meth,
-        subset_size=n,
-        counts=counts,
-        stratum_sizes=(
-            resampling.stratum_sizes
-            if resampling is not None
-            else (int(sampler.rows_a.size), int(sampler.rows_b.size))
+        design=ModelDesign(
+            method=meth,
+            subset_size=n,
+            counts=counts,
+            stratum_sizes=(
+                resampling.stratum_sizes
+                if resampling is not None
+                else (int(sampler.rows_a.size), int(sampler.rows_b.size))
+            ),
+            population=population,
+            sampling=resampling,
         ),
+        samples=samples,
         diagnostics=diagnostics,
         fitted=fitted,
-        sampling=resampling,
         uncertainty=uncertainty,
-        population=population,
         facts=_facts_thunk(table, q, n, policy),
     )
 
@@ -443,17 +447,19 @@ def _analytic_model(
         cov_arr,
         secret=secret,
         query=q,
+        design=ModelDesign(
+            method="analytic",
+            subset_size=n,
+            counts=counts,
+            stratum_sizes=(tm.a.count, tm.b.count),
+            population=population,
+        ),
         samples=None,
-        method="analytic",
-        subset_size=n,
-        counts=counts,
-        stratum_sizes=(tm.a.count, tm.b.count),
         diagnostics=diagnostics,
         fitted=(
             f"exact mean and covariance of the statistics of {n}-row datasets drawn "
             f"{how} (Gaussian shape assumed), from {tm.how}"
         ),
         uncertainty=uncertainty,
-        population=population,
         facts=_facts_thunk(table, q, n, missing),
     )

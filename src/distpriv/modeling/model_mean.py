@@ -47,13 +47,13 @@ from ..errors import AssumptionWarning, ParameterError
 from ..querymodel import MomentUncertainty
 from ..util.roots import brentq  # scipy.optimize's, without its import cost
 from ..util.validation import check_positive_int
-from .data_model import DataQueryModel, _facts_thunk
+from .data_model import DataQueryModel, ModelDesign, _facts_thunk
 from .model_diagnostics import _diagnostics, _warn_non_gaussian
 from .queries import Query
 from .secret_mean import MeanSecret
 from .tables import Table
 
-__all__ = ["MeanFit", "mean_model"]
+__all__ = ["EventLabels", "MeanFit", "mean_model"]
 
 # A value further than this many standard errors of the dataset mean from the population
 # mean is a rare event for the datasets: the linear conditioning extrapolates there.
@@ -66,6 +66,22 @@ _UNCERTAINTY_METHOD = (
     "variances, from the modelling table; written as two equal virtual strata whose "
     "confidence set contains it (docs/guarantees.md, Mean secrets)"
 )
+
+
+@dataclass(frozen=True)
+class EventLabels:
+    """How a mean secret's model is labelled when it models mean events at grid values.
+
+    Attributes
+    ----------
+    secret : EventSecret
+        The secret the model carries (its values and pairs are the grid secret's).
+    premise_note : str
+        What the model's premise adds (how far the law departs between grid values).
+    """
+
+    secret: Any
+    premise_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -313,8 +329,7 @@ def mean_model(
     population: bool,
     n_samples: int = 1000,
     rng: np.random.Generator | None = None,
-    label_secret: Any = None,
-    premise_note: str = "",
+    labels: EventLabels | None = None,
 ) -> DataQueryModel:
     """f_θ for each value of a :class:`MeanSecret` (the model_query branch of the kind).
 
@@ -337,10 +352,10 @@ def mean_model(
         Kept datasets per value (``"montecarlo"``).
     rng : numpy.random.Generator, optional
         The draws of ``"montecarlo"``.
-    label_secret : secret, optional
-        The secret the model carries (its values and pairs must be ``secret``'s): an
-        :class:`~distpriv.modeling.secret_events.EventSecret` of mean events, whose grid
-        ``secret`` is. Default ``secret``.
+    labels : EventLabels, optional
+        The secret the model carries instead of ``secret`` (its values and pairs must be
+        ``secret``'s: an :class:`~distpriv.modeling.secret_events.EventSecret` of mean
+        events, whose grid ``secret`` is) and the sentence its premise adds.
     missing : {"error", "drop"}
     population : bool
         As for :func:`distpriv.model_query`: ``False`` — rows i.i.d. from the population
@@ -423,6 +438,7 @@ def mean_model(
         if population
         else "i.i.d. from the population the table samples"
     )
+    premise_note = "" if labels is None else labels.premise_note
     if method == "montecarlo":
         fitted = (
             f"sample mean and covariance of {n_samples} real datasets of {n} rows per value, "
@@ -433,13 +449,16 @@ def mean_model(
     return DataQueryModel(
         means,
         covs,
-        secret=secret if label_secret is None else label_secret,  # type: ignore[arg-type]
+        secret=secret if labels is None else labels.secret,  # type: ignore[arg-type]
         query=q,
+        design=ModelDesign(
+            method=method,
+            subset_size=n,
+            counts=tuple(n for _ in secret.values),
+            stratum_sizes=(fit.rows, 0),
+            population=population,
+        ),
         samples=samples,
-        method=method,
-        subset_size=n,
-        counts=tuple(n for _ in secret.values),
-        stratum_sizes=(fit.rows, 0),
         diagnostics=diagnostics,
         fitted=fitted
         if method == "montecarlo"
@@ -451,6 +470,5 @@ def mean_model(
         )
         + premise_note,
         uncertainty=uncertainty,
-        population=population,
         facts=_facts_thunk(table, q, n, missing),
     )

@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..util.validation import check_positive_int
 from .data_model import DataQueryModel
-from .model_mean import _features, _inv_sqrt, fit_mean, mean_model
+from .model_mean import EventLabels, _features, _inv_sqrt, fit_mean, mean_model
 from .queries import Query
 from .secret_events import EventSecret
 from .secret_mean import MeanSecret
@@ -174,8 +174,7 @@ def mean_event_model(
         population=population,
         n_samples=n_samples,
         rng=rng,
-        label_secret=secret,
-        premise_note=note,
+        labels=EventLabels(secret, note),
     )
     model.diagnostics["event_grid"] = departure
     return model

@@ -28,8 +28,8 @@ from typing import Any, cast
 import numpy as np
 
 from ..querymodel import MomentUncertainty
-from ..util.validation import check_choice, check_rng
-from .data_model import DataQueryModel, _as_query, _facts_thunk
+from ..util.validation import check_choice
+from .data_model import DataQueryModel, ModelDesign, _as_query, _facts_thunk
 from .model_diagnostics import _diagnostics
 from .secret_several import SeveralSecrets
 from .tables import as_table, check_missing_policy
@@ -102,19 +102,17 @@ def several_model(
     secret: SeveralSecrets,
     *,
     build: Callable[..., DataQueryModel],
-    subset_size: int,
     method: str = "analytic",
-    n_samples: int = 1000,
-    rng: np.random.Generator | int | None = None,
-    pool_size: int | None = None,
     missing: str = "error",
     population: bool = False,
 ) -> SeveralQueryModel:
     """:func:`~distpriv.modeling.model.model_query` for a :class:`SeveralSecrets`.
 
-    Parameters are those of :func:`~distpriv.modeling.model.model_query`, and ``build``:
-    what models one attribute's proportion secret (``model_query`` itself, which calls this
-    with it: passed in so this module does not import its dispatcher). Rows with a
+    ``method``, ``missing`` and ``population`` as for
+    :func:`~distpriv.modeling.model.model_query`; ``build(table, query, attribute,
+    missing=...)``: what models one attribute's proportion secret with the call's other
+    options (n, Monte Carlo datasets, their generator, row pool) — ``model_query`` itself
+    with them bound, passed in so this module does not import its dispatcher. Rows with a
     missing value in any column of the statistics or of any attribute's predicate are
     handled once, for all attributes (``missing="drop"`` drops them from every block), so
     every block is modelled on the same rows. Monte Carlo blocks draw from one generator
@@ -130,7 +128,6 @@ def several_model(
     q = _as_query(query)
     policy = check_missing_policy(missing)
     meth = check_choice(method, "method", ("montecarlo", "analytic"))
-    gen = check_rng(rng)
     table = as_table(data)
     q.check_columns(table)
     for a in secret.attributes:
@@ -138,21 +135,8 @@ def several_model(
     table, report = table.complete(
         q.columns | secret.columns, missing=policy, what="modelling data"
     )
-    parts = tuple(
-        build(
-            table,
-            q,
-            a,
-            subset_size=subset_size,
-            method=meth,
-            n_samples=n_samples,
-            rng=gen,
-            pool_size=pool_size,
-            missing="error",
-            population=population,
-        )
-        for a in secret.attributes
-    )
+    # Missing values are handled above, once for every attribute.
+    parts = tuple(build(table, q, a, missing="error") for a in secret.attributes)
     means = np.concatenate([p.means for p in parts])
     covs = np.concatenate([p.covariances for p in parts])
     index = {v: i for i, v in enumerate(secret.values)}
@@ -176,18 +160,20 @@ def several_model(
         covariances=covs,
         query=q,
         samples=samples,
-        method=meth,
-        subset_size=first.subset_size,
-        counts=tuple(c for p in parts for c in p.counts),
-        stratum_sizes=cast(Any, tuple(s for p in parts for s in p.stratum_sizes)),
+        design=ModelDesign(
+            method=meth,
+            subset_size=first.subset_size,
+            counts=tuple(c for p in parts for c in p.counts),
+            stratum_sizes=tuple(s for p in parts for s in p.stratum_sizes),
+            population=population,
+            sampling=first.sampling,
+        ),
         diagnostics=diagnostics,
         fitted=(
             f"{len(parts)} attributes, each modelled conditional on its own secret only "
             f"(stratified on its own predicate; the other attributes as in the population): "
             + (first.fitted or "")
         ),
-        sampling=first.sampling,
         uncertainty=_joint_uncertainty(parts),
-        population=population,
         facts=_facts_thunk(table, q, first.subset_size, policy),
     )
