@@ -11,16 +11,14 @@ docs/architecture.md §2: config → data → model → calibrate → verify →
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...guarantees import to_jsonable
-from ...modeling import Query
 from ...modeling.identity import multiset_fingerprint, new_identity_key
-from ...modeling.secret_identity import check_distinct_attributes, secret_accounts
+from ...modeling.secret_identity import secret_accounts
 from ...modeling.tables import Table
 from ...util.validation import check_rng
 from ..config import ReleaseConfig
@@ -36,17 +34,14 @@ from ..report import (
     public_release,
     public_warnings,
 )
-from ..stages.data import warn_overlap_tables
 from ..stages.steps import (
     _collect_warnings,
     _complete,
-    _config,
     _model_and_mechanism,
     _model_fingerprint,
     _population_set,
-    _secret,
-    _subset_size,
-    _tables,
+    release_config,
+    release_inputs,
 )
 from .audit import run_audit
 from .calibrate import run_calibrate, run_demo
@@ -161,25 +156,19 @@ def run_release(
         ledger holds it), true values on request; the warnings, also in ``public`` in
         public words (:func:`~distpriv.pipeline.report.public_warnings`).
     """
-    cfg = _config(config)
-    if insecure_seed is not None:
-        cfg = dataclasses.replace(cfg, insecure_seed=insecure_seed)
+    cfg = release_config(config, insecure_seed)
     seed = cfg.insecure_seed
-    check_rng(seed, "insecure_seed")
     # always on unless opted out; fail on a bad ledger or budget before modelling
     session = open_ledger(cfg.ledger, ledger=ledger, budget=budget, config_path=cfg.path)
     # The data identity's key: the ledger's, else a fresh one kept in the PRIVATE output.
     ledger_key = None if session is None else getattr(session.ledger, "identity_key", None)
     key = ledger_key if ledger_key is not None else new_identity_key()
     with _collect_warnings() as caught, _population_set(cfg):
-        secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
-        model_frame, released, source = _tables(cfg, data, n)
-        check_distinct_attributes(released, secret)  # several secrets that are one: refused
-        allow = cfg.allow_overlap if allow_overlap is None else allow_overlap
-        overlap_rows = warn_overlap_tables(model_frame, released, allow=bool(allow))
-        # F(data) first: a statistic that fails on the released table is named before the
-        # minutes of modelling, not after.
-        evaluation = query.evaluation(released, missing=cfg.missing, also=secret.columns)
+        # The stages in order: data (tables, checks, F(data)), model and calibration,
+        # the release's warnings, the data-level check, the ledger's draw, the report.
+        inputs = release_inputs(cfg, data, allow_overlap)
+        secret, query, n = inputs.secret, inputs.query, inputs.n
+        model_frame, released, evaluation = inputs.model_frame, inputs.released, inputs.evaluation
         value = evaluation.value
         model, mech, choice = _model_and_mechanism(
             cfg, model_frame, query, secret, n, progress, support=False
@@ -187,7 +176,7 @@ def run_release(
         # One home for the release's warnings, shared with the library's distpriv.release.
         overlap = release_warnings(
             model_frame, released, model, mech, rows_used=evaluation.n_rows, verified=verify,
-            overlap=overlap_rows,
+            overlap=inputs.overlap,
         )  # fmt: skip
         verification = _verify(cfg, model_frame, query, secret, n, mech) if verify else None
 
@@ -245,7 +234,7 @@ def run_release(
             "private": PRIVATE_BANNER,
             "title": cfg.title,
             "config": cfg.path,
-            "data": source,
+            "data": inputs.source,
             # The key of the data fingerprints (HMAC): the ledger keeps its own.
             "identity_key": None if ledger_key is not None else key.hex(),
             "rows_also_in_modelling_table": overlap,

@@ -1,4 +1,13 @@
-"""``mechanism = "auto"``: the least-error mechanism whose guarantee verifies on the model.
+"""The calibrate stage: the plan's mechanism on the release's model, or ``auto``'s choice.
+
+:func:`calibrate_planned` takes the plan's
+:class:`~distpriv.pipeline.plan.CalibrationSpec`: a named mechanism is calibrated on the view
+of the model its registry entry asks for (:func:`calibrate_for`, options the table's facts
+fill), ``"auto"`` by the comparison below; either way a noise that is not a usable number is
+refused (:func:`checked_noise`). The comparison's results (:class:`AutoChoice`, its
+:class:`Candidate` rows) are in :mod:`.auto_choice`.
+
+``mechanism = "auto"``: the least-error mechanism whose guarantee verifies on the model.
 
 Every registered mechanism that takes this kind of model is calibrated at the requested
 (ε, δ); a mechanism is a candidate when its guarantee *verifies*: every assumption of its

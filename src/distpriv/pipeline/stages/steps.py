@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,9 @@ from ...errors import (
 )
 from ...modeling import DataQueryModel, ProportionSecret, Query, Secret
 from ...modeling.identity import multiset_fingerprint
+from ...modeling.secret_identity import check_distinct_attributes
 from ...modeling.tables import Table
-from ...util.validation import check_positive_int
+from ...util.validation import check_positive_int, check_rng
 from ..config import BUILTIN_PREFIX, ReleaseConfig, load_release_config
 from ..plan import ModelSpec
 from ..report import collect_warnings as _collect_warnings  # noqa: F401  (the commands import it here)
@@ -35,6 +37,7 @@ from .data import (
     engine_table_facts,
     open_table,
     sample_table,
+    warn_overlap_tables,
 )
 from .model import build_query_model
 
@@ -43,6 +46,66 @@ __all__: list[str] = []  # private steps of the commands
 
 def _config(config: str | Path | ReleaseConfig) -> ReleaseConfig:
     return config if isinstance(config, ReleaseConfig) else load_release_config(config)
+
+
+def release_config(config: str | Path | ReleaseConfig, insecure_seed: int | None) -> ReleaseConfig:
+    """The configuration of ``distpriv release``, with ``--insecure-seed`` (when given)
+    in place of the file's, checked before anything else."""
+    cfg = _config(config)
+    if insecure_seed is not None:
+        cfg = dataclasses.replace(cfg, insecure_seed=insecure_seed)
+    check_rng(cfg.insecure_seed, "insecure_seed")
+    return cfg
+
+
+@dataclass(frozen=True)
+class ReleaseInputs:
+    """What the data stage of a release hands on to the model and calibration stages.
+
+    Attributes
+    ----------
+    secret : Secret
+    query : Query
+    n : int
+        Rows of the released dataset (the model's subset size).
+    model_frame, released : Table
+        The modelling and released tables, in their engines.
+    source : str
+        Where the released table came from (``--data`` or ``[data] release``).
+    overlap : int
+        Released rows also in the modelling table (curator-private).
+    evaluation : Evaluation
+        F(data) on the released table, with the rows it used and the missing values.
+    """
+
+    secret: Secret
+    query: Query
+    n: int
+    model_frame: Table
+    released: Table
+    source: str
+    overlap: int
+    evaluation: Any
+
+
+def release_inputs(
+    cfg: ReleaseConfig, data: str | Path | None, allow_overlap: bool | None
+) -> ReleaseInputs:
+    """The data stage of ``distpriv release``: the secret and the statistics, both tables,
+    their checks, and F(data).
+
+    Several secrets that are one property are refused, and a modelling table that holds
+    released rows (beyond chance) unless ``allow_overlap`` (default the config's ``[data]
+    allow_overlap``); F(data) is computed here, so a statistic that fails on the released
+    table is named before the minutes of modelling, not after.
+    """
+    secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
+    model_frame, released, source = _tables(cfg, data, n)
+    check_distinct_attributes(released, secret)  # several secrets that are one: refused
+    allow = cfg.allow_overlap if allow_overlap is None else allow_overlap
+    overlap = warn_overlap_tables(model_frame, released, allow=bool(allow))
+    evaluation = query.evaluation(released, missing=cfg.missing, also=secret.columns)
+    return ReleaseInputs(secret, query, n, model_frame, released, source, overlap, evaluation)
 
 
 def _population_set(cfg: ReleaseConfig) -> AbstractContextManager[None]:
