@@ -27,7 +27,7 @@ MAX_PARAMETERS = 10
 PUBLIC_KEYWORD_API = {
     # distpriv.release / distpriv.release_with_ledger: the library's release, in keywords
     ("pipeline/commands/release.py", "release"),
-    ("pipeline/ledger/session.py", "release_with_ledger"),
+    ("pipeline/commands/release_ledger.py", "release_with_ledger"),
     # distpriv.pipeline.build_model: the model a mechanism is calibrated on, in keywords
     ("pipeline/commands/release.py", "build_model"),
     # distpriv.model_query: every modelling option of the library, in keywords

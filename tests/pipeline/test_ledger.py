@@ -11,6 +11,7 @@ import pytest
 
 from adult_setup import ADULT_STATS
 from distpriv.errors import BudgetExceededError, CompositionError, LedgerError, ParameterError
+from distpriv.pipeline import release_with_ledger
 from distpriv.pipeline.ledger import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -18,7 +19,6 @@ from distpriv.pipeline.ledger import (
     Ledger,
     NewRelease,
     parse_budget,
-    release_with_ledger,
     secret_key,
 )
 from distpriv.pipeline.ledger.identity import data_account

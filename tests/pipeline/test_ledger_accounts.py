@@ -21,7 +21,8 @@ from scipy.linalg import block_diag
 from distpriv.accounting import gaussian_pair_epsilon
 from distpriv.errors import BudgetExceededError, ParameterError
 from distpriv.modeling import MeanSecret, ProportionSecret, Query, SeveralSecrets, model_query
-from distpriv.pipeline.ledger import Budget, Ledger, release_with_ledger
+from distpriv.pipeline import release_with_ledger
+from distpriv.pipeline.ledger import Budget, Ledger
 
 STATS = {
     "avg_hours": "avg(hours_per_week)",
@@ -186,14 +187,15 @@ def test_releases_recorded_by_text_and_first_fingerprint_stay_in_the_account(tmp
     """A ledger written before accounts by meaning: its row carries the secret's text as
     typed and the first-version data fingerprint; a release now finds it, and its budget."""
     from distpriv.modeling.identity import multiset_fingerprint
-    from distpriv.pipeline.ledger import records, session
+    from distpriv.pipeline.commands import release_ledger
+    from distpriv.pipeline.ledger import draw, records
     from distpriv.pipeline.ledger.identity import legacy_secret_key
 
     path = tmp_path / "l.db"
     with monkeypatch.context() as old:
-        old.setattr(session, "_identity", lambda *a, **k: ((), ()))
+        old.setattr(release_ledger, "release_identity", lambda *a, **k: ((), ()))
         old.setattr(
-            session,
+            draw,
             "table_fingerprint",
             lambda source, key: multiset_fingerprint(source, key=key, canonical=False),
         )

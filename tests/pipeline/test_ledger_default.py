@@ -20,6 +20,7 @@ import pytest
 from adult_setup import copy_release_tables, small_release_toml
 from cli_helpers import run
 from distpriv.errors import LedgerError
+from distpriv.pipeline import release_with_ledger
 from distpriv.pipeline.ledger import (
     DEFAULT_LEDGER_NAME,
     NOT_RECORDED,
@@ -28,7 +29,6 @@ from distpriv.pipeline.ledger import (
     data_account,
     migrate_ledger,
     public_account,
-    release_with_ledger,
 )
 from distpriv.pipeline.stages.data import fingerprint, load_frame
 

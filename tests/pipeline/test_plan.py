@@ -153,7 +153,7 @@ def test_the_ledgers_joint_model_is_built_like_the_release(tmp_path):
     second release composes (the joint model drops them as the release's model did) and
     its guarantee agrees with the stacked model built here by the library itself."""
     from distpriv.accounting import gaussian_pair_epsilon
-    from distpriv.pipeline.ledger import release_with_ledger
+    from distpriv.pipeline import release_with_ledger
 
     frame = _table(3)
     frame.loc[frame.index[::37], "hours"] = np.nan  # NULLs in a statistic's column

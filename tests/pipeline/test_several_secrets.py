@@ -14,8 +14,9 @@ from adult_setup import release_toml
 from cli_helpers import one_line_error, run
 from distpriv import ProportionSecret, SeveralSecrets
 from distpriv.errors import ConfigError, ParameterError, ParameterTypeError
+from distpriv.pipeline import release_with_ledger
 from distpriv.pipeline.config import load_release_config
-from distpriv.pipeline.ledger import Ledger, release_with_ledger
+from distpriv.pipeline.ledger import Ledger
 from distpriv.pipeline.report import secret_dict
 from distpriv.pipeline.stages.steps import _secret
 

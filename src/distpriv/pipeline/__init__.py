@@ -18,7 +18,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "config": ("ReleaseConfig", "load_release_config"),
     "model_file": ("ModelConfig", "load_model_config"),
     "commands.demo": ("ADULT_STATISTICS", "INCOME_SECRET", "DemoReport", "DemoRow"),
-    "ledger": ("Budget", "Ledger", "LedgerEntry", "parse_budget", "release_with_ledger"),
+    "ledger": ("Budget", "Ledger", "LedgerEntry", "parse_budget"),
     "outcomes": (
         "AuditOutcome",
         "CalibrateOutcome",
@@ -27,6 +27,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "VerifyOutcome",
     ),
     "commands.release": ("ReleaseReport", "build_model", "release"),
+    "commands.release_ledger": ("release_with_ledger",),
     # Each command from its own module: `distpriv verify` must not import the audit's, the
     # release's or the ledger's modules.
     "commands.audit": ("run_audit",),
@@ -47,10 +48,11 @@ if TYPE_CHECKING:
     from .commands.calibrate import run_calibrate, run_demo
     from .commands.demo import ADULT_STATISTICS, INCOME_SECRET, DemoReport, DemoRow
     from .commands.release import ReleaseReport, build_model, release
+    from .commands.release_ledger import release_with_ledger
     from .commands.run import run_release
     from .commands.verify import run_verify
     from .config import ReleaseConfig, load_release_config
-    from .ledger import Budget, Ledger, LedgerEntry, parse_budget, release_with_ledger
+    from .ledger import Budget, Ledger, LedgerEntry, parse_budget
     from .model_file import ModelConfig, load_model_config
     from .outcomes import AuditOutcome, CalibrateOutcome, DemoOutcome, ReleaseOutcome, VerifyOutcome
     from .stages.calibrate import AutoChoice, calibrate_for, choose_mechanism

@@ -463,7 +463,7 @@ def prepare_release(
     """Model, calibrate and evaluate F(data), drawing no noise.
 
     The one home of these steps for :func:`release` and the ledger's
-    :func:`~distpriv.pipeline.ledger.release_with_ledger` (which draws the noise inside its
+    :func:`~distpriv.pipeline.release_with_ledger` (which draws the noise inside its
     budget transaction), in the order of the stages: the released table and F(data), the
     model (:func:`~distpriv.pipeline.stages.model.build_query_model` from the plan's model
     spec), the calibration (:func:`~distpriv.pipeline.stages.calibrate.calibrate_planned`

@@ -17,8 +17,7 @@ This module gathers the public names; the code lives by concern in
 * :mod:`.store` — :class:`Ledger`, reading and appending rows under a lock (a missing
   file is created only by the first record);
 * :mod:`.identity` — keyed, order-blind accounts of the data, secret keys;
-* :mod:`.session` — which ledger a release goes into (a session), and the library's
-  release with a ledger;
+* :mod:`.session` — which ledger a release goes into (a session of ``distpriv release``);
 * :mod:`.draw` — the locked compose–check–draw–record step of a release;
 * :mod:`.report` — what ``distpriv ledger show`` prints;
 * :mod:`.migrate` — copying a schema-1 ledger into a new one.
@@ -41,7 +40,6 @@ from .session import (
     default_ledger_path,
     not_recorded,
     open_ledger,
-    release_with_ledger,
 )
 from .store import Ledger
 
@@ -68,7 +66,6 @@ __all__ = [
     "open_ledger",
     "parse_budget",
     "public_account",
-    "release_with_ledger",
     "secret_key",
     "table_fingerprint",
 ]

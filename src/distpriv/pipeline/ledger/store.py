@@ -68,7 +68,7 @@ class LedgerCreatedElsewhere(LedgerError):
 
     The :class:`Ledger` has switched to that file (and its identity key); nothing was
     recorded or released. The caller computes the data's account again under the new key
-    and retries (:func:`~distpriv.pipeline.ledger.session.ledgered_draw` does).
+    and retries (:func:`~distpriv.pipeline.ledger.draw.ledgered_draw` does).
     """
 
 
