@@ -194,3 +194,28 @@ def test_overlap_refusal_tail_against_scipy(k, mean):
     from distpriv.pipeline.stages.data import _poisson_tail
 
     assert _poisson_tail(k, mean) == pytest.approx(poisson.sf(k - 1, mean), rel=1e-9, abs=1e-15)
+
+
+def test_the_keyword_api_defaults_are_the_plans():
+    """release and release_with_ledger build their plan with keyword_plan from their own
+    defaults: those must be the plan's, or a TOML release and a keyword release differ."""
+    from distpriv.pipeline.plan import keyword_plan
+
+    for fn in (dp.release, dp.release_with_ledger):
+        sig = inspect.signature(fn).parameters
+        plan = keyword_plan(
+            mechanism="eigm",
+            epsilon=1.0,
+            delta=sig["delta"].default,
+            subset_size=100,
+            method=sig["method"].default,
+            n_samples=sig["n_samples"].default,
+            options=sig["options"].default,
+            missing=sig["missing"].default,
+            population=sig["population"].default,
+            beta=sig["beta"].default,
+        )
+        defaults = ModelSpec(subset_size=100)
+        assert replace(plan.model, seed=defaults.seed) == defaults, fn.__name__
+        assert plan.calibration.beta == DEFAULT_BETA, fn.__name__
+        assert plan.calibration.delta == 0.0 and dict(plan.calibration.options) == {}
