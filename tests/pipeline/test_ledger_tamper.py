@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from distpriv.cli import main
-from distpriv.errors import LedgerError
+from distpriv.errors import CompositionError, LedgerError
 from distpriv.pipeline.ledger import Budget, Ledger, NewRelease
 from distpriv.pipeline.ledger.store import LedgerCreatedElsewhere
 
@@ -69,7 +69,10 @@ def _new(predicate: str = "p") -> NewRelease:
 
 def _record(led: Ledger, value: float, predicate: str = "p") -> None:
     led.guarded_release(
-        _new(predicate), compose=lambda earlier, b: _Composed(), draw=lambda: _Drawn((value,))
+        _new(predicate),
+        compose=lambda earlier, b: _Composed(),
+        draw=lambda: _Drawn((value,)),
+        compose_account=lambda earlier, b, row: _Composed(),
     )
 
 
@@ -416,3 +419,18 @@ def test_a_ledger_deleted_after_it_was_opened_is_not_recreated_empty(ledger):
     with pytest.raises(LedgerError):
         led.releases()
     assert not ledger.exists()
+
+
+def test_the_store_refuses_a_release_it_is_not_told_how_to_compose_into_other_accounts(
+    tmp_path,
+):
+    """guarded_release without compose_account, on data with another account: the
+    release would be left out of that account, so it is refused (nothing drawn)."""
+    led = Ledger(tmp_path / "l.db")
+    _record(led, 1.0, predicate="x > 0")
+    drawn = []
+    with pytest.raises(CompositionError, match=r"account\(s\) of 'x > 0'"):
+        led.guarded_release(
+            _new("x > 1"), compose=lambda e, b: _Composed(), draw=lambda: drawn.append(1)
+        )
+    assert drawn == [] and len(Ledger(tmp_path / "l.db")) == 1

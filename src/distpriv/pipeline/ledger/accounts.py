@@ -127,8 +127,15 @@ def secret_from_record(entry: LedgerEntry) -> Any:
     """The secret an account's guarantee is stated for, rebuilt from its newest row.
 
     A proportion or a mean secret (the attribute of several secrets the row was recorded
-    for) with its recorded values and pairs; ``None`` for a kind whose hypotheses the
-    record does not determine (events: their premise needs the event grid's model).
+    for) with its recorded values and pairs. An event secret's account is stated, as the
+    event secret's own calibration and composition are, for its materialised value secret:
+    every grid value the events allow, Ψ = every value of one event against every value of
+    the other (recorded as its ``values`` and ``pairs``). The hockey-stick divergence is
+    jointly convex, so the largest δ over those cross pairs bounds the δ of the events'
+    mixtures whatever their weights (Zhang, Ohrimenko & Cummings 2022, Def. 4;
+    :mod:`distpriv.modeling.secret_events`): the bound holds for the stacked releases as
+    for one. ``None`` for a kind the record does not determine (one this version does not
+    know, or an attribute missing from its record).
     """
     from ...modeling import MeanSecret, ProportionSecret
 
@@ -148,6 +155,8 @@ def secret_from_record(entry: LedgerEntry) -> Any:
         kind = d.get("type", "proportion")
     values = d.get("values") or []
     pairs = [tuple(p) for p in d.get("pairs") or []]
+    if kind == "event":  # the grid's value secret: a share's events, or an average's
+        kind = "proportion" if "predicate" in d else "mean"
     if kind == "proportion":
         return ProportionSecret(d["predicate"], values, pairs=pairs)
     if kind == "mean":

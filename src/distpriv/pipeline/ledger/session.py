@@ -220,16 +220,17 @@ def ledgered_draw(
     def _compose_account(
         earlier: Sequence[LedgerEntry], effective: Budget | None, row: LedgerEntry
     ) -> Any:
-        other = secret_from_record(row)
+        try:
+            other = secret_from_record(row)
+        except (ParameterError, ParameterTypeError, KeyError) as exc:  # a damaged record
+            return f"its recorded secret cannot be rebuilt ({exc})"
         if other is None:
-            return (
-                "the record does not determine this secret's hypotheses (its kind needs "
-                "its own model)"
-            )
+            kind = row.secret.get("type")
+            return f"its recorded secret (kind {kind!r}) is not one this version can model"
         try:
             return _compose(earlier, effective, other)
         except ParameterError as exc:  # e.g. its columns are not in this modelling table
-            return f"cannot be modelled on this release's modelling table: {exc}"
+            return f"it cannot be modelled on this release's modelling table: {exc}"
 
     return ledger.guarded_release(
         new,
@@ -356,6 +357,10 @@ def release_with_ledger(
             beta=beta,
         )
     table, gen = prep.table, prep.rng
+    if getattr(secret, "is_grid", False):
+        # A range or events: the values on the released table's grid, as the model has them
+        # (the composition and the record need the hypotheses, not the unmaterialised range).
+        secret = secret.grid(table.n_rows)
     model_frame = as_table(model_data).frame
     model_rng = None if gen is None else int(gen.integers(2**63))
     given_fp = data_fingerprint

@@ -25,7 +25,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ...errors import BudgetExceededError, LedgerError, ParameterError, ParameterTypeError
+from ...errors import (
+    BudgetExceededError,
+    CompositionError,
+    LedgerError,
+    ParameterError,
+    ParameterTypeError,
+)
 from ...guarantees import to_jsonable
 from ...util.version import __version__
 from ..scope import note_record
@@ -429,9 +435,27 @@ class Ledger:
 
         Returns ``composed`` with ``accounts``: one dict per account of the data after this
         release, this release's own first.
+
+        Raises
+        ------
+        CompositionError
+            Another account that the release cannot be composed into (or no
+            ``compose_account`` while the data has other accounts): the release would be
+            left out of it.
+        BudgetExceededError
+            Another account's composed guarantee would exceed its budget.
         """
-        if compose_account is None or not hasattr(composed, "accounts"):
+        others = other_accounts(data_rows, own)
+        if others and compose_account is None:
+            names = ", ".join(repr(text_key(row)) for _, row in others)
+            raise CompositionError(
+                f"release refused: it counts in the account(s) of {names} of the same data "
+                "too, and no composition into other accounts was given (compose_account); "
+                "nothing was released or recorded"
+            )
+        if compose_account is None:  # and no other account
             return composed
+        listing = hasattr(composed, "accounts")  # False for a stand-in (tests)
         listed = [
             {
                 "account": shown_key(k),
@@ -440,27 +464,22 @@ class Ledger:
                 **account_summary(composed),
             }
             for k, t in zip(new.secret_keys, new.text_keys, strict=False)
+            if listing
         ]
-        for keys, row in other_accounts(data_rows, own):
+        for keys, row in others:
             acct_budget = budget_of(con, new.data_ids, close_keys(data_rows, keys))
             other = compose_account(earlier, acct_budget, row)
             name = text_key(row)
             shown = shown_key(row.secret_key)
             if isinstance(other, str) or other is None:
+                # The release counts in that account too, budget or not: an account it
+                # cannot be composed into would leave it out (fail closed, no override).
                 why = other or "no composition for this secret"
-                if acct_budget is not None:
-                    # The release counts in that account too; a budget that cannot be
-                    # checked is not met (fail closed: no release left out of an account).
-                    raise BudgetExceededError(
-                        f"release refused: it counts in the account of the secret {name!r} "
-                        f"of the same data too, whose budget ({acct_budget.epsilon:g}, "
-                        f"{acct_budget.delta:g}) cannot be checked: {why}; nothing was "
-                        "released or recorded"
-                    )
-                listed.append(
-                    {"account": shown, "secret": name, "this_release": False, "note": why}
+                raise CompositionError(
+                    f"release refused: it counts in the account of the secret {name!r} of "
+                    f"the same data too, and cannot be composed into it: {why}; nothing was "
+                    "released or recorded"
                 )
-                continue
             if acct_budget is not None and not other.within(acct_budget):
                 raise BudgetExceededError(
                     f"release refused: it counts in the account of the secret {name!r} of "
@@ -468,10 +487,10 @@ class Ledger:
                     f"{other.describe()}, beyond its budget ({acct_budget.epsilon:g}, "
                     f"{acct_budget.delta:g}); nothing was released or recorded"
                 )
-            listed.append(
-                {"account": shown, "secret": name, "this_release": False} | account_summary(other)
-            )
-        return replace(composed, accounts=tuple(listed))
+            if listing:
+                summary = account_summary(other)
+                listed.append({"account": shown, "secret": name, "this_release": False} | summary)
+        return replace(composed, accounts=tuple(listed)) if listing else composed
 
     def guarded_release(
         self,
@@ -506,7 +525,9 @@ class Ledger:
             The composed guarantee of *another* secret's account of the same data (its
             hypotheses rebuilt from that row) with this release: every account of the
             data is checked against its own budget, and listed in the result's
-            ``accounts``. Returns ``None`` for an account it cannot state.
+            ``accounts``. Returns the reason (a string), or ``None``, for an account it
+            cannot state: the release is then refused (it would be left out of that
+            account).
 
         Returns
         -------
@@ -519,6 +540,9 @@ class Ledger:
         ParameterError
             ``budget`` differs from the one recorded for this data and secret (naming both;
             a later, looser budget would otherwise silently reopen the account).
+        CompositionError
+            The release cannot be composed into another account of its data (naming the
+            account and why), with or without a budget: nothing drawn or recorded.
         """
         # Every release of the data counts in every account of it: the new release is
         # composed with all of them, under its own secret (and, through compose_account,
