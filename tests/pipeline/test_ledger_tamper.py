@@ -324,7 +324,7 @@ def test_schema_2_ledger_is_read_unchanged_and_upgraded_by_its_first_write(tmp_p
     assert path.read_bytes() == before
     _record(led, 7.0)
     con = sqlite3.connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 4
     assert (
         json.loads(con.execute("SELECT value FROM meta WHERE key='chain'").fetchone()[0])[
             "budgets"
@@ -434,3 +434,52 @@ def test_the_store_refuses_a_release_it_is_not_told_how_to_compose_into_other_ac
             _new("x > 1"), compose=lambda e, b: _Composed(), draw=lambda: drawn.append(1)
         )
     assert drawn == [] and len(Ledger(tmp_path / "l.db")) == 1
+
+
+# The schemas of distpriv versions that key accounts by text: they read these and refuse a
+# newer one, so a ledger with rows keyed by meaning must never carry one of them.
+TEXT_KEYED_SCHEMAS = (2, 3)
+
+
+def _version(path) -> int:
+    con = sqlite3.connect(path)
+    try:
+        return int(con.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        con.close()
+
+
+def test_a_ledger_written_now_is_refused_by_text_keyed_versions(tmp_path, capsys):
+    """Downgrade safety: a new ledger, and a schema-3 ledger after its first write by this
+    version, carry a schema that distpriv versions keying accounts by text refuse (they
+    would open fresh accounts beside the meaning-keyed rows); reading never upgrades."""
+    fresh = tmp_path / "new.sqlite"
+    _record(Ledger(fresh), 1.0)
+    assert _version(fresh) not in TEXT_KEYED_SCHEMAS
+    old = tmp_path / "v3.sqlite"
+    _record(Ledger(old), 1.0)
+    con = sqlite3.connect(old)
+    con.execute("PRAGMA user_version = 3")  # the tables of 3 are those of 4
+    con.close()
+    before = old.read_bytes()
+    assert main(["ledger", "show", str(old), "--json"]) == 0
+    capsys.readouterr()
+    assert old.read_bytes() == before  # read as it is
+    _record(Ledger(old), 2.0)
+    assert _version(old) not in TEXT_KEYED_SCHEMAS
+    assert [e.released for e in Ledger(old).releases()] == [[1.0], [2.0]]
+
+
+def test_a_newer_schema_is_refused_in_one_line_by_every_command(tmp_path, capsys):
+    path = tmp_path / "l.sqlite"
+    _record(Ledger(path), 1.0)
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {_version(path) + 1}")
+    con.close()
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match=r"schema version \d+ \(written by a newer distpriv\)"):
+        Ledger(path)
+    assert main(["ledger", "show", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "newer distpriv" in err and str(path) in err
+    assert path.read_bytes() == before

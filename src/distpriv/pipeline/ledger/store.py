@@ -222,9 +222,10 @@ class Ledger:
         """A checked write transaction taken at once (BEGIN IMMEDIATE); rolled back on error.
 
         The file is checked again under the lock: it may have been damaged since it was
-        opened, and nothing is appended to a damaged file. A schema-2 file is upgraded to
-        the chained schema in the same transaction (:func:`.schema.upgrade_to_chain`), so
-        a write that is rolled back leaves it as it was. A lazily opened ledger without a
+        opened, and nothing is appended to a damaged file. A schema-2 or 3 file is upgraded
+        to schema 4 (chained, accounts by meaning) in the same transaction
+        (:func:`.schema.upgrade_to_chain`), so a write that is rolled back leaves it as it
+        was. A lazily opened ledger without a
         file writes into a new temporary ledger instead (:meth:`_creating`).
         """
         if self._pending:
@@ -243,7 +244,7 @@ class Ledger:
                         "opened (replaced by another file?); nothing recorded"
                     )
                 if version < SCHEMA_VERSION:
-                    upgrade_to_chain(con, key, heads)
+                    upgrade_to_chain(con, key, heads, version)
                 self._heads = heads
                 yield con
             except BaseException:
