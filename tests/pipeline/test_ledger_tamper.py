@@ -483,3 +483,21 @@ def test_a_newer_schema_is_refused_in_one_line_by_every_command(tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "newer distpriv" in err and str(path) in err
     assert path.read_bytes() == before
+
+
+def test_a_row_stores_its_canonical_key_and_is_read_by_it_as_by_parsing(tmp_path):
+    """The canonical key stored at record time is what parsing the text gives: a row is
+    found in the same account whether its keys are read from the record or re-parsed."""
+    from distpriv.pipeline.ledger.accounts import text_key
+    from distpriv.pipeline.ledger.identity import secret_aliases, secret_key
+    from distpriv.pipeline.ledger.records import account_keys
+
+    led = Ledger(tmp_path / "l.db")
+    spellings = ["(X>0)", "0 <  x", "lower(Name) IN ('b', 'a')"]
+    for k, text in enumerate(spellings):
+        _record(led, float(k), predicate=text)
+    for text, row in zip(spellings, Ledger(tmp_path / "l.db").releases(), strict=True):
+        assert row.secret["text_keys"] == [secret_key(text)]
+        assert text_key(row) == secret_key(text)
+        assert account_keys(row) == secret_aliases(text) | {row.secret_key}
+    assert len(Ledger(tmp_path / "l.db").releases(ACCOUNT, "x > 0")) == 2

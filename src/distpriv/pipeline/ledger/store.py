@@ -40,12 +40,13 @@ from .accounts import (
     account_summary,
     budget_of,
     close_keys,
+    known_keys,
     other_accounts,
     rows_of,
     shown_key,
     text_key,
 )
-from .identity import secret_aliases, secret_key
+from .identity import MEANING_PREFIX, legacy_secret_key, secret_aliases, secret_key
 from .records import Budget, LedgerEntry, NewRelease, same_release
 from .schema import (
     BUDGET_COLUMNS,
@@ -97,6 +98,20 @@ def _whole_key(entry: LedgerEntry) -> str | None:
     """The key of the release as a whole, as recorded in its secret (``None`` if absent)."""
     key = entry.secret.get("key")
     return secret_key(key) if isinstance(key, str) and key.strip() else None
+
+
+def _aliases(entries: Sequence[LedgerEntry], secret: str) -> frozenset[str]:
+    """Every key of the account named ``secret`` (a keyed meaning or a text).
+
+    A keyed meaning, or a canonical text key stored with one of ``entries``, needs no SQL
+    parsing (so ``distpriv ledger show`` imports no parser for what this version recorded);
+    any other text is canonicalised (:func:`secret_aliases`).
+    """
+    if secret.startswith(MEANING_PREFIX):
+        return frozenset({secret})
+    if secret in known_keys(entries):
+        return frozenset({secret, legacy_secret_key(secret)})
+    return secret_aliases(secret) | {secret}
 
 
 class Ledger:
@@ -348,11 +363,12 @@ class Ledger:
         if secret is None:
             return entries
         # An account is found under its keyed meaning or any spelling of its text.
-        return tuple(rows_of(entries, secret_aliases(secret) | {secret}))
+        return tuple(rows_of(entries, _aliases(entries, secret)))
 
     def _budget(self, con: sqlite3.Connection, account: str, secret: str) -> Budget | None:
-        keys = close_keys(self._select(con, account, None), secret_aliases(secret) | {secret})
-        return budget_of(con, (account,), keys)
+        rows = self._select(con, account, None)
+        keys = close_keys(rows, _aliases(rows, secret))
+        return budget_of(con, (account,), keys, known_keys(rows))
 
     def releases(
         self, data_account: str | None = None, secret: str | None = None
@@ -371,7 +387,8 @@ class Ledger:
             rows are stored under each attribute's own key).
         """
         with self._connect() as con:
-            if secret is None or not secret_key(secret).startswith(SEVERAL_PREFIX):
+            # the prefix needs no parsing: canonical SQL keeps it
+            if secret is None or not legacy_secret_key(secret).startswith(SEVERAL_PREFIX):
                 return self._select(con, data_account, secret)
             wanted = secret_key(secret)
             rows = self._select(con, data_account, None)
@@ -599,7 +616,7 @@ class Ledger:
                 "time_utc": now_utc(),
                 "version": __version__,
                 "data_account": str(new.data_account),
-                "secret_json": dumps(new.secret),
+                "secret_json": dumps(new.recorded_secret),
                 "statistics_json": dumps([list(s) for s in new.statistics]),
                 "model_json": dumps(new.model),
                 "mechanism": str(new.mechanism),
