@@ -501,3 +501,24 @@ def test_a_row_stores_its_canonical_key_and_is_read_by_it_as_by_parsing(tmp_path
         assert text_key(row) == secret_key(text)
         assert account_keys(row) == secret_aliases(text) | {row.secret_key}
     assert len(Ledger(tmp_path / "l.db").releases(ACCOUNT, "x > 0")) == 2
+
+
+def test_ledger_show_names_releases_an_earlier_version_left_out_of_an_account(tmp_path, capsys):
+    """Rows recorded without a guarantee for another account of their data (as earlier
+    versions did: no composition into other secrets' accounts, or a note) are listed as
+    not included in that account's guarantee until its next composition."""
+    from distpriv.pipeline.ledger.report import ledger_report
+
+    path = tmp_path / "l.db"
+    led = Ledger(path)
+    _record(led, 1.0, predicate="x > 0")
+    _record(led, 2.0, predicate="y > 0")  # the stand-in records no "accounts"
+    groups = {g["secret"]: g["composed"] for g in ledger_report(path)["groups"]}
+    assert groups["x > 0"]["left_out"] == [2]
+    assert "left_out" not in groups["y > 0"]
+    assert main(["ledger", "show", str(path)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "release(s) 2 of this data were not composed" in shown
+    _record(led, 3.0, predicate="x > 0")  # its own next release composes every earlier one
+    groups = {g["secret"]: g["composed"] for g in ledger_report(path)["groups"]}
+    assert "left_out" not in groups["x > 0"] and groups["y > 0"]["left_out"] == [3]
