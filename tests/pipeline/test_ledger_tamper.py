@@ -463,7 +463,7 @@ def test_a_ledger_written_now_is_refused_by_text_keyed_versions(tmp_path, capsys
     con.close()
     before = old.read_bytes()
     assert main(["ledger", "show", str(old), "--json"]) == 0
-    capsys.readouterr()
+    assert json.loads(capsys.readouterr().out)["schema_version"] == 3  # the file's
     assert old.read_bytes() == before  # read as it is
     _record(Ledger(old), 2.0)
     assert _version(old) not in TEXT_KEYED_SCHEMAS

@@ -12,7 +12,6 @@ from typing import Any
 from ...guarantees import to_jsonable
 from .accounts import shown_key, text_key
 from .identity import public_account
-from .schema import SCHEMA_VERSION
 from .store import Ledger
 
 __all__ = ["ledger_report"]
@@ -94,7 +93,8 @@ def ledger_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     Returns
     -------
     dict
-        JSON-safe: ``kind`` ("ledger"), ``path``, ``schema_version``, ``n_releases`` and
+        JSON-safe: ``kind`` ("ledger"), ``path``, ``schema_version`` (the file's: an older
+        one until this distpriv's first write upgrades it), ``n_releases`` and
         ``groups``, one per (data account, secret). Each group leads with ``composed``:
         the guarantee of every release of the data in this secret's account, after the
         newest release of the data (``after_release`` names it when it was made under
@@ -127,7 +127,7 @@ def ledger_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         {
             "kind": "ledger",
             "path": str(led.path),
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": led.schema_version(),
             "n_releases": sum(len(g["releases"]) for g in groups),
             "groups": groups,
         }

@@ -410,6 +410,15 @@ class Ledger:
             ).fetchall()
         return tuple((r[0], r[1]) for r in rows)
 
+    def schema_version(self) -> int:
+        """The file's schema version (``PRAGMA user_version``): an older one until this
+        distpriv's first write upgrades it; :data:`.schema.SCHEMA_VERSION` before a lazily
+        opened ledger's file exists."""
+        if self._pending:
+            return SCHEMA_VERSION
+        with self._connect() as con:
+            return int(con.execute("PRAGMA user_version").fetchone()[0])
+
     def __len__(self) -> int:
         with self._connect() as con:
             return int(con.execute("SELECT COUNT(*) FROM releases").fetchone()[0])
