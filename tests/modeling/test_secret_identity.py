@@ -151,6 +151,8 @@ def test_equivalent_rewrites_merge(data):
     atom, _ = data.draw(atoms())
     a, b = data.draw(spellings(atom)), data.draw(spellings(atom))
     assert canonical_sql(a) == canonical_sql(b)
+    # idempotent: the ledger stores the canonical key and reads it without parsing again
+    assert canonical_sql(canonical_sql(a)) == canonical_sql(a)
     frame = _frame(1)
     assert _acct(frame, _share(a)) == _acct(frame, _share(b))
 

@@ -226,17 +226,61 @@ def test_ledger_show_gives_each_account_its_guarantee_after_the_newest_release(t
     assert groups["mean:age"]["composed"]["epsilon"] == mean.composed.epsilon
 
 
-def test_an_account_whose_budget_cannot_be_checked_refuses_the_release(tmp_path):
-    """Every release counts in every account of its data: where another account's
-    composition cannot be stated (an event secret's hypotheses are not in its record) and
-    that account has a budget, the release is refused rather than left out of it."""
+def test_an_event_secrets_account_is_composed_with_a_later_release(tmp_path):
+    """An event secret's account counts the release of another secret too: composed for
+    the event's value secret (every grid value, the cross pairs: the certificate its own
+    calibration rests on), checked against the stacked statistics modelled here under the
+    event secret itself, and its budget refuses what would exceed it. The event is given
+    as events, not as its grid: the ledger materialises it on the released rows."""
     from distpriv.modeling.secret_events import EventSecret
 
     path = tmp_path / "l.db"
-    event = EventSecret(FEMALE, [[0.2, 0.3], [0.4, 0.5]]).grid(100)
-    first = _release(path, event, budget=Budget(50.0, 1e-3))
-    assert first.composed.n_releases == 1
+    event = EventSecret(FEMALE, [[0.30, 0.32], [0.40, 0.42]])
+    first = _release(path, event, beta=None)
+    assert first.entry.secret["values"] == [0.3, 0.31, 0.32, 0.4, 0.41, 0.42]
+    scratch = tmp_path / "scratch.db"
+    shutil.copyfile(path, scratch)
+    second = _release(path, _share("income = '>50K'"), seed=1, beta=None)
+    (after,) = [a for a in second.ledger_summary()["accounts"] if not a["this_release"]]
+    assert after["secret"] == FEMALE and after["n_releases"] == 2
+    expected = _independent_epsilon(Ledger(path).releases(), event.grid(100), delta=1e-3)
+    assert after["epsilon"] == pytest.approx(expected, rel=1e-6)
+    assert after["epsilon"] > first.composed.epsilon * 1.01
+    # the event's budget between its release alone and both: the second is refused
+    account = first.entry.data_account
+    between = Budget((first.composed.epsilon + after["epsilon"]) / 2, 1e-3)
+    Ledger(scratch).set_budget(account, first.entry.secret_key, between)
+    with pytest.raises(BudgetExceededError, match=r"account of the secret .sex = 'Female'."):
+        _release(scratch, _share("income = '>50K'"), seed=1, beta=None)
+    assert len(Ledger(scratch)) == 1
+
+
+def test_an_account_the_release_cannot_be_composed_into_refuses_it(tmp_path):
+    """Without a budget too: a release that cannot be composed into another account of
+    its data (that secret's column is not in this release's modelling table) is refused
+    with one line naming the account and why, rather than left out of it."""
+    from distpriv.errors import CompositionError
+
+    path = tmp_path / "l.db"
+    _release(path, _share(FEMALE), beta=None)
     before = path.read_bytes()
-    with pytest.raises(BudgetExceededError, match="cannot be checked"):
-        _release(path, _share("income = '>50K'"), seed=1)
-    assert path.read_bytes() == before  # nothing recorded
+    model_data, data = adult()
+    no_sex = model_data.drop(columns=["sex"])
+    with pytest.raises(CompositionError) as caught, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release_with_ledger(
+            data,
+            STATS,
+            _share("income = '>50K'"),
+            model_data=no_sex,
+            mechanism="daum",
+            epsilon=1.0,
+            delta=1e-3,
+            ledger=path,
+            rng=1,
+            beta=None,
+        )
+    msg = str(caught.value)
+    assert "\n" not in msg and "account of the secret \"sex = 'Female'\"" in msg
+    assert "cannot be modelled" in msg and "sex" in msg
+    assert path.read_bytes() == before  # nothing drawn or recorded

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from distpriv.cli import main
-from distpriv.errors import LedgerError
+from distpriv.errors import CompositionError, LedgerError
 from distpriv.pipeline.ledger import Budget, Ledger, NewRelease
 from distpriv.pipeline.ledger.store import LedgerCreatedElsewhere
 
@@ -69,7 +69,10 @@ def _new(predicate: str = "p") -> NewRelease:
 
 def _record(led: Ledger, value: float, predicate: str = "p") -> None:
     led.guarded_release(
-        _new(predicate), compose=lambda earlier, b: _Composed(), draw=lambda: _Drawn((value,))
+        _new(predicate),
+        compose=lambda earlier, b: _Composed(),
+        draw=lambda: _Drawn((value,)),
+        compose_account=lambda earlier, b, row: _Composed(),
     )
 
 
@@ -321,7 +324,7 @@ def test_schema_2_ledger_is_read_unchanged_and_upgraded_by_its_first_write(tmp_p
     assert path.read_bytes() == before
     _record(led, 7.0)
     con = sqlite3.connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 4
     assert (
         json.loads(con.execute("SELECT value FROM meta WHERE key='chain'").fetchone()[0])[
             "budgets"
@@ -416,3 +419,106 @@ def test_a_ledger_deleted_after_it_was_opened_is_not_recreated_empty(ledger):
     with pytest.raises(LedgerError):
         led.releases()
     assert not ledger.exists()
+
+
+def test_the_store_refuses_a_release_it_is_not_told_how_to_compose_into_other_accounts(
+    tmp_path,
+):
+    """guarded_release without compose_account, on data with another account: the
+    release would be left out of that account, so it is refused (nothing drawn)."""
+    led = Ledger(tmp_path / "l.db")
+    _record(led, 1.0, predicate="x > 0")
+    drawn = []
+    with pytest.raises(CompositionError, match=r"account\(s\) of 'x > 0'"):
+        led.guarded_release(
+            _new("x > 1"), compose=lambda e, b: _Composed(), draw=lambda: drawn.append(1)
+        )
+    assert drawn == [] and len(Ledger(tmp_path / "l.db")) == 1
+
+
+# The schemas of distpriv versions that key accounts by text: they read these and refuse a
+# newer one, so a ledger with rows keyed by meaning must never carry one of them.
+TEXT_KEYED_SCHEMAS = (2, 3)
+
+
+def _version(path) -> int:
+    con = sqlite3.connect(path)
+    try:
+        return int(con.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        con.close()
+
+
+def test_a_ledger_written_now_is_refused_by_text_keyed_versions(tmp_path, capsys):
+    """Downgrade safety: a new ledger, and a schema-3 ledger after its first write by this
+    version, carry a schema that distpriv versions keying accounts by text refuse (they
+    would open fresh accounts beside the meaning-keyed rows); reading never upgrades."""
+    fresh = tmp_path / "new.sqlite"
+    _record(Ledger(fresh), 1.0)
+    assert _version(fresh) not in TEXT_KEYED_SCHEMAS
+    old = tmp_path / "v3.sqlite"
+    _record(Ledger(old), 1.0)
+    con = sqlite3.connect(old)
+    con.execute("PRAGMA user_version = 3")  # the tables of 3 are those of 4
+    con.close()
+    before = old.read_bytes()
+    assert main(["ledger", "show", str(old), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["schema_version"] == 3  # the file's
+    assert old.read_bytes() == before  # read as it is
+    _record(Ledger(old), 2.0)
+    assert _version(old) not in TEXT_KEYED_SCHEMAS
+    assert [e.released for e in Ledger(old).releases()] == [[1.0], [2.0]]
+
+
+def test_a_newer_schema_is_refused_in_one_line_by_every_command(tmp_path, capsys):
+    path = tmp_path / "l.sqlite"
+    _record(Ledger(path), 1.0)
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {_version(path) + 1}")
+    con.close()
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match=r"schema version \d+ \(written by a newer distpriv\)"):
+        Ledger(path)
+    assert main(["ledger", "show", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "newer distpriv" in err and str(path) in err
+    assert path.read_bytes() == before
+
+
+def test_a_row_stores_its_canonical_key_and_is_read_by_it_as_by_parsing(tmp_path):
+    """The canonical key stored at record time is what parsing the text gives: a row is
+    found in the same account whether its keys are read from the record or re-parsed."""
+    from distpriv.pipeline.ledger.accounts import text_key
+    from distpriv.pipeline.ledger.identity import secret_aliases, secret_key
+    from distpriv.pipeline.ledger.records import account_keys
+
+    led = Ledger(tmp_path / "l.db")
+    spellings = ["(X>0)", "0 <  x", "lower(Name) IN ('b', 'a')"]
+    for k, text in enumerate(spellings):
+        _record(led, float(k), predicate=text)
+    for text, row in zip(spellings, Ledger(tmp_path / "l.db").releases(), strict=True):
+        assert row.secret["text_keys"] == [secret_key(text)]
+        assert text_key(row) == secret_key(text)
+        assert account_keys(row) == secret_aliases(text) | {row.secret_key}
+    assert len(Ledger(tmp_path / "l.db").releases(ACCOUNT, "x > 0")) == 2
+
+
+def test_ledger_show_names_releases_an_earlier_version_left_out_of_an_account(tmp_path, capsys):
+    """Rows recorded without a guarantee for another account of their data (as earlier
+    versions did: no composition into other secrets' accounts, or a note) are listed as
+    not included in that account's guarantee until its next composition."""
+    from distpriv.pipeline.ledger.report import ledger_report
+
+    path = tmp_path / "l.db"
+    led = Ledger(path)
+    _record(led, 1.0, predicate="x > 0")
+    _record(led, 2.0, predicate="y > 0")  # the stand-in records no "accounts"
+    groups = {g["secret"]: g["composed"] for g in ledger_report(path)["groups"]}
+    assert groups["x > 0"]["left_out"] == [2]
+    assert "left_out" not in groups["y > 0"]
+    assert main(["ledger", "show", str(path)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "release(s) 2 of this data were not composed" in shown
+    _record(led, 3.0, predicate="x > 0")  # its own next release composes every earlier one
+    groups = {g["secret"]: g["composed"] for g in ledger_report(path)["groups"]}
+    assert "left_out" not in groups["x > 0"] and groups["y > 0"]["left_out"] == [3]

@@ -447,6 +447,12 @@ def render_ledger(report: dict[str, Any]) -> str:
             f"\n[bold]{lead}[/bold] — {budget}\n  secret [bold]{_e(g['secret'])}[/bold], "
             f"data account {_e(g['account'])}"
         )
+        if c is not None and c.get("left_out"):  # recorded by an earlier distpriv
+            ids = ", ".join(str(i) for i in c["left_out"])
+            console.print(
+                f"  [bold]not included:[/bold] release(s) {ids} of this data were not "
+                "composed into this account when recorded; its next composition includes them"
+            )
         table = Table()
         for col in ("#", "time (UTC)", "mechanism", "statistics", "claimed", "alone", "composed"):
             table.add_column(col, justify="right" if col in ("#",) else "left")

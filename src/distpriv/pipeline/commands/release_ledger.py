@@ -108,6 +108,10 @@ def release_with_ledger(
     with collect_warnings() as caught:
         prep = prepare_release(table, query, secret, model_data=model_data, plan=plan, rng=rng)
     gen = prep.rng
+    if getattr(secret, "is_grid", False):
+        # A range or events: the values on the released table's grid, as the model has them
+        # (the composition and the record need the hypotheses, not the unmaterialised range).
+        secret = secret.grid(table.n_rows)
     model_frame = as_table(model_data).frame
     model_rng = None if gen is None else int(gen.integers(2**63))
     pending = PendingRelease(

@@ -15,14 +15,22 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .identity import data_account, public_account, secret_aliases, secret_key
-from .records import Budget, LedgerEntry, account_keys
+from .identity import (
+    MEANING_PREFIX,
+    data_account,
+    legacy_secret_key,
+    public_account,
+    secret_aliases,
+    secret_key,
+)
+from .records import Budget, LedgerEntry, account_keys, stored_text_keys
 
 __all__ = [
     "account_of",
     "account_summary",
     "budget_of",
     "close_keys",
+    "known_keys",
     "other_accounts",
     "release_identity",
     "rows_of",
@@ -48,11 +56,29 @@ def close_keys(entries: Iterable[LedgerEntry], keys: frozenset[str]) -> frozense
     return frozenset(out)
 
 
+def _budget_is_mine(key: str, keys: frozenset[str], known: frozenset[str]) -> bool:
+    """Whether a budget row's key names the account of ``keys``.
+
+    A keyed meaning, or a canonical text key some row of the data stored (``known``), is
+    decided without parsing; any other text (written by an earlier version, or set before
+    its secret's first release) is canonicalised (:func:`secret_aliases`).
+    """
+    if key in keys or legacy_secret_key(key) in keys:
+        return True
+    if key.startswith(MEANING_PREFIX) or key in known:
+        return False
+    return bool(secret_aliases(key) & keys)
+
+
 def budget_of(
-    con: sqlite3.Connection, data_accounts: Sequence[str], keys: frozenset[str]
+    con: sqlite3.Connection,
+    data_accounts: Sequence[str],
+    keys: frozenset[str],
+    known: frozenset[str] = frozenset(),
 ) -> Budget | None:
     """The tightest budget recorded for the account (under any of its keys and any of the
-    data's accounts), or ``None``."""
+    data's accounts), or ``None``. ``known``: canonical text keys stored with the data's
+    rows (:func:`~.records.stored_text_keys`), whose budgets need no SQL parsing."""
     marks = ", ".join("?" * len(data_accounts))
     rows = con.execute(
         f"SELECT secret_key, epsilon, delta FROM budgets WHERE data_account IN ({marks})",
@@ -60,10 +86,14 @@ def budget_of(
     ).fetchall()
     out: Budget | None = None
     for key, eps, dlt in rows:
-        mine = key in keys or (not key.startswith("meaning-") and secret_aliases(key) & keys)
-        if mine:
+        if _budget_is_mine(key, keys, known):
             out = Budget(eps, dlt).tighter(out)
     return out
+
+
+def known_keys(entries: Iterable[LedgerEntry]) -> frozenset[str]:
+    """The canonical text keys stored with ``entries`` (none for rows of older versions)."""
+    return frozenset().union(*(stored_text_keys(e) for e in entries))
 
 
 def account_summary(composed: Any) -> dict[str, Any]:
@@ -80,8 +110,16 @@ def account_summary(composed: Any) -> dict[str, Any]:
 
 def text_key(entry: LedgerEntry) -> str:
     """The secret's text key (canonical SQL) of a recorded row, as reports show it: the
-    attribute's for several secrets at once."""
+    attribute's for several secrets at once. Stored with the row at record time; parsed
+    again only for rows of earlier versions."""
     d = entry.secret
+    stored = d.get("text_keys") or []
+    if d.get("accounts") and entry.secret_key in d["accounts"]:
+        at = d["accounts"].index(entry.secret_key)
+        if at < len(stored) and len(stored) == len(d["accounts"]):
+            return str(stored[at])
+    elif entry.secret_key in stored:
+        return entry.secret_key
     accounts, keys = d.get("accounts") or [], d.get("keys") or []
     if entry.secret_key in accounts and len(keys) == len(accounts):
         return secret_key(keys[accounts.index(entry.secret_key)])
@@ -127,8 +165,15 @@ def secret_from_record(entry: LedgerEntry) -> Any:
     """The secret an account's guarantee is stated for, rebuilt from its newest row.
 
     A proportion or a mean secret (the attribute of several secrets the row was recorded
-    for) with its recorded values and pairs; ``None`` for a kind whose hypotheses the
-    record does not determine (events: their premise needs the event grid's model).
+    for) with its recorded values and pairs. An event secret's account is stated, as the
+    event secret's own calibration and composition are, for its materialised value secret:
+    every grid value the events allow, Ψ = every value of one event against every value of
+    the other (recorded as its ``values`` and ``pairs``). The hockey-stick divergence is
+    jointly convex, so the largest δ over those cross pairs bounds the δ of the events'
+    mixtures whatever their weights (Zhang, Ohrimenko & Cummings 2022, Def. 4;
+    :mod:`distpriv.modeling.secret_events`): the bound holds for the stacked releases as
+    for one. ``None`` for a kind the record does not determine (one this version does not
+    know, or an attribute missing from its record).
     """
     from ...modeling import MeanSecret, ProportionSecret
 
@@ -148,6 +193,8 @@ def secret_from_record(entry: LedgerEntry) -> Any:
         kind = d.get("type", "proportion")
     values = d.get("values") or []
     pairs = [tuple(p) for p in d.get("pairs") or []]
+    if kind == "event":  # the grid's value secret: a share's events, or an average's
+        kind = "proportion" if "predicate" in d else "mean"
     if kind == "proportion":
         return ProportionSecret(d["predicate"], values, pairs=pairs)
     if kind == "mean":

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...errors import ParameterError
+from ...errors import ParameterError, ParameterTypeError
 from ..plan import ModelSpec
 from .accounts import secret_from_record
 from .identity import data_account, table_fingerprint
@@ -181,16 +181,17 @@ def ledgered_draw(
     def _compose_account(
         earlier: Sequence[LedgerEntry], effective: Budget | None, row: LedgerEntry
     ) -> Any:
-        other = secret_from_record(row)
+        try:
+            other = secret_from_record(row)
+        except (ParameterError, ParameterTypeError, KeyError) as exc:  # a damaged record
+            return f"its recorded secret cannot be rebuilt ({exc})"
         if other is None:
-            return (
-                "the record does not determine this secret's hypotheses (its kind needs "
-                "its own model)"
-            )
+            kind = row.secret.get("type")
+            return f"its recorded secret (kind {kind!r}) is not one this version can model"
         try:
             return _compose(earlier, effective, other)
         except ParameterError as exc:  # e.g. its columns are not in this modelling table
-            return f"cannot be modelled on this release's modelling table: {exc}"
+            return f"it cannot be modelled on this release's modelling table: {exc}"
 
     return ledger.guarded_release(
         new,

@@ -34,10 +34,13 @@ __all__ = [
     "public_account",
     "secret_aliases",
     "secret_key",
+    "stored_aliases",
     "table_fingerprint",
 ]
 
 ACCOUNT_PREFIX = "hmac-sha256:"
+# A secret's keyed meaning (distpriv.modeling.secret_identity.secret_accounts) starts so.
+MEANING_PREFIX = "meaning-" + ACCOUNT_PREFIX
 # Hex digits of an account shown in public outputs: 64 bits name an account among a
 # curator's tables without publishing the whole MAC.
 PUBLIC_HEX = 16
@@ -66,8 +69,11 @@ def secret_key(predicate: str) -> str:
     about the same property is composed with a new one, under the new release's pairs,
     so changing Ψ cannot reset the account. (What a secret selects on the released rows,
     beyond its spelling, is keyed by :func:`~distpriv.modeling.secret_identity.secret_accounts`.)
+    A keyed meaning (``meaning-hmac-sha256:…``) is its own key: no SQL is parsed.
     """
     plain = legacy_secret_key(predicate)
+    if plain.startswith(MEANING_PREFIX):
+        return plain
     from ...modeling.secret_identity import canonical_sql
 
     if plain.startswith(_MEAN):
@@ -79,8 +85,16 @@ def secret_key(predicate: str) -> str:
 
 
 def secret_aliases(predicate: str) -> frozenset[str]:
-    """Every key a secret's rows may carry: its canonical key and its earlier text key."""
+    """Every key a secret's rows may carry: its canonical key and its earlier text key
+    (a keyed meaning has no other: no SQL is parsed for it)."""
     return frozenset({secret_key(predicate), legacy_secret_key(predicate)})
+
+
+def stored_aliases(canonical: str, text: str) -> frozenset[str]:
+    """:func:`secret_aliases` of ``text`` when its canonical key was stored with its row
+    (``canonical``, computed at record time): no SQL is parsed, so reading a ledger
+    (``distpriv ledger show``) needs no parser."""
+    return frozenset({canonical, legacy_secret_key(text)})
 
 
 def _mac(key: bytes, tag: str, text: str) -> str:

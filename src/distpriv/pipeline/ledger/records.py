@@ -16,7 +16,7 @@ from typing import Any
 from ...errors import LedgerError, ParameterError, ParameterTypeError
 from ...util.text import parse_decimal
 from ...util.validation import check_privacy
-from .identity import secret_aliases, secret_key
+from .identity import MEANING_PREFIX, secret_aliases, secret_key, stored_aliases
 
 __all__ = [
     "DEFAULT_LEDGER_NAME",
@@ -31,6 +31,7 @@ __all__ = [
     "not_recorded",
     "parse_budget",
     "same_release",
+    "stored_text_keys",
 ]
 
 
@@ -265,6 +266,13 @@ class NewRelease:
         return (self.secret_key_text,)
 
     @property
+    def recorded_secret(self) -> dict[str, Any]:
+        """The secret as its row records it: with ``text_keys``, the canonical text key of
+        each attribute (in the order of ``keys``, or the one of the whole secret), so that
+        reading the ledger (``distpriv ledger show``) needs no SQL parser."""
+        return {**self.secret, "text_keys": list(self.text_keys)}
+
+    @property
     def secret_key_text(self) -> str:
         """The text key of the secret as a whole."""
         return secret_key(self.secret.get("key") or self.secret["predicate"])
@@ -301,19 +309,44 @@ class NewRelease:
         return tuple(frozenset(v) for v in out.values())
 
 
-def account_keys(entry: LedgerEntry) -> frozenset[str]:
-    """Every key under which a recorded row belongs to an account: its ``secret_key`` and
-    the text keys of the attribute it was recorded for (canonical and earlier spellings)."""
-    key = entry.secret_key
-    out = {key}
+def _attribute_text(entry: LedgerEntry) -> tuple[str | None, str | None]:
+    """The secret's text of the attribute a row was recorded under, and its canonical key
+    as stored at record time (``None`` for rows recorded before it was stored)."""
     d = entry.secret
     texts = d.get("keys") or [d.get("key") or d.get("predicate")]
+    stored = d.get("text_keys") or []
     accounts = d.get("accounts") or []
-    if key in accounts and len(texts) == len(accounts):
-        text = texts[accounts.index(key)]
-        if isinstance(text, str) and text.strip():
-            out |= secret_aliases(text)
-    elif not key.startswith("meaning-"):
+    at: int | None = None
+    if entry.secret_key in accounts and len(texts) == len(accounts):
+        at = accounts.index(entry.secret_key)
+    elif entry.secret_key in stored:  # recorded by text (no keyed meaning)
+        at = stored.index(entry.secret_key)
+    if at is None or at >= len(texts):
+        return None, None
+    text = texts[at]
+    canonical = stored[at] if len(stored) == len(texts) else None
+    return (text if isinstance(text, str) and text.strip() else None), canonical
+
+
+def stored_text_keys(entry: LedgerEntry) -> frozenset[str]:
+    """The canonical text keys stored with a row at record time (none for older rows)."""
+    return frozenset(k for k in entry.secret.get("text_keys") or [] if isinstance(k, str))
+
+
+def account_keys(entry: LedgerEntry) -> frozenset[str]:
+    """Every key under which a recorded row belongs to an account: its ``secret_key`` and
+    the text keys of the attribute it was recorded for (canonical and earlier spellings).
+
+    The canonical key stored with the row is used as it is; only rows recorded before it
+    was stored have their text parsed again (:func:`secret_aliases`)."""
+    key = entry.secret_key
+    out = {key}
+    text, canonical = _attribute_text(entry)
+    if text is not None and canonical is not None:
+        out |= stored_aliases(canonical, text)
+    elif text is not None:
+        out |= secret_aliases(text)
+    elif not key.startswith(MEANING_PREFIX):
         out |= secret_aliases(key)
     return frozenset(out)
 

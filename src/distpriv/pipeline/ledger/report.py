@@ -12,7 +12,6 @@ from typing import Any
 from ...guarantees import to_jsonable
 from .accounts import shown_key, text_key
 from .identity import public_account
-from .schema import SCHEMA_VERSION
 from .store import Ledger
 
 __all__ = ["ledger_report"]
@@ -47,21 +46,38 @@ def _latest(
 ) -> dict[str, Any] | None:
     """The account's composed guarantee after the newest release of its data: a release
     under another secret counts in it too, and records the account's guarantee after it
-    (in its ``composed.accounts``)."""
+    (in its ``composed.accounts``).
+
+    A later release of the data that recorded no guarantee for this account (an earlier
+    distpriv listed it with a note, or composed into no other account) is not in the
+    guarantee shown: its id is listed in ``left_out`` until a later composition of the
+    account (which takes every earlier release of the data) covers it.
+    """
     last = entries[-1].id if entries else -1
     shown = shown_key(key)
+    mine = {e.id for e in entries}
+    left_out: list[int] = []
     for e in every:
-        if e.data_account != account or e.id <= last:
+        if e.data_account != account or e.id <= last or e.id in mine:
             continue
-        for a in e.composed.get("accounts") or []:
-            if a.get("account") == shown and not a.get("this_release") and "epsilon" in a:
-                composed = {
-                    "epsilon": a["epsilon"],
-                    "delta": a["delta"],
-                    "n_releases": a["n_releases"],
-                    "family": (composed or {}).get("family", e.composed.get("family")),
-                    "after_release": e.id,
-                }
+        found = [a for a in e.composed.get("accounts") or [] if a.get("account") == shown]
+        if any(a.get("this_release") for a in found):
+            continue  # several secrets at once: this account's own release, another row
+        stated = [a for a in found if "epsilon" in a]
+        if not stated:
+            left_out.append(e.id)
+            continue
+        a = stated[0]
+        composed = {
+            "epsilon": a["epsilon"],
+            "delta": a["delta"],
+            "n_releases": a["n_releases"],
+            "family": (composed or {}).get("family", e.composed.get("family")),
+            "after_release": e.id,
+        }
+        left_out = []
+    if left_out and composed is not None:
+        composed = {**composed, "left_out": left_out}
     return composed
 
 
@@ -77,11 +93,14 @@ def ledger_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     Returns
     -------
     dict
-        JSON-safe: ``kind`` ("ledger"), ``path``, ``schema_version``, ``n_releases`` and
+        JSON-safe: ``kind`` ("ledger"), ``path``, ``schema_version`` (the file's: an older
+        one until this distpriv's first write upgrades it), ``n_releases`` and
         ``groups``, one per (data account, secret). Each group leads with ``composed``:
         the guarantee of every release of the data in this secret's account, after the
         newest release of the data (``after_release`` names it when it was made under
-        another secret; ``None`` for a budget without releases), then ``budget``,
+        another secret; ``None`` for a budget without releases; ``left_out`` lists later
+        releases of the data it does not include, recorded by an earlier distpriv that
+        did not compose them into this account), then ``budget``,
         ``account`` (the short keyed account, as in public reports) and ``releases`` (id,
         time, version, mechanism, statistics, the guarantee claimed alone, ``alone`` and
         ``composed`` from the exact computation, released values).
@@ -108,7 +127,7 @@ def ledger_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         {
             "kind": "ledger",
             "path": str(led.path),
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": led.schema_version(),
             "n_releases": sum(len(g["releases"]) for g in groups),
             "groups": groups,
         }

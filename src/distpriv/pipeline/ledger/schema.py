@@ -32,6 +32,10 @@ File safety
 * A schema-2 file (no chain) is read as it is and upgraded in place, inside the locked
   transaction of its first write (:func:`upgrade_to_chain`), after it has passed every
   check schema 2 allows (see there for why that is safe).
+* Downgrade safety: the schema version says how the rows are keyed. A file this distpriv
+  writes into is at version 4 (accounts by meaning) from that write on, so a distpriv that
+  keys accounts by text (it reads 2 and 3 only, and refuses a newer version) cannot open
+  fresh accounts beside its releases; a version newer than 4 is refused here in one line.
 """
 
 from __future__ import annotations
@@ -68,9 +72,14 @@ APPLICATION_ID = 0x64707276
 # 1: unkeyed data fingerprints (sha256 of the table's CSV). 2: keyed, order-blind data
 # accounts, an identity key in meta, a keyed checksum on every row. 3: the history chained
 # (count and chain head of each table under an HMAC in meta), the schema checked exactly.
-SCHEMA_VERSION = 3
-# Versions read by this distpriv: 2 is upgraded to 3 at its first write.
-READABLE_VERSIONS = (2, 3)
+# 4: accounts by meaning (a secret's rows keyed by what it computes on the released rows,
+# its text key canonical SQL, every release composed into every account of its data).
+# The tables are those of 3; the version is what changes: a distpriv that reads 3 only
+# would take a meaning-keyed row for a text account and open fresh accounts beside it
+# (a respelled secret passing its budget), so it must refuse the file as newer.
+SCHEMA_VERSION = 4
+# Versions read by this distpriv: 2 and 3 are upgraded to 4 at their first write.
+READABLE_VERSIONS = (2, 3, 4)
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 TABLES = ("meta", "budgets", "releases")
 KEY_BYTES = 32
@@ -359,7 +368,8 @@ def _check_version(path: Path, version: int) -> None:
     if version > SCHEMA_VERSION:
         raise LedgerError(
             f"ledger {str(path)!r} has schema version {version} (written by a newer "
-            f"distpriv); this distpriv reads version {SCHEMA_VERSION}; not modified"
+            f"distpriv); this distpriv reads versions up to {SCHEMA_VERSION}: use the "
+            "distpriv that wrote it; not modified"
         )
     raise LedgerError(
         f"ledger {str(path)!r} has schema version {version}, whose unkeyed data fingerprints "
@@ -396,7 +406,7 @@ def check_content(con: sqlite3.Connection, path: Path) -> tuple[bytes, Heads, in
     -------
     (bytes, dict, int)
         The identity key, the count and chain head of each table as found (the state the
-        next insert extends), and the schema version (2 or 3; a 2 has no chain record).
+        next insert extends), and the schema version (2, 3 or 4; a 2 has no chain record).
 
     Raises
     ------
@@ -443,11 +453,14 @@ def check_content(con: sqlite3.Connection, path: Path) -> tuple[bytes, Heads, in
     return key, heads, version
 
 
-def upgrade_to_chain(con: sqlite3.Connection, key: bytes, heads: Heads) -> None:
-    """Upgrade a checked schema-2 ledger to schema 3, in the caller's write transaction.
+def upgrade_to_chain(con: sqlite3.Connection, key: bytes, heads: Heads, version: int = 2) -> None:
+    """Upgrade a checked ledger of schema ``version`` (2 or 3) to :data:`SCHEMA_VERSION`, in
+    the caller's write transaction.
 
-    Adds the chain record of the rows as they are, lets the trigger on ``meta`` admit its
-    updates, and sets the version; SQLite's transaction makes the three one step.
+    From 2: adds the chain record of the rows as they are and lets the trigger on ``meta``
+    admit its updates. From 2 or 3: sets the version (4: accounts by meaning, so that a
+    distpriv keying accounts by text refuses the file from this write on). SQLite's
+    transaction makes it one step with the write.
 
     Why this is safe: the file has just passed every check schema 2 allows (integrity,
     the exact schema-2 schema with its triggers, every row's checksum, ids without gaps),
@@ -457,9 +470,10 @@ def upgrade_to_chain(con: sqlite3.Connection, key: bytes, heads: Heads) -> None:
     the same). After the upgrade an older distpriv refuses the file (a newer version)
     instead of appending rows that the chain would not cover.
     """
-    con.execute("DROP TRIGGER meta_no_update")
-    con.execute(_trigger("meta", "UPDATE", _META_UPDATE_WHEN))
-    con.execute("INSERT INTO meta VALUES (?, ?)", (CHAIN_KEY, chain_value(key, heads)))
+    if version < 3:
+        con.execute("DROP TRIGGER meta_no_update")
+        con.execute(_trigger("meta", "UPDATE", _META_UPDATE_WHEN))
+        con.execute("INSERT INTO meta VALUES (?, ?)", (CHAIN_KEY, chain_value(key, heads)))
     con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 

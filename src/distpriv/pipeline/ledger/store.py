@@ -25,7 +25,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ...errors import BudgetExceededError, LedgerError, ParameterError, ParameterTypeError
+from ...errors import (
+    BudgetExceededError,
+    CompositionError,
+    LedgerError,
+    ParameterError,
+    ParameterTypeError,
+)
 from ...guarantees import to_jsonable
 from ...util.version import __version__
 from ..scope import note_record
@@ -34,12 +40,13 @@ from .accounts import (
     account_summary,
     budget_of,
     close_keys,
+    known_keys,
     other_accounts,
     rows_of,
     shown_key,
     text_key,
 )
-from .identity import secret_aliases, secret_key
+from .identity import MEANING_PREFIX, legacy_secret_key, secret_aliases, secret_key
 from .records import Budget, LedgerEntry, NewRelease, same_release
 from .schema import (
     BUDGET_COLUMNS,
@@ -91,6 +98,20 @@ def _whole_key(entry: LedgerEntry) -> str | None:
     """The key of the release as a whole, as recorded in its secret (``None`` if absent)."""
     key = entry.secret.get("key")
     return secret_key(key) if isinstance(key, str) and key.strip() else None
+
+
+def _aliases(entries: Sequence[LedgerEntry], secret: str) -> frozenset[str]:
+    """Every key of the account named ``secret`` (a keyed meaning or a text).
+
+    A keyed meaning, or a canonical text key stored with one of ``entries``, needs no SQL
+    parsing (so ``distpriv ledger show`` imports no parser for what this version recorded);
+    any other text is canonicalised (:func:`secret_aliases`).
+    """
+    if secret.startswith(MEANING_PREFIX):
+        return frozenset({secret})
+    if secret in known_keys(entries):
+        return frozenset({secret, legacy_secret_key(secret)})
+    return secret_aliases(secret) | {secret}
 
 
 class Ledger:
@@ -216,9 +237,10 @@ class Ledger:
         """A checked write transaction taken at once (BEGIN IMMEDIATE); rolled back on error.
 
         The file is checked again under the lock: it may have been damaged since it was
-        opened, and nothing is appended to a damaged file. A schema-2 file is upgraded to
-        the chained schema in the same transaction (:func:`.schema.upgrade_to_chain`), so
-        a write that is rolled back leaves it as it was. A lazily opened ledger without a
+        opened, and nothing is appended to a damaged file. A schema-2 or 3 file is upgraded
+        to schema 4 (chained, accounts by meaning) in the same transaction
+        (:func:`.schema.upgrade_to_chain`), so a write that is rolled back leaves it as it
+        was. A lazily opened ledger without a
         file writes into a new temporary ledger instead (:meth:`_creating`).
         """
         if self._pending:
@@ -237,7 +259,7 @@ class Ledger:
                         "opened (replaced by another file?); nothing recorded"
                     )
                 if version < SCHEMA_VERSION:
-                    upgrade_to_chain(con, key, heads)
+                    upgrade_to_chain(con, key, heads, version)
                 self._heads = heads
                 yield con
             except BaseException:
@@ -341,11 +363,12 @@ class Ledger:
         if secret is None:
             return entries
         # An account is found under its keyed meaning or any spelling of its text.
-        return tuple(rows_of(entries, secret_aliases(secret) | {secret}))
+        return tuple(rows_of(entries, _aliases(entries, secret)))
 
     def _budget(self, con: sqlite3.Connection, account: str, secret: str) -> Budget | None:
-        keys = close_keys(self._select(con, account, None), secret_aliases(secret) | {secret})
-        return budget_of(con, (account,), keys)
+        rows = self._select(con, account, None)
+        keys = close_keys(rows, _aliases(rows, secret))
+        return budget_of(con, (account,), keys, known_keys(rows))
 
     def releases(
         self, data_account: str | None = None, secret: str | None = None
@@ -364,7 +387,8 @@ class Ledger:
             rows are stored under each attribute's own key).
         """
         with self._connect() as con:
-            if secret is None or not secret_key(secret).startswith(SEVERAL_PREFIX):
+            # the prefix needs no parsing: canonical SQL keeps it
+            if secret is None or not legacy_secret_key(secret).startswith(SEVERAL_PREFIX):
                 return self._select(con, data_account, secret)
             wanted = secret_key(secret)
             rows = self._select(con, data_account, None)
@@ -385,6 +409,15 @@ class Ledger:
                 " GROUP BY data_account, secret_key ORDER BY first"
             ).fetchall()
         return tuple((r[0], r[1]) for r in rows)
+
+    def schema_version(self) -> int:
+        """The file's schema version (``PRAGMA user_version``): an older one until this
+        distpriv's first write upgrades it; :data:`.schema.SCHEMA_VERSION` before a lazily
+        opened ledger's file exists."""
+        if self._pending:
+            return SCHEMA_VERSION
+        with self._connect() as con:
+            return int(con.execute("PRAGMA user_version").fetchone()[0])
 
     def __len__(self) -> int:
         with self._connect() as con:
@@ -429,9 +462,27 @@ class Ledger:
 
         Returns ``composed`` with ``accounts``: one dict per account of the data after this
         release, this release's own first.
+
+        Raises
+        ------
+        CompositionError
+            Another account that the release cannot be composed into (or no
+            ``compose_account`` while the data has other accounts): the release would be
+            left out of it.
+        BudgetExceededError
+            Another account's composed guarantee would exceed its budget.
         """
-        if compose_account is None or not hasattr(composed, "accounts"):
+        others = other_accounts(data_rows, own)
+        if others and compose_account is None:
+            names = ", ".join(repr(text_key(row)) for _, row in others)
+            raise CompositionError(
+                f"release refused: it counts in the account(s) of {names} of the same data "
+                "too, and no composition into other accounts was given (compose_account); "
+                "nothing was released or recorded"
+            )
+        if compose_account is None:  # and no other account
             return composed
+        listing = hasattr(composed, "accounts")  # False for a stand-in (tests)
         listed = [
             {
                 "account": shown_key(k),
@@ -440,27 +491,22 @@ class Ledger:
                 **account_summary(composed),
             }
             for k, t in zip(new.secret_keys, new.text_keys, strict=False)
+            if listing
         ]
-        for keys, row in other_accounts(data_rows, own):
+        for keys, row in others:
             acct_budget = budget_of(con, new.data_ids, close_keys(data_rows, keys))
             other = compose_account(earlier, acct_budget, row)
             name = text_key(row)
             shown = shown_key(row.secret_key)
             if isinstance(other, str) or other is None:
+                # The release counts in that account too, budget or not: an account it
+                # cannot be composed into would leave it out (fail closed, no override).
                 why = other or "no composition for this secret"
-                if acct_budget is not None:
-                    # The release counts in that account too; a budget that cannot be
-                    # checked is not met (fail closed: no release left out of an account).
-                    raise BudgetExceededError(
-                        f"release refused: it counts in the account of the secret {name!r} "
-                        f"of the same data too, whose budget ({acct_budget.epsilon:g}, "
-                        f"{acct_budget.delta:g}) cannot be checked: {why}; nothing was "
-                        "released or recorded"
-                    )
-                listed.append(
-                    {"account": shown, "secret": name, "this_release": False, "note": why}
+                raise CompositionError(
+                    f"release refused: it counts in the account of the secret {name!r} of "
+                    f"the same data too, and cannot be composed into it: {why}; nothing was "
+                    "released or recorded"
                 )
-                continue
             if acct_budget is not None and not other.within(acct_budget):
                 raise BudgetExceededError(
                     f"release refused: it counts in the account of the secret {name!r} of "
@@ -468,10 +514,10 @@ class Ledger:
                     f"{other.describe()}, beyond its budget ({acct_budget.epsilon:g}, "
                     f"{acct_budget.delta:g}); nothing was released or recorded"
                 )
-            listed.append(
-                {"account": shown, "secret": name, "this_release": False} | account_summary(other)
-            )
-        return replace(composed, accounts=tuple(listed))
+            if listing:
+                summary = account_summary(other)
+                listed.append({"account": shown, "secret": name, "this_release": False} | summary)
+        return replace(composed, accounts=tuple(listed)) if listing else composed
 
     def guarded_release(
         self,
@@ -506,7 +552,9 @@ class Ledger:
             The composed guarantee of *another* secret's account of the same data (its
             hypotheses rebuilt from that row) with this release: every account of the
             data is checked against its own budget, and listed in the result's
-            ``accounts``. Returns ``None`` for an account it cannot state.
+            ``accounts``. Returns the reason (a string), or ``None``, for an account it
+            cannot state: the release is then refused (it would be left out of that
+            account).
 
         Returns
         -------
@@ -519,6 +567,9 @@ class Ledger:
         ParameterError
             ``budget`` differs from the one recorded for this data and secret (naming both;
             a later, looser budget would otherwise silently reopen the account).
+        CompositionError
+            The release cannot be composed into another account of its data (naming the
+            account and why), with or without a budget: nothing drawn or recorded.
         """
         # Every release of the data counts in every account of it: the new release is
         # composed with all of them, under its own secret (and, through compose_account,
@@ -574,7 +625,7 @@ class Ledger:
                 "time_utc": now_utc(),
                 "version": __version__,
                 "data_account": str(new.data_account),
-                "secret_json": dumps(new.secret),
+                "secret_json": dumps(new.recorded_secret),
                 "statistics_json": dumps([list(s) for s in new.statistics]),
                 "model_json": dumps(new.model),
                 "mechanism": str(new.mechanism),
