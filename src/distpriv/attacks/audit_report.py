@@ -28,29 +28,20 @@ class AuditAttackResult:
 
     (Not to be confused with :class:`distpriv.local.AttackResult`, the Bayes attack on a
     local mechanism.)
-
-    Attributes
-    ----------
-    attack : str
-        e.g. ``"logistic"``, ``"logistic (mechanism-aware)"``, ``"likelihood-ratio"``.
-    accuracy : float
-        Mean accuracy over repetitions (= pooled accuracy: every repetition makes the same
-        number of decisions).
-    interval : tuple of float
-        95 % two-sided Clopper–Pearson interval of the accuracy from the pooled decisions;
-        always inside [0, 1].
-    per_repetition : tuple of float
-    confusion : tuple of int
-        Pooled (tp, fn, fp, tn), θ₁ being the positive class.
-    bound : EpsilonBound
-        ε lower bound from the pooled decisions.
     """
 
+    #: e.g. ``"logistic"``, ``"logistic (mechanism-aware)"``, ``"likelihood-ratio"``.
     attack: str
+    #: Mean accuracy over repetitions (= pooled accuracy: every repetition makes the same
+    #: number of decisions).
     accuracy: float
+    #: 95 % two-sided Clopper–Pearson interval of the accuracy from the pooled decisions;
+    #: always inside [0, 1].
     interval: tuple[float, float]
     per_repetition: tuple[float, ...]
+    #: Pooled (tp, fn, fp, tn), θ₁ being the positive class.
     confusion: tuple[int, int, int, int]
+    #: ε lower bound from the pooled decisions.
     bound: EpsilonBound
 
     def to_dict(self) -> dict[str, Any]:

@@ -49,27 +49,18 @@ MAX_QUILT_ATTRIBUTES = 14
 
 @dataclass(frozen=True)
 class MarkovQuilt:
-    """A Markov quilt (X_Q, X_N, X_R) of a sensitive attribute X_i (Zhang et al. 2022, Def. 6).
+    """A Markov quilt (X_Q, X_N, X_R) of a sensitive attribute X_i (Zhang et al. 2022, Def. 6)."""
 
-    Attributes
-    ----------
-    secret : str
-        The sensitive attribute X_i.
-    quilt : tuple of str
-        X_Q: given X_Q, X_R is independent of X_i (d-separation on the DAG).
-    nearby : tuple of str
-        X_N, the attributes neither in the quilt nor remote; contains X_i.
-    remote : tuple of str
-        X_R.
-    max_influence : float
-        e_Θ(X_Q | X_i) (Def. 7); 0 for an empty quilt, ``inf`` when some φ_Q is possible
-        under one value of φ_i and impossible under another.
-    """
-
+    #: The sensitive attribute X_i.
     secret: str
+    #: X_Q: given X_Q, X_R is independent of X_i (d-separation on the DAG).
     quilt: tuple[str, ...]
+    #: X_N, the attributes neither in the quilt nor remote; contains X_i.
     nearby: tuple[str, ...]
+    #: X_R.
     remote: tuple[str, ...]
+    #: e_Θ(X_Q | X_i) (Def. 7); 0 for an empty quilt, ``inf`` when some φ_Q is possible
+    #: under one value of φ_i and impossible under another.
     max_influence: float
 
     @property

@@ -150,18 +150,11 @@ class Experiment:
 
 @dataclass(frozen=True)
 class RunInfo:
-    """How one experiment was run: its seed, quick or full, and when it started.
-
-    Attributes
-    ----------
-    seed : int
-    quick : bool
-    t0 : float
-        Its start, a ``time.perf_counter()`` value.
-    """
+    """How one experiment was run: its seed, quick or full, and when it started."""
 
     seed: int
     quick: bool
+    #: Its start, a ``time.perf_counter()`` value.
     t0: float
 
 

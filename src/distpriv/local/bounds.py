@@ -71,28 +71,22 @@ def theorem3_bound(
 
 @dataclass(frozen=True)
 class TuplingBound:
-    """Thm 3 of KM 2019a evaluated for a pair, with β and η measured from A#(λ).
+    """Thm 3 of KM 2019a evaluated for a pair, with β and η measured from A#(λ)."""
 
-    Attributes
-    ----------
-    epsilon, delta : float
-        (ε_α, δ_α); ε = ``inf`` when no admissible α reaches the requested δ.
-    beta, eta, alpha : float
-        The parameters that minimise ε_α subject to δ_α ≤ the requested δ.
-    k, n_outputs : int
-    requested_delta : float
-    assumptions : tuple of Assumption
-        Uniform dummies; η = 0 (the case the proof covers).
-    """
-
+    #: (ε_α, δ_α); ε = ``inf`` when no admissible α reaches the requested δ.
     epsilon: float
+    #: (ε_α, δ_α); ε = ``inf`` when no admissible α reaches the requested δ.
     delta: float
+    #: The parameters that minimise ε_α subject to δ_α ≤ the requested δ.
     beta: float
+    #: The parameters that minimise ε_α subject to δ_α ≤ the requested δ.
     eta: float
+    #: The parameters that minimise ε_α subject to δ_α ≤ the requested δ.
     alpha: float
     k: int
     n_outputs: int
     requested_delta: float
+    #: Uniform dummies; η = 0 (the case the proof covers).
     assumptions: tuple[Assumption, ...]
 
     def guarantee(

@@ -138,49 +138,32 @@ def build_mechanism(
 
 @dataclass(frozen=True)
 class LocalEvaluation:
-    """What :func:`evaluate` measured for one mechanism and one pair.
-
-    Attributes
-    ----------
-    scenario : str
-    pair : (str, str)
-        The names of λ₀ and λ₁.
-    mechanism : str
-    params : dict
-    delta : float
-    epsilon, epsilon_low, epsilon_high : float
-        ε of (ε, δ)-DistP and its confidence interval (equal to ε when exact).
-    method : str
-        ``"exact"`` or ``"monte-carlo"``.
-    confidence : float or None
-    n_samples : int or None
-        Tuples per direction (Monte Carlo).
-    divergences : dict
-        :meth:`Divergences.to_dict` (pure D∞, KL, TV, χ², Hellinger, both directions).
-    expected_loss : dict of str to float
-        Per distribution name, and ``"mean"`` (equal weights).
-    attack : dict
-        :meth:`AttackResult.to_dict`.
-    guarantee : dict or None
-        The theoretical guarantee that applies.
-    notes : tuple of str
-    seed : int or None
-    """
+    """What :func:`evaluate` measured for one mechanism and one pair."""
 
     scenario: str
+    #: The names of λ₀ and λ₁.
     pair: tuple[str, str]
     mechanism: str
     params: dict[str, Any]
     delta: float
+    #: ε of (ε, δ)-DistP and its confidence interval (equal to ε when exact).
     epsilon: float
+    #: ε of (ε, δ)-DistP and its confidence interval (equal to ε when exact).
     epsilon_low: float
+    #: ε of (ε, δ)-DistP and its confidence interval (equal to ε when exact).
     epsilon_high: float
+    #: ``"exact"`` or ``"monte-carlo"``.
     method: str
     confidence: float | None
+    #: Tuples per direction (Monte Carlo).
     n_samples: int | None
+    #: :meth:`Divergences.to_dict` (pure D∞, KL, TV, χ², Hellinger, both directions).
     divergences: dict[str, Any]
+    #: Per distribution name, and ``"mean"`` (equal weights).
     expected_loss: dict[str, float]
+    #: :meth:`AttackResult.to_dict`.
     attack: dict[str, Any]
+    #: The theoretical guarantee that applies.
     guarantee: dict[str, Any] | None
     notes: tuple[str, ...] = ()
     seed: int | None = None

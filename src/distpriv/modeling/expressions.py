@@ -158,28 +158,19 @@ ALLOWED_FUNCTIONS: tuple[str, ...] = tuple(
 
 @dataclass(frozen=True)
 class ParsedExpression:
-    """A validated single SQL expression.
+    """A validated single SQL expression."""
 
-    Attributes
-    ----------
-    text : str
-        The user's text (for messages and reports only; never executed).
-    tree : sqlglot.exp.Expr
-        The validated syntax tree.
-    columns : frozenset of str
-        The column names it references (as written, case preserved).
-    aggregate : bool
-        Whether it contains an aggregate function.
-    what : str
-        What it is, for messages (e.g. ``"statistic 'avg_age'"``).
-    """
-
+    #: The user's text (for messages and reports only; never executed).
     text: str
     # exp.Expr is the base of every node in recent sqlglot (exp.Expression derives from it);
     # annotations are strings here, so releases without the name still import this module.
+    #: The validated syntax tree.
     tree: exp.Expr
+    #: The column names it references (as written, case preserved).
     columns: frozenset[str]
+    #: Whether it contains an aggregate function.
     aggregate: bool
+    #: What it is, for messages (e.g. ``"statistic 'avg_age'"``).
     what: str
 
     def sql(self, dialect: str = "duckdb") -> str:
