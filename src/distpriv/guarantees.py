@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .util.records import field_values
+
 __all__ = ["Assumption", "PrivacyGuarantee", "Release", "to_jsonable"]
 
 
@@ -53,12 +55,7 @@ class Assumption:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        return {
-            "name": self.name,
-            "statement": self.statement,
-            "holds": self.holds,
-            "detail": self.detail,
-        }
+        return field_values(self)
 
 
 @dataclass(frozen=True)
@@ -162,10 +159,7 @@ class PrivacyGuarantee:
             "delta": self.delta,
             "notion": self.notion,
             "pairs": [list(p) for p in self.pairs],
-            "mechanism": self.mechanism,
-            "theorem": self.theorem,
-            "calibration": self.calibration,
-            "holds": self.holds,
+            **field_values(self, "mechanism theorem calibration holds"),
             "assumptions": [a.to_dict() for a in self.assumptions],
             "notes": list(self.notes),
             "fallback": None if self.fallback is None else self.fallback.to_dict(),

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import erfcx, gammaln
 
 from .errors import ParameterError, ParameterTypeError, SamplerError
+from .util.records import field_values
 from .util.validation import check_array, check_positive_int, check_rng, readonly
 
 __all__ = [
@@ -325,11 +326,7 @@ class GridRounding:
         """JSON-safe dict."""
         return {
             "grid_exponent": GRID_EXPONENT,
-            "grid": self.grid,
-            "l2_sensitivity": self.l2_sensitivity,
-            "delta": self.delta,
-            "l1_sensitivity": self.l1_sensitivity,
-            "epsilon": self.epsilon,
+            **field_values(self, "grid l2_sensitivity delta l1_sensitivity epsilon"),
         }
 
 

@@ -56,6 +56,7 @@ import numpy as np
 from scipy.special import log_ndtr
 
 from ..errors import ParameterError
+from ..util.records import field_values
 from ..util.roots import brentq  # scipy.optimize's, without its import cost
 from ..util.validation import check_array, check_covariance, check_delta, check_epsilon, check_real
 from ._inversion import _chernoff_bound, _inversion_checked, _whitening_error, _whitening_ok
@@ -201,15 +202,7 @@ class GaussianPairProfile:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "estimate": self.estimate,
-            "error_bound": self.error_bound,
-            "method": self.method,
-            "dim": self.dim,
-            "detail": self.detail,
-        }
+        return field_values(self)
 
 
 def _check_pair(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 from ..util.version import __version__
 from .bounds import EpsilonBound, accuracy_allowed, clopper_pearson
 from .verify import DataLevelCheck
@@ -48,11 +49,7 @@ class AuditAttackResult:
         """JSON-safe dict."""
         return to_jsonable(
             {
-                "attack": self.attack,
-                "accuracy": self.accuracy,
-                "interval": self.interval,
-                "per_repetition": self.per_repetition,
-                "confusion": self.confusion,
+                **field_values(self, "attack accuracy interval per_repetition confusion"),
                 "epsilon_lower_bound": self.bound.to_dict(),
             }
         )
@@ -112,14 +109,9 @@ class AuditReport:
         return to_jsonable(
             {
                 "version": __version__,
-                "seed": self.seed,
-                "pair": self.pair,
-                "repetitions": self.repetitions,
-                "n_shadow": self.n_shadow,
-                "n_test": self.n_test,
-                "confidence": self.confidence,
-                "classifiers": self.classifiers,
-                "notes": self.notes,
+                **field_values(
+                    self, "seed pair repetitions n_shadow n_test confidence classifiers notes"
+                ),
                 "mechanisms": [m.to_dict() for m in self.mechanisms],
                 **({} if self.labels is None else {"labels": self.labels}),
             }

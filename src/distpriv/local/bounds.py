@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import ParameterError
 from ..guarantees import Assumption, PrivacyGuarantee, to_jsonable
+from ..util.records import field_values
 from ..util.validation import check_delta, check_positive_int, check_real
 from .tupling import TuplingMechanism, _weights
 
@@ -107,14 +108,7 @@ class TuplingBound:
         """JSON-safe dict."""
         return to_jsonable(
             {
-                "epsilon": self.epsilon,
-                "delta": self.delta,
-                "beta": self.beta,
-                "eta": self.eta,
-                "alpha": self.alpha,
-                "k": self.k,
-                "n_outputs": self.n_outputs,
-                "requested_delta": self.requested_delta,
+                **field_values(self, "epsilon delta beta eta alpha k n_outputs requested_delta"),
                 "assumptions": [a.to_dict() for a in self.assumptions],
             }
         )

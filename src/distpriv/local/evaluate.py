@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 from ..util.validation import (
     RngLike,
     check_choice,
@@ -174,18 +175,11 @@ class LocalEvaluation:
             {
                 "scenario": self.scenario,
                 "pair": list(self.pair),
-                "mechanism": self.mechanism,
-                "params": self.params,
-                "delta": self.delta,
-                "epsilon": self.epsilon,
+                **field_values(self, "mechanism params delta epsilon"),
                 "epsilon_interval": [self.epsilon_low, self.epsilon_high],
-                "method": self.method,
-                "confidence": self.confidence,
-                "n_samples": self.n_samples,
-                "divergences": self.divergences,
-                "expected_loss": self.expected_loss,
-                "attack": self.attack,
-                "guarantee": self.guarantee,
+                **field_values(
+                    self, "method confidence n_samples divergences expected_loss attack guarantee"
+                ),
                 "notes": list(self.notes),
                 "seed": self.seed,
             }

@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 from ..util.validation import (
     RngLike,
     check_delta,
@@ -129,17 +130,7 @@ class DistPEstimate:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        return to_jsonable(
-            {
-                "delta": self.delta,
-                "epsilon": self.epsilon,
-                "low": self.low,
-                "high": self.high,
-                "confidence": self.confidence,
-                "method": self.method,
-                "n_samples": self.n_samples,
-            }
-        )
+        return to_jsonable(field_values(self))
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,11 +182,7 @@ class TuplingMonteCarlo:
         """JSON-safe summary: sizes, the exact pure ε and ε(δ) with intervals."""
         return to_jsonable(
             {
-                "k": self.k,
-                "n_outputs": self.n_outputs,
-                "n_samples": self.n_samples,
-                "confidence": self.confidence,
-                "epsilon_pure": self.epsilon_pure,
+                **field_values(self, "k n_outputs n_samples confidence epsilon_pure"),
                 "epsilon": [self.epsilon(d).to_dict() for d in deltas],
             }
         )

@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike
 from ..divergences import check_distribution
 from ..errors import ParameterTypeError
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 from ..util.validation import check_real
 
 __all__ = ["AttackResult", "attack_success", "bayes_attack", "expected_loss"]
@@ -46,16 +47,7 @@ class AttackResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        return to_jsonable(
-            {
-                "success_rate": self.success_rate,
-                "accuracy": self.accuracy,
-                "prior": self.prior,
-                "success_interval": self.success_interval,
-                "accuracy_interval": self.accuracy_interval,
-                "method": self.method,
-            }
-        )
+        return to_jsonable(field_values(self))
 
 
 def _prior(prior: float) -> float:

@@ -67,6 +67,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..noise import Noise, grid_rounding
+from ..util.records import field_values
 from ..util.validation import check_positive_int
 
 __all__ = [
@@ -113,13 +114,7 @@ class Lattice:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        return {
-            "statistic": self.statistic,
-            "step": self.step,
-            "origin": self.origin,
-            "source": self.source,
-            "detail": self.detail,
-        }
+        return field_values(self)
 
 
 def _simplest_between(lo: Fraction, hi: Fraction) -> Fraction:

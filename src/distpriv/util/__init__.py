@@ -9,6 +9,7 @@
 * :mod:`.templates` — the Jinja2 templates of ``_repr_html_`` and the reports;
 * :mod:`.distributions` and :mod:`.roots` — the few scipy functions the cold path needs,
   without importing scipy.stats or scipy.optimize;
+* :mod:`.records` — frozen dataclass results as dicts (each ``to_dict`` names its fields once);
 * :mod:`.version` — the package's version (read statically by setuptools).
 
 Nothing here is imported by ``import distpriv`` until a module needs it.
