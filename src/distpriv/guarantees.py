@@ -67,10 +67,6 @@ class PrivacyGuarantee:
     #: privacy profile of the outputs). When the target could not be met they are the
     #: weaker pair that holds, and the target is in ``requested_epsilon``/``requested_delta``.
     epsilon: float
-    #: The privacy parameters the release satisfies: always values verified under the
-    #: stated model and the checked assumptions (for the Gaussian family, by the exact
-    #: privacy profile of the outputs). When the target could not be met they are the
-    #: weaker pair that holds, and the target is in ``requested_epsilon``/``requested_delta``.
     delta: float
     #: Ψ as pairs of θ labels; each pair is protected in both directions.
     pairs: tuple[tuple[str, str], ...]
@@ -92,8 +88,6 @@ class PrivacyGuarantee:
     #: The target (ε, δ) the mechanism was calibrated for; ``None`` means the same as
     #: ``epsilon``/``delta``.
     requested_epsilon: float | None = None
-    #: The target (ε, δ) the mechanism was calibrated for; ``None`` means the same as
-    #: ``epsilon``/``delta``.
     requested_delta: float | None = None
     #: What the guarantee is conditional on rather than what was checked: for the
     #: Gaussian family, "f_θ is Gaussian with the model's moments", with the model's

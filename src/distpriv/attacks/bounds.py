@@ -46,19 +46,14 @@ class EpsilonBound:
     confidence: float
     #: Observed rates (θ₁ detected when θ₁; θ₁ claimed when θ₀).
     tpr: float
-    #: Observed rates (θ₁ detected when θ₁; θ₁ claimed when θ₀).
     fpr: float
     #: The Clopper–Pearson bounds used.
     tpr_lower: float
-    #: The Clopper–Pearson bounds used.
     fpr_upper: float
-    #: The Clopper–Pearson bounds used.
     tnr_lower: float
-    #: The Clopper–Pearson bounds used.
     fnr_upper: float
     #: Number of test datasets under θ₁ and θ₀.
     positives: int
-    #: Number of test datasets under θ₁ and θ₀.
     negatives: int
 
     def to_dict(self) -> dict[str, Any]:

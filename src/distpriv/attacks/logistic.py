@@ -35,9 +35,6 @@ class LogisticFit:
     #: The standardisation (``StandardScaler``: mean and population standard deviation,
     #: 1 for a constant feature).
     mean: np.ndarray
-    #: ndarray, shape (d,)
-    #: The standardisation (``StandardScaler``: mean and population standard deviation,
-    #: 1 for a constant feature).
     scale: np.ndarray
     #: ndarray, shape (d,)
     #: w, on the standardised features.

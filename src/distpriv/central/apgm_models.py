@@ -190,7 +190,6 @@ class GaussianAttributeBounds:
     variances: np.ndarray
     #: The θ (index) attaining each extreme.
     argmax_sensitivity: int
-    #: The θ (index) attaining each extreme.
     argmin_variance: int
 
     def to_dict(self) -> dict[str, Any]:

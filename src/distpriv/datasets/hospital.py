@@ -60,29 +60,20 @@ class HospitalParameters:
     p_female: float = 0.6
     #: Height ~ N(mean, sd²) given the gender.
     height_mean_female: float = 65.0
-    #: Height ~ N(mean, sd²) given the gender.
     height_mean_other: float = 70.0
-    #: Height ~ N(mean, sd²) given the gender.
     height_sd_female: float = 3.0
-    #: Height ~ N(mean, sd²) given the gender.
     height_sd_other: float = 3.0
     #: Weight ~ N(slope · height + intercept, sd²) (the paper's N(k₁x − k₂, 15)).
     weight_slope: float = 3.6
-    #: Weight ~ N(slope · height + intercept, sd²) (the paper's N(k₁x − k₂, 15)).
     weight_intercept: float = -90.0
-    #: Weight ~ N(slope · height + intercept, sd²) (the paper's N(k₁x − k₂, 15)).
     weight_sd: float = 15.0
     #: Blood pressure ~ N(mean, sd²) given the gender.
     bp_mean_female: float = 100.0
-    #: Blood pressure ~ N(mean, sd²) given the gender.
     bp_mean_other: float = 106.0
-    #: Blood pressure ~ N(mean, sd²) given the gender.
     bp_sd: float = 3.0
     #: Temperature ~ N(mean, sd²) given the gender.
     temp_mean_female: float = 98.6
-    #: Temperature ~ N(mean, sd²) given the gender.
     temp_mean_other: float = 98.6
-    #: Temperature ~ N(mean, sd²) given the gender.
     temp_sd: float = 0.5
 
     def __post_init__(self) -> None:

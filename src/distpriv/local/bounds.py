@@ -76,13 +76,10 @@ class TuplingBound:
 
     #: (ε_α, δ_α); ε = ``inf`` when no admissible α reaches the requested δ.
     epsilon: float
-    #: (ε_α, δ_α); ε = ``inf`` when no admissible α reaches the requested δ.
     delta: float
     #: The parameters that minimise ε_α subject to δ_α ≤ the requested δ.
     beta: float
-    #: The parameters that minimise ε_α subject to δ_α ≤ the requested δ.
     eta: float
-    #: The parameters that minimise ε_α subject to δ_α ≤ the requested δ.
     alpha: float
     k: int
     n_outputs: int

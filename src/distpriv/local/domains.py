@@ -364,7 +364,6 @@ class LocalScenario:
 
     #: Registry name and a one-line description.
     name: str
-    #: Registry name and a one-line description.
     title: str
     #: X, Y and the metric.
     domain: Domain

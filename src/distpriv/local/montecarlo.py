@@ -119,7 +119,6 @@ class DistPEstimate:
     epsilon: float
     #: Confidence interval (equal to ``epsilon`` when exact).
     low: float
-    #: Confidence interval (equal to ``epsilon`` when exact).
     high: float
     #: Coverage of [low, high] (``None`` when exact).
     confidence: float | None
@@ -160,7 +159,6 @@ class TuplingMonteCarlo:
     confidence: float
     #: The mechanism's k and |Y|.
     k: int
-    #: The mechanism's k and |Y|.
     n_outputs: int
     _cum0: np.ndarray = field(init=False, repr=False)
     _cum1: np.ndarray = field(init=False, repr=False)

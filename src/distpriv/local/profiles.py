@@ -57,8 +57,6 @@ class Divergences:
     #: D(μ₀ ‖ μ₁) and D(μ₁ ‖ μ₀) for ``dinf`` (D∞^δ), ``kl``, ``tv``, ``chi2`` and
     #: ``hellinger``.
     forward: dict[str, float]
-    #: D(μ₀ ‖ μ₁) and D(μ₁ ‖ μ₀) for ``dinf`` (D∞^δ), ``kl``, ``tv``, ``chi2`` and
-    #: ``hellinger``.
     backward: dict[str, float]
     #: The δ of ``dinf``.
     delta: float = 0.0

@@ -40,7 +40,6 @@ class AttackResult:
     prior: float
     #: 95 % intervals for Monte Carlo estimates; ``None`` when exact.
     success_interval: tuple[float, float] | None = None
-    #: 95 % intervals for Monte Carlo estimates; ``None`` when exact.
     accuracy_interval: tuple[float, float] | None = None
     #: ``"exact"`` or ``"monte-carlo"``.
     method: str = "exact"

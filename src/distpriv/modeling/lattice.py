@@ -365,8 +365,6 @@ class LatticeDecoder:
     #: ndarray, shape (m,)
     #: The lattice origin + steps·ℤᵐ.
     origin: np.ndarray
-    #: ndarray, shape (m,)
-    #: The lattice origin + steps·ℤᵐ.
     steps: np.ndarray
     #: ndarray, shape (m,)
     #: Main noise direction u' (unit norm in step units).

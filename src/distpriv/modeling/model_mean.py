@@ -76,7 +76,6 @@ class MeanFit:
     rows: int
     #: Mean and standard deviation of the sensitive expression over those rows.
     mean_s: float
-    #: Mean and standard deviation of the sensitive expression over those rows.
     sd_s: float
     #: Its smallest and largest value.
     range_s: tuple[float, float]

@@ -71,14 +71,10 @@ class RawSums:
     #: ndarray, shape (m,)
     #: Σ d, Σ d³, Σ d⁴.
     s3: np.ndarray
-    #: ndarray, shape (m,)
-    #: Σ d, Σ d³, Σ d⁴.
     s4: np.ndarray
     #: ndarray, shape (m, m), or None
     #: T3[j, k] = Σ d_j d_k², T4[j, k] = Σ d_j² d_k² (only when asked for).
     t3: np.ndarray | None = None
-    #: ndarray, shape (m, m), or None
-    #: T3[j, k] = Σ d_j d_k², T4[j, k] = Σ d_j² d_k² (only when asked for).
     t4: np.ndarray | None = None
 
 

@@ -71,8 +71,6 @@ class StratumSums:
     #: ndarray, shape (m,)
     #: Σ_r (x_rj − μ_j)³ and Σ_r (x_rj − μ_j)⁴.
     p3: np.ndarray
-    #: ndarray, shape (m,)
-    #: Σ_r (x_rj − μ_j)³ and Σ_r (x_rj − μ_j)⁴.
     p4: np.ndarray
     #: ndarray, shape (m, m), or None
     #: Σ_r y_rj y_rl² and Σ_r y_rl² y_rk² (y = x − μ): the third and fourth cross moments
@@ -80,11 +78,6 @@ class StratumSums:
     #: (:mod:`distpriv.modeling.shape_moments`); ``None`` above
     #: :data:`~distpriv.modeling.shape_moments.MAX_STATISTICS` statistics.
     cross3: np.ndarray | None = None
-    #: ndarray, shape (m, m), or None
-    #: Σ_r y_rj y_rl² and Σ_r y_rl² y_rk² (y = x − μ): the third and fourth cross moments
-    #: the tight population set's correlations need
-    #: (:mod:`distpriv.modeling.shape_moments`); ``None`` above
-    #: :data:`~distpriv.modeling.shape_moments.MAX_STATISTICS` statistics.
     cross4: np.ndarray | None = None
 
 
@@ -94,7 +87,6 @@ class TableMoments:
 
     #: Rows satisfying / not satisfying the predicate.
     a: StratumSums
-    #: Rows satisfying / not satisfying the predicate.
     b: StratumSums
     missing: MissingReport
     #: The statements that were run (DuckDB dialect, separated by ``;``), for audit.

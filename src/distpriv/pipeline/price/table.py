@@ -76,7 +76,6 @@ class PriceReport:
     rows: tuple[StatisticPrice, ...]
     #: E‖Z‖² with and without the population layer.
     mse: float
-    #: E‖Z‖² with and without the population layer.
     mse_fitted: float | None
     #: Plain-language findings (dominated statistics, collinearity, the premise's price).
     lines: tuple[str, ...]
