@@ -2,7 +2,8 @@
 
 * :mod:`.validation` — one check per kind of parameter (ε, δ, probabilities, arrays, rng),
   raising :mod:`distpriv.errors` with the parameter's name and value;
-* :mod:`.threads` — one BLAS thread around the accountant's loops;
+* :mod:`.threads` — one BLAS thread around the accountant's loops, and :mod:`.context`, a
+  function run inside a context manager (the decorators of both);
 * :mod:`.lazy` — the lazy re-exports of the package ``__init__`` files, and :mod:`.import_gc`,
   the collector off while a command imports;
 * :mod:`.text` — terminal-safe text and plain ASCII numbers;
