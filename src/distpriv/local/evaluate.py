@@ -149,9 +149,7 @@ class LocalEvaluation:
     delta: float
     #: ε of (ε, δ)-DistP and its confidence interval (equal to ε when exact).
     epsilon: float
-    #: ε of (ε, δ)-DistP and its confidence interval (equal to ε when exact).
     epsilon_low: float
-    #: ε of (ε, δ)-DistP and its confidence interval (equal to ε when exact).
     epsilon_high: float
     #: ``"exact"`` or ``"monte-carlo"``.
     method: str
@@ -263,65 +261,49 @@ def evaluate(
             f"confidence {conf:g} (Chernoff-Hoeffding bound inverted through the profile); "
             "epsilon at delta = 0 is exact"
         )
-        return LocalEvaluation(
-            scenario=scenario.name,
-            pair=names,
-            mechanism=mech.name,
-            params=params,
-            delta=dlt,
-            epsilon=est.epsilon,
-            epsilon_low=est.low,
-            epsilon_high=est.high,
-            method=est.method,
-            confidence=est.confidence,
-            n_samples=n,
-            divergences=div.to_dict(),
-            expected_loss={
-                names[0]: losses[0],
-                names[1]: losses[1],
-                "mean": float(np.mean(losses)),
-            },
-            attack=att.to_dict(),
-            guarantee=guarantee,
-            notes=tuple(notes),
-            seed=seed,
-        )
-    prof = distp_profile(mech, lam0, lam1)
-    eps = float(prof.epsilon(dlt))
-    div = prof.divergences(0.0)
-    att = bayes_attack(prof.mu0, prof.mu1)
-    if isinstance(mech, CouplingMechanism):
-        losses = [mech.expected_loss(lam0, 0), mech.expected_loss(lam1, 1)]
-        guar = coupling_guarantee(mech.estimates, np.stack([lam0, lam1]))
-        guarantee = guar.to_dict()
-        if not math.isfinite(guar.closeness):
-            notes.append(
-                "an estimate and its actual distribution have different supports: "
-                "D-infinity between them is infinite and KM 2019b Thm 3 gives no bound"
-            )
-        if not any(t in scenario.estimates for t in names):
-            notes.append(
-                "the scenario has no estimates for this pair: exact knowledge (epsilon = 0)"
-            )
-        if mech.winf is not None:
-            notes.append(
-                "worst-case move W-infinity(estimate, target) per state: "
-                + ", ".join(f"{w:.4g}" for w in mech.winf)
-            )
+        eps, eps_low, eps_high = est.epsilon, est.low, est.high
+        method, conf_used, n_used = est.method, est.confidence, n
     else:
-        losses = [mech.expected_loss(lam0), mech.expected_loss(lam1)]
-        guarantee = None
-        if mech.name == "rr":
-            guarantee = theorem1_guarantee(mech, labels=names).to_dict()
-        elif mech.name in ("pl", "pg"):
-            guarantee = theorem2_guarantee(mech, lam0, lam1, labels=names).to_dict()
+        prof = distp_profile(mech, lam0, lam1)
+        eps = float(prof.epsilon(dlt))
+        div = prof.divergences(0.0)
+        att = bayes_attack(prof.mu0, prof.mu1)
+        if isinstance(mech, CouplingMechanism):
+            losses = [mech.expected_loss(lam0, 0), mech.expected_loss(lam1, 1)]
+            guar = coupling_guarantee(mech.estimates, np.stack([lam0, lam1]))
+            guarantee = guar.to_dict()
+            if not math.isfinite(guar.closeness):
+                notes.append(
+                    "an estimate and its actual distribution have different supports: "
+                    "D-infinity between them is infinite and KM 2019b Thm 3 gives no bound"
+                )
+            if not any(t in scenario.estimates for t in names):
+                notes.append(
+                    "the scenario has no estimates for this pair: exact knowledge (epsilon = 0)"
+                )
+            if mech.winf is not None:
+                notes.append(
+                    "worst-case move W-infinity(estimate, target) per state: "
+                    + ", ".join(f"{w:.4g}" for w in mech.winf)
+                )
         else:
-            notes.append("restricted Laplace is not DP (zeros outside the radius, KM 2019a §6.4)")
-    if not math.isfinite(eps):
-        notes.append(
-            "epsilon is infinite: one output distribution puts more than delta mass where "
-            "the other has none"
-        )
+            losses = [mech.expected_loss(lam0), mech.expected_loss(lam1)]
+            guarantee = None
+            if mech.name == "rr":
+                guarantee = theorem1_guarantee(mech, labels=names).to_dict()
+            elif mech.name in ("pl", "pg"):
+                guarantee = theorem2_guarantee(mech, lam0, lam1, labels=names).to_dict()
+            else:
+                notes.append(
+                    "restricted Laplace is not DP (zeros outside the radius, KM 2019a §6.4)"
+                )
+        if not math.isfinite(eps):
+            notes.append(
+                "epsilon is infinite: one output distribution puts more than delta mass where "
+                "the other has none"
+            )
+        eps_low = eps_high = eps
+        method, conf_used, n_used = "exact", None, None
     return LocalEvaluation(
         scenario=scenario.name,
         pair=names,
@@ -329,11 +311,11 @@ def evaluate(
         params=params,
         delta=dlt,
         epsilon=eps,
-        epsilon_low=eps,
-        epsilon_high=eps,
-        method="exact",
-        confidence=None,
-        n_samples=None,
+        epsilon_low=eps_low,
+        epsilon_high=eps_high,
+        method=method,
+        confidence=conf_used,
+        n_samples=n_used,
         divergences=div.to_dict(),
         expected_loss={names[0]: losses[0], names[1]: losses[1], "mean": float(np.mean(losses))},
         attack=att.to_dict(),
