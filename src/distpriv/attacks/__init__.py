@@ -14,7 +14,6 @@ from ..util.lazy import attach_declared
 # pandas, DuckDB or sklearn).
 if TYPE_CHECKING:
     from .audit import (
-        UNDEFENDED,
         AuditAttackResult,
         AuditReport,
         MechanismAudit,
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from .audit_kinds import AuditTarget, EventSampler, MeanSampler, MixtureLikelihoodRatio
     from .audit_pairs import audit_pairs, choose_pairs
     from .audit_pairs_report import PairsAuditReport
+    from .audit_report import UNDEFENDED
     from .audit_several import SeveralAuditReport, audit_attributes
     from .bounds import EpsilonBound, accuracy_allowed, clopper_pearson, epsilon_lower_bound
     from .classifiers import CLASSIFIERS, make_classifier
