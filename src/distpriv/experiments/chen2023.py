@@ -223,6 +223,28 @@ def table2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
     )
 
 
+def _paper_audit(
+    parts: dict[str, Any], model: Any, mechanisms: list[Any], repetitions: int, *, rng: int
+) -> Any:
+    """The attack of Chen & Ohrimenko 2023 §5.3 (Table 3, Fig. 4) on 100-row subsets.
+
+    As in the paper: the logistic meta-classifier alone, unaware of the mechanism, without
+    the likelihood-ratio attack.
+    """
+    return audit(
+        auxiliary=parts["auxiliary"],
+        test=parts["test"],
+        query=ADULT_STATISTICS,
+        secret=model.secret,
+        subset_size=100,
+        mechanisms=mechanisms,
+        repetitions=repetitions,
+        rng=rng,
+        mechanism_aware=False,
+        likelihood_ratio=False,
+    )
+
+
 def table3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> ExperimentResult:
     """Table 3: attack accuracy, Gaussian variants, ε ∈ {0.2, 1, 5}, δ ∈ {1e-4, 1e-3, 1e-2}."""
     t0 = time.perf_counter()
@@ -238,18 +260,7 @@ def table3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
                         for c in CALS:
                             m = _calibrate(lab, model, parts, e, d, c)
                             mechs.append(dataclasses.replace(m, name=f"{lab}|{e}|{d}|{c}"))
-            rep = audit(
-                auxiliary=parts["auxiliary"],
-                test=parts["test"],
-                query=ADULT_STATISTICS,
-                secret=model.secret,
-                subset_size=100,
-                mechanisms=mechs,
-                repetitions=reps,
-                rng=seed * 31 + p,
-                mechanism_aware=False,
-                likelihood_ratio=False,
-            )
+            rep = _paper_audit(parts, model, mechs, reps, rng=seed * 31 + p)
             for m in rep.mechanisms:
                 acc.setdefault(m.mechanism, []).append(m.attacks[0].accuracy)
     rows, comps = [], []
@@ -342,15 +353,12 @@ def fig2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
                 ylabel="L2 error E||Z||",
                 title=f"protecting {prop}, dp = {dp:g}, delta = 1e-3",
             )
-            ax.grid(True, which="both", alpha=0.3)
-        axes[0].legend(fontsize=7)
-        fig.suptitle(
+        return _finish_panels(
+            fig,
+            axes,
             "Chen & Ohrimenko 2023, Fig. 2: error vs epsilon (solid: classical constant, "
             "dashed: exact calibration;\na curve that stops has reached 0: no noise needed)",
-            fontsize=10,
-            y=1.04,
         )
-        return fig
 
     figs = save_figure(out_dir, "chen2023-fig2", draw)
     return make_result(
@@ -364,6 +372,15 @@ def fig2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
         RunInfo(seed, quick, t0),
         checks,
     )
+
+
+def _finish_panels(fig: Any, axes: Any, title: str) -> Any:
+    """Figures 2 and 3: a log grid on both panels, the legend on the first, the title above."""
+    for ax in axes:
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10, y=1.04)
+    return fig
 
 
 def _crossover(dps: np.ndarray, ours: np.ndarray, dp_err: np.ndarray) -> float:
@@ -437,16 +454,13 @@ def fig3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
                 ylabel="L2 error E||Z||",
                 title=f"protecting {prop}, eps = 1, delta = 1e-3",
             )
-            ax.grid(True, which="both", alpha=0.3)
-        axes[0].legend(fontsize=7)
-        fig.suptitle(
+        return _finish_panels(
+            fig,
+            axes,
             "Chen & Ohrimenko 2023, Fig. 3: error vs delta p, against the DP Gaussian "
             "mechanism (group size 1);\nsolid: classical constant, dashed: exact calibration; "
             "a curve that stops has reached 0",
-            fontsize=10,
-            y=1.04,
         )
-        return fig
 
     figs = save_figure(out_dir, "chen2023-fig3", draw)
     checks = {f"{c.quantity}: found": bool(np.isfinite(c.ours)) for c in comps}
@@ -481,18 +495,7 @@ def fig4(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
                 for e in grid
                 for c in CALS
             ]
-            rep = audit(
-                auxiliary=parts["auxiliary"],
-                test=parts["test"],
-                query=ADULT_STATISTICS,
-                secret=model.secret,
-                subset_size=100,
-                mechanisms=["none", *mechs],
-                repetitions=reps,
-                rng=seed * 17 + p,
-                mechanism_aware=False,
-                likelihood_ratio=False,
-            )
+            rep = _paper_audit(parts, model, ["none", *mechs], reps, rng=seed * 17 + p)
             for m in rep.mechanisms:
                 acc.setdefault(m.mechanism, []).extend(m.attacks[0].per_repetition)
     rows = [
