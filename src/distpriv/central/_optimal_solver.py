@@ -101,19 +101,27 @@ _RESOLVENT_BUDGET = 0.4
 
 @dataclass(frozen=True)
 class SolverResult:
-    """The structured solver's answer."""
+    """The structured solver's answer.
 
-    #: ndarray, shape (m, m)
-    #: The noise covariance S (in the caller's units).
+    Attributes
+    ----------
+    sigma : ndarray, shape (m, m)
+        The noise covariance S (in the caller's units).
+    upper : float
+        tr(W S) of the restricted optimum (an upper bound on the program's optimum, up
+        to the small solver's tolerance).
+    lower : float
+        The dual (weak-duality) lower bound on the optimum; ``-inf`` if none was found.
+    rounds : int
+        Restricted programs solved.
+    dimension : int
+        k, the dimension of the final subspace (m: the full program).
+    """
+
     sigma: np.ndarray
-    #: tr(W S) of the restricted optimum (an upper bound on the program's optimum, up
-    #: to the small solver's tolerance).
     upper: float
-    #: The dual (weak-duality) lower bound on the optimum; ``-inf`` if none was found.
     lower: float
-    #: Restricted programs solved.
     rounds: int
-    #: k, the dimension of the final subspace (m: the full program).
     dimension: int
 
     @property
