@@ -9,124 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .util.lazy import attach
+from .util.lazy import attach_declared
 
-# Imported on first use (distpriv.util.lazy): `distpriv --help` must not pay for scipy,
-# pandas, DuckDB or sklearn. Submodule -> the names it defines.
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "util.version": ("__version__",),
-    "accounting": (
-        "gaussian_constant",
-        "max_mahalanobis_distance",
-    ),
-    "attacks": (
-        "DataLevelCheck",
-        "verify_on_data",
-    ),
-    "central": (
-        "MECHANISMS",
-        "CalibratedMechanism",
-        "calibrate",
-        "mechanism_info",
-        "relax_max_divergence",
-        "relax_wasserstein",
-        "relaxed_parameters",
-    ),
-    "distances": (
-        "closeness",
-        "winf_distance",
-    ),
-    "errors": (
-        "AssumptionWarning",
-        "BudgetExceededError",
-        "CompositionError",
-        "ConfigError",
-        "DistPrivError",
-        "LedgerError",
-        "MechanismNotApplicableError",
-        "ParameterError",
-        "ParameterTypeError",
-        "PrivacyLeakWarning",
-        "SamplerError",
-        "UtilityWarning",
-    ),
-    "accounting.pair_profile": (
-        "GaussianPairProfile",
-        "gaussian_delta",
-        "gaussian_epsilon",
-        "gaussian_pair_delta",
-        "gaussian_pair_epsilon",
-        "gaussian_pair_profile",
-    ),
-    "guarantees": (
-        "Assumption",
-        "PrivacyGuarantee",
-        "Release",
-    ),
-    "modeling": (
-        "DataQueryModel",
-        "EventSecret",
-        "MeanGrid",
-        "MeanSecret",
-        "ProportionSecret",
-        "Query",
-        "SeveralSecrets",
-        "model_query",
-    ),
-    "noise": (
-        "GridRounding",
-        "Noise",
-        "NoiseComponent",
-        "grid_rounding",
-        "secure_sample",
-    ),
-    "composition": ("ComposedGuarantee", "JointModelling", "ReleaseSpec", "compose"),
-    "population": ("POPULATION_SETS", "population_set"),
-    "report": ("render_html",),
-    "pipeline": (
-        "Budget",
-        "Ledger",
-        "ReleaseReport",
-        "release",
-        "release_with_ledger",
-        "run_audit",
-        "run_calibrate",
-        "run_demo",
-        "run_release",
-    ),
-    "querymodel": (
-        "GaussianQueryModel",
-        "SampledQueryModel",
-        "MomentUncertainty",
-        "BootstrapUncertainty",
-    ),
-}
-
-_MODULES = (
-    "accounting",
-    "attacks",
-    "central",
-    "composition",
-    "datasets",
-    "distances",
-    "divergences",
-    "experiments",
-    "guarantees",
-    "local",
-    "modeling",
-    "noise",
-    "pipeline",
-    "population",
-    "querymodel",
-    "report",
-)
-
-# The one export list: __all__ and the type checkers' imports below follow _EXPORTS.
-__all__ = sorted(name for names in _EXPORTS.values() for name in names) + list(_MODULES)
-
+# The one export list (distpriv.util.lazy.attach_declared): type checkers, which do not
+# follow a module __getattr__, read these imports; at run time attach_declared reads them from
+# this file and imports each submodule on first use (`distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn).
 if TYPE_CHECKING:
-    # The names as attach() resolves them at run time, for type checkers (which do not
-    # follow a module __getattr__: without this every public name would be Any).
+    # Subpackages and modules resolve on first use too (``dp.accounting``), as in scipy.
     from . import (
         accounting,
         attacks,
@@ -213,9 +103,4 @@ if TYPE_CHECKING:
     from .report import render_html
     from .util.version import __version__
 
-__getattr__, __dir__ = attach(
-    __name__,
-    _EXPORTS,
-    # Subpackages and modules resolve on first use too (``dp.accounting``), as in scipy.
-    modules=_MODULES,
-)
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

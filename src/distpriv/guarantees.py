@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .util.records import field_values
+
 __all__ = ["Assumption", "PrivacyGuarantee", "Release", "to_jsonable"]
 
 
@@ -39,86 +41,58 @@ def to_jsonable(obj: Any) -> Any:
 
 @dataclass(frozen=True)
 class Assumption:
-    """One assumption of the theorem a mechanism implements, checked on the model.
+    """One assumption of the theorem a mechanism implements, checked on the model."""
 
-    Attributes
-    ----------
-    name : str
-        Short identifier, e.g. ``"equal-covariance"``.
-    statement : str
-        What the theorem assumes, in words.
-    holds : bool or None
-        ``True``/``False`` when the model lets us check it; ``None`` when it cannot be
-        checked from the model (e.g. that the query really is Gaussian).
-    detail : str
-        The measured quantity behind the verdict, and what is known if it fails.
-    """
-
+    #: Short identifier, e.g. ``"equal-covariance"``.
     name: str
+    #: What the theorem assumes, in words.
     statement: str
+    #: ``True``/``False`` when the model lets us check it; ``None`` when it cannot be
+    #: checked from the model (e.g. that the query really is Gaussian).
     holds: bool | None
+    #: The measured quantity behind the verdict, and what is known if it fails.
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        return {
-            "name": self.name,
-            "statement": self.statement,
-            "holds": self.holds,
-            "detail": self.detail,
-        }
+        return field_values(self)
 
 
 @dataclass(frozen=True)
 class PrivacyGuarantee:
-    """An (ε, δ) guarantee w.r.t. the pairs Ψ, with its provenance and assumptions.
+    """An (ε, δ) guarantee w.r.t. the pairs Ψ, with its provenance and assumptions."""
 
-    Attributes
-    ----------
-    epsilon, delta : float
-        The privacy parameters the release satisfies: always values verified under the
-        stated model and the checked assumptions (for the Gaussian family, by the exact
-        privacy profile of the outputs). When the target could not be met they are the
-        weaker pair that holds, and the target is in ``requested_epsilon``/``requested_delta``.
-    pairs : tuple of (str, str)
-        Ψ as pairs of θ labels; each pair is protected in both directions.
-    mechanism : str
-        Registry name of the mechanism.
-    theorem : str
-        The result implemented, e.g. ``"Chen & Ohrimenko 2023, Thm 4.5"``.
-    calibration : str or None
-        ``"analytic"``/``"classical"`` for Gaussian noise, ``None`` otherwise.
-    notion : str
-        ``"distribution privacy"`` or ``"group differential privacy"``.
-    assumptions : tuple of Assumption
-        Every assumption of the theorem with its checked outcome.
-    notes : tuple of str
-        What else a reader should know (ignored parameters, how to relax).
-    fallback : PrivacyGuarantee or None
-        A weaker guarantee that still holds when some assumption fails (Chen & Ohrimenko
-        2023, §4.4), with the assumptions it needs instead.
-    requested_epsilon, requested_delta : float or None
-        The target (ε, δ) the mechanism was calibrated for; ``None`` means the same as
-        ``epsilon``/``delta``.
-    premises : tuple of Assumption
-        What the guarantee is conditional on rather than what was checked: for the
-        Gaussian family, "f_θ is Gaussian with the model's moments", with the model's
-        normality diagnostics in the detail. Not counted by :attr:`holds`: the guarantee
-        is verified *under* its premises.
-    """
-
+    #: The privacy parameters the release satisfies: always values verified under the
+    #: stated model and the checked assumptions (for the Gaussian family, by the exact
+    #: privacy profile of the outputs). When the target could not be met they are the
+    #: weaker pair that holds, and the target is in ``requested_epsilon``/``requested_delta``.
     epsilon: float
     delta: float
+    #: Ψ as pairs of θ labels; each pair is protected in both directions.
     pairs: tuple[tuple[str, str], ...]
+    #: Registry name of the mechanism.
     mechanism: str
+    #: The result implemented, e.g. ``"Chen & Ohrimenko 2023, Thm 4.5"``.
     theorem: str
+    #: ``"analytic"``/``"classical"`` for Gaussian noise, ``None`` otherwise.
     calibration: str | None = None
+    #: ``"distribution privacy"`` or ``"group differential privacy"``.
     notion: str = "distribution privacy"
+    #: Every assumption of the theorem with its checked outcome.
     assumptions: tuple[Assumption, ...] = field(default_factory=tuple)
+    #: What else a reader should know (ignored parameters, how to relax).
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: A weaker guarantee that still holds when some assumption fails (Chen & Ohrimenko
+    #: 2023, §4.4), with the assumptions it needs instead.
     fallback: PrivacyGuarantee | None = None
+    #: The target (ε, δ) the mechanism was calibrated for; ``None`` means the same as
+    #: ``epsilon``/``delta``.
     requested_epsilon: float | None = None
     requested_delta: float | None = None
+    #: What the guarantee is conditional on rather than what was checked: for the
+    #: Gaussian family, "f_θ is Gaussian with the model's moments", with the model's
+    #: normality diagnostics in the detail. Not counted by :attr:`holds`: the guarantee
+    #: is verified *under* its premises.
     premises: tuple[Assumption, ...] = field(default_factory=tuple)
 
     @property
@@ -179,10 +153,7 @@ class PrivacyGuarantee:
             "delta": self.delta,
             "notion": self.notion,
             "pairs": [list(p) for p in self.pairs],
-            "mechanism": self.mechanism,
-            "theorem": self.theorem,
-            "calibration": self.calibration,
-            "holds": self.holds,
+            **field_values(self, "mechanism theorem calibration holds"),
             "assumptions": [a.to_dict() for a in self.assumptions],
             "notes": list(self.notes),
             "fallback": None if self.fallback is None else self.fallback.to_dict(),
@@ -201,30 +172,22 @@ class PrivacyGuarantee:
 
 @dataclass(frozen=True)
 class Release:
-    """Noisy statistics, the guarantee they were released under, and how the noise was drawn.
+    """Noisy statistics, the guarantee they were released under, and how the noise was drawn."""
 
-    Attributes
-    ----------
-    value : ndarray, shape (m,) or (batch, m)
-        The released statistics F(Data) + Z (read-only).
-    guarantee : PrivacyGuarantee
-        The guarantee of the mechanism that produced them.
-    statistics : tuple of str
-        Names of the m statistics.
-    sampler : str
-        How Z was drawn: the secure sampler (OpenDP discrete Gaussian/Laplace on a grid,
-        OS entropy, with how the grid rounding is accounted for), the numpy simulation, or
-        none (a noiseless release). See :func:`distpriv.noise.sampler_description`.
-    secure : bool
-        ``True`` only when no seed or numpy generator was involved: the noise came from the
-        secure sampler (or there is none). ``False`` marks a reproducible simulation whose
-        noise anyone with the seed can subtract: NOT private, not for publication.
-    """
-
+    #: ndarray, shape (m,) or (batch, m)
+    #: The released statistics F(Data) + Z (read-only).
     value: np.ndarray
+    #: The guarantee of the mechanism that produced them.
     guarantee: PrivacyGuarantee
+    #: Names of the m statistics.
     statistics: tuple[str, ...]
+    #: How Z was drawn: the secure sampler (OpenDP discrete Gaussian/Laplace on a grid,
+    #: OS entropy, with how the grid rounding is accounted for), the numpy simulation, or
+    #: none (a noiseless release). See :func:`distpriv.noise.sampler_description`.
     sampler: str = "unspecified"
+    #: ``True`` only when no seed or numpy generator was involved: the noise came from the
+    #: secure sampler (or there is none). ``False`` marks a reproducible simulation whose
+    #: noise anyone with the seed can subtract: NOT private, not for publication.
     secure: bool = False
 
     def to_dict(self) -> dict[str, Any]:

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import erfcx, gammaln
 
 from .errors import ParameterError, ParameterTypeError, SamplerError
+from .util.records import field_values
 from .util.validation import check_array, check_positive_int, check_rng, readonly
 
 __all__ = [
@@ -305,22 +306,15 @@ class GridRounding:
     dδ/dD = φ(D/2 − ε/D) ≤ 1/√(2π). For Laplace noise of unit scale ε grows by at most γd.
     The discrete Gaussian itself satisfies the continuous Gaussian's concentrated-DP bound
     for grid-valued shifts (Canonne, Kamath & Steinke 2020, §2).
-
-    Attributes
-    ----------
-    grid : float
-        γ, in noise scales.
-    l2_sensitivity : float
-        Added to the whitened L2 sensitivity, summed over Gaussian components.
-    delta : float
-        Upper bound on the increase of δ(ε) under the mean-shift analysis.
-    l1_sensitivity : float
-        Added to the scaled L1 sensitivity (= the ε increase), over Laplace components.
     """
 
+    #: γ, in noise scales.
     grid: float
+    #: Added to the whitened L2 sensitivity, summed over Gaussian components.
     l2_sensitivity: float
+    #: Upper bound on the increase of δ(ε) under the mean-shift analysis.
     delta: float
+    #: Added to the scaled L1 sensitivity (= the ε increase), over Laplace components.
     l1_sensitivity: float
 
     @property
@@ -332,11 +326,7 @@ class GridRounding:
         """JSON-safe dict."""
         return {
             "grid_exponent": GRID_EXPONENT,
-            "grid": self.grid,
-            "l2_sensitivity": self.l2_sensitivity,
-            "delta": self.delta,
-            "l1_sensitivity": self.l1_sensitivity,
-            "epsilon": self.epsilon,
+            **field_values(self, "grid l2_sensitivity delta l1_sensitivity epsilon"),
         }
 
 

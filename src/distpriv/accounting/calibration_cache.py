@@ -27,7 +27,6 @@ remembered outside the ``with`` block (no state between calls, no growth across 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
@@ -36,6 +35,8 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import numpy as np
+
+from ..util.context import run_inside
 
 __all__ = [
     "CalibrationCache",
@@ -166,10 +167,5 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def sharing_calibration(fn: F) -> F:
     """Decorator: ``fn`` runs inside :func:`shared_calibration`."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with shared_calibration():
-            return fn(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
+    # Looked up at each call (not bound now), so that replacing the module's function works.
+    return run_inside(lambda: shared_calibration(), fn)

@@ -56,6 +56,7 @@ import numpy as np
 from scipy.special import log_ndtr
 
 from ..errors import ParameterError
+from ..util.records import field_values
 from ..util.roots import brentq  # scipy.optimize's, without its import cost
 from ..util.validation import check_array, check_covariance, check_delta, check_epsilon, check_real
 from ._inversion import _chernoff_bound, _inversion_checked, _whitening_error, _whitening_ok
@@ -170,57 +171,38 @@ _DEFAULT_TOL = 1e-12
 
 @dataclass(frozen=True)
 class GaussianPairProfile:
-    """δ(ε) of P = N(μ_p, Σ_p) against Q = N(μ_q, Σ_q), one direction, with its error.
+    """δ(ε) of P = N(μ_p, Σ_p) against Q = N(μ_q, Σ_q), one direction, with its error."""
 
-    Attributes
-    ----------
-    epsilon : float
-        ε at which the profile was evaluated.
-    delta : float
-        An upper bound on δ(ε) = sup_S P(S) − e^ε Q(S): ``estimate + error_bound``,
-        rounded up and capped at 1. This is the value to compare against a target.
-    estimate : float
-        The computed value of δ(ε) (without the error bound).
-    error_bound : float
-        Absolute error bound of ``estimate``: a rigorous truncation bound of the
-        inversion integral, plus the quadrature's error estimate (difference of a 15- and
-        a 30-point Gauss–Legendre rule on every subinterval, QUADPACK's estimate on the
-        oscillatory tail), plus rounding (of the integrand, and the first-order effect
-        on δ of the joint whitening's, ``_inversion._whitening_error``); a few ulps
-        for the closed forms.
-    method : str
-        ``"closed form"`` (equal covariances: Balle & Wang 2018), ``"identical"``
-        (P = Q), ``"different supports"`` (δ = 1), ``"point mass"`` (constant privacy
-        loss), ``"quadratic region"`` (one statistic or one differing direction: exact
-        normal CDF differences), ``"characteristic function"`` (two inversion contours
-        that agree) or ``"Renyi bound"`` (a certified upper bound where the inversion is
-        ill-conditioned; then ``estimate`` is 0 and ``error_bound`` equals ``delta``).
-    dim : int
-        Dimension of the common support after removing directions where both
-        covariances vanish.
-    detail : str
-        Why a shortcut was taken, in words.
-    """
-
+    #: ε at which the profile was evaluated.
     epsilon: float
+    #: An upper bound on δ(ε) = sup_S P(S) − e^ε Q(S): ``estimate + error_bound``,
+    #: rounded up and capped at 1. This is the value to compare against a target.
     delta: float
+    #: The computed value of δ(ε) (without the error bound).
     estimate: float
+    #: Absolute error bound of ``estimate``: a rigorous truncation bound of the
+    #: inversion integral, plus the quadrature's error estimate (difference of a 15- and
+    #: a 30-point Gauss–Legendre rule on every subinterval, QUADPACK's estimate on the
+    #: oscillatory tail), plus rounding (of the integrand, and the first-order effect
+    #: on δ of the joint whitening's, ``_inversion._whitening_error``); a few ulps
+    #: for the closed forms.
     error_bound: float
+    #: ``"closed form"`` (equal covariances: Balle & Wang 2018), ``"identical"``
+    #: (P = Q), ``"different supports"`` (δ = 1), ``"point mass"`` (constant privacy
+    #: loss), ``"quadratic region"`` (one statistic or one differing direction: exact
+    #: normal CDF differences), ``"characteristic function"`` (two inversion contours
+    #: that agree) or ``"Renyi bound"`` (a certified upper bound where the inversion is
+    #: ill-conditioned; then ``estimate`` is 0 and ``error_bound`` equals ``delta``).
     method: str
+    #: Dimension of the common support after removing directions where both
+    #: covariances vanish.
     dim: int
+    #: Why a shortcut was taken, in words.
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "estimate": self.estimate,
-            "error_bound": self.error_bound,
-            "method": self.method,
-            "dim": self.dim,
-            "detail": self.detail,
-        }
+        return field_values(self)
 
 
 def _check_pair(

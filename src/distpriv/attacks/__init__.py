@@ -6,52 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..util.lazy import attach
+from ..util.lazy import attach_declared
 
-# Imported on first use (distpriv.util.lazy): `distpriv --help` must not pay for scipy,
-# pandas, DuckDB or sklearn. Submodule -> the names it defines.
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "audit": (
-        "UNDEFENDED",
-        "AuditAttackResult",
-        "AuditReport",
-        "MechanismAudit",
-        "accuracy_interval",
-        "audit",
-    ),
-    "audit_kinds": ("AuditTarget", "EventSampler", "MeanSampler", "MixtureLikelihoodRatio"),
-    "audit_several": ("SeveralAuditReport", "audit_attributes"),
-    "audit_pairs": ("audit_pairs", "choose_pairs"),
-    "audit_pairs_report": ("PairsAuditReport",),
-    "bounds": (
-        "EpsilonBound",
-        "accuracy_allowed",
-        "clopper_pearson",
-        "epsilon_lower_bound",
-    ),
-    "classifiers": (
-        "CLASSIFIERS",
-        "make_classifier",
-    ),
-    "likelihood": ("GaussianLikelihoodRatio",),
-    "verify": (
-        "DataLevelCheck",
-        "DirectionCheck",
-        "verify_on_data",
-        "NullControl",
-        "detectable_delta",
-    ),
-    "verify_sequential": ("look_schedule", "verify_sequential"),
-}
-
-# The one export list: __all__ and the type checkers' imports follow _EXPORTS.
-__all__ = sorted(name for names in _EXPORTS.values() for name in names)
-
+# The one export list (distpriv.util.lazy.attach_declared): type checkers, which do not
+# follow a module __getattr__, read these imports; at run time attach_declared reads them from
+# this file and imports each submodule on first use (`distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn).
 if TYPE_CHECKING:
-    # The names as attach() resolves them at run time, for type checkers (which do not
-    # follow a module __getattr__: without this every public name would be Any).
     from .audit import (
-        UNDEFENDED,
         AuditAttackResult,
         AuditReport,
         MechanismAudit,
@@ -61,6 +23,7 @@ if TYPE_CHECKING:
     from .audit_kinds import AuditTarget, EventSampler, MeanSampler, MixtureLikelihoodRatio
     from .audit_pairs import audit_pairs, choose_pairs
     from .audit_pairs_report import PairsAuditReport
+    from .audit_report import UNDEFENDED
     from .audit_several import SeveralAuditReport, audit_attributes
     from .bounds import EpsilonBound, accuracy_allowed, clopper_pearson, epsilon_lower_bound
     from .classifiers import CLASSIFIERS, make_classifier
@@ -74,4 +37,4 @@ if TYPE_CHECKING:
     )
     from .verify_sequential import look_schedule, verify_sequential
 
-__getattr__, __dir__ = attach(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

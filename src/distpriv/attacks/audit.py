@@ -30,7 +30,6 @@ from ..modeling.strata import StratifiedSampler
 from ..querymodel import SampledQueryModel
 from ..util.validation import check_positive_int, check_rng
 from ._audit_setup import (
-    MAX_DATASETS,  # noqa: F401 (re-exported, not in __all__)
     MAX_REPETITIONS,  # noqa: F401 (re-exported, not in __all__)
     _likelihood_ratios,
     _resolve_mechanisms,
@@ -42,8 +41,6 @@ from ._audit_setup import (
 )
 from .audit_kinds import audit_target
 from .audit_report import (
-    ACCURACY_CONFIDENCE,  # noqa: F401 (re-exported, not in __all__)
-    UNDEFENDED,  # noqa: F401 (re-exported, not in __all__)
     AuditAttackResult,
     AuditReport,
     MechanismAudit,

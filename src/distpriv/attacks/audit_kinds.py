@@ -335,27 +335,18 @@ def model_rows(model: GaussianQueryModel, labels: Sequence[Any]) -> tuple[np.nda
 
 @dataclass(frozen=True)
 class AuditTarget:
-    """What one audit of a mean, event or several-attribute secret tells apart.
+    """What one audit of a mean, event or several-attribute secret tells apart."""
 
-    Attributes
-    ----------
-    secret : MeanSecret, EventSecret or SeveralSecrets
-        The user's secret.
-    values : tuple of float
-        What the audit's pair indexes: the means; the events' indices; the audited
-        attribute's shares.
-    pairs : tuple of (float, float)
-        The pairs of :attr:`values` the secret protects (the default pair is the first).
-    labels : tuple of str
-        Each value in words, for the report.
-    attribute : int or None
-        The audited attribute of a SeveralSecrets.
-    """
-
+    #: The user's secret.
     secret: Any
+    #: What the audit's pair indexes: the means; the events' indices; the audited
+    #: attribute's shares.
     values: tuple[float, ...]
+    #: The pairs of :attr:`values` the secret protects (the default pair is the first).
     pairs: tuple[tuple[float, float], ...]
+    #: Each value in words, for the report.
     labels: tuple[str, ...]
+    #: The audited attribute of a SeveralSecrets.
     attribute: int | None = None
 
     def label(self, value: float) -> str:

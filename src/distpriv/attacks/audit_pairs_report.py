@@ -54,36 +54,24 @@ def combined(name: str, parts: list[tuple[str, MechanismAudit]]) -> MechanismAud
 
 @dataclass(frozen=True)
 class PairsAuditReport:
-    """Every audited pair's audit, per attribute.
+    """Every audited pair's audit, per attribute."""
 
-    Attributes
-    ----------
-    attributes : tuple of str
-        Each attribute's name (its predicate; the secret's description for other kinds).
-    reports : tuple of AuditReport
-        One per audited pair, attribute by attribute, in Ψ's order.
-    groups : tuple of int
-        Per report, its attribute (an index into :attr:`attributes`).
-    totals : tuple of int
-        Per attribute, how many pairs Ψ holds for it (audited or not).
-    selection : str
-        How the pairs were chosen (``"all"``, ``"binding"``, ``"first"`` or a number per
-        attribute; :func:`~distpriv.attacks.audit_pairs.choose_pairs`).
-    confidence : float
-        Joint confidence of every bound (Bonferroni over the audited pairs).
-    notes : tuple of str
-        What the report must say about the whole audit.
-    kind : str
-        The secret's kind (``"proportion"``, ``"several"``, ``"mean"``, ``"event"``).
-    """
-
+    #: Each attribute's name (its predicate; the secret's description for other kinds).
     attributes: tuple[str, ...]
+    #: One per audited pair, attribute by attribute, in Ψ's order.
     reports: tuple[AuditReport, ...]
+    #: Per report, its attribute (an index into :attr:`attributes`).
     groups: tuple[int, ...]
+    #: Per attribute, how many pairs Ψ holds for it (audited or not).
     totals: tuple[int, ...]
+    #: How the pairs were chosen (``"all"``, ``"binding"``, ``"first"`` or a number per
+    #: attribute; :func:`~distpriv.attacks.audit_pairs.choose_pairs`).
     selection: str = "all"
+    #: Joint confidence of every bound (Bonferroni over the audited pairs).
     confidence: float = 0.95
+    #: What the report must say about the whole audit.
     notes: tuple[str, ...] = ()
+    #: The secret's kind (``"proportion"``, ``"several"``, ``"mean"``, ``"event"``).
     kind: str = "several"
 
     def pair_reports(self, attribute: int) -> tuple[AuditReport, ...]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 from ..util.version import __version__
 from .bounds import EpsilonBound, accuracy_allowed, clopper_pearson
 from .verify import DataLevelCheck
@@ -28,40 +29,27 @@ class AuditAttackResult:
 
     (Not to be confused with :class:`distpriv.local.AttackResult`, the Bayes attack on a
     local mechanism.)
-
-    Attributes
-    ----------
-    attack : str
-        e.g. ``"logistic"``, ``"logistic (mechanism-aware)"``, ``"likelihood-ratio"``.
-    accuracy : float
-        Mean accuracy over repetitions (= pooled accuracy: every repetition makes the same
-        number of decisions).
-    interval : tuple of float
-        95 % two-sided Clopper–Pearson interval of the accuracy from the pooled decisions;
-        always inside [0, 1].
-    per_repetition : tuple of float
-    confusion : tuple of int
-        Pooled (tp, fn, fp, tn), θ₁ being the positive class.
-    bound : EpsilonBound
-        ε lower bound from the pooled decisions.
     """
 
+    #: e.g. ``"logistic"``, ``"logistic (mechanism-aware)"``, ``"likelihood-ratio"``.
     attack: str
+    #: Mean accuracy over repetitions (= pooled accuracy: every repetition makes the same
+    #: number of decisions).
     accuracy: float
+    #: 95 % two-sided Clopper–Pearson interval of the accuracy from the pooled decisions;
+    #: always inside [0, 1].
     interval: tuple[float, float]
     per_repetition: tuple[float, ...]
+    #: Pooled (tp, fn, fp, tn), θ₁ being the positive class.
     confusion: tuple[int, int, int, int]
+    #: ε lower bound from the pooled decisions.
     bound: EpsilonBound
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
         return to_jsonable(
             {
-                "attack": self.attack,
-                "accuracy": self.accuracy,
-                "interval": self.interval,
-                "per_repetition": self.per_repetition,
-                "confusion": self.confusion,
+                **field_values(self, "attack accuracy interval per_repetition confusion"),
                 "epsilon_lower_bound": self.bound.to_dict(),
             }
         )
@@ -121,14 +109,9 @@ class AuditReport:
         return to_jsonable(
             {
                 "version": __version__,
-                "seed": self.seed,
-                "pair": self.pair,
-                "repetitions": self.repetitions,
-                "n_shadow": self.n_shadow,
-                "n_test": self.n_test,
-                "confidence": self.confidence,
-                "classifiers": self.classifiers,
-                "notes": self.notes,
+                **field_values(
+                    self, "seed pair repetitions n_shadow n_test confidence classifiers notes"
+                ),
                 "mechanisms": [m.to_dict() for m in self.mechanisms],
                 **({} if self.labels is None else {"labels": self.labels}),
             }

@@ -37,31 +37,22 @@ def clopper_pearson(successes: int, trials: int, confidence: float, side: str) -
 
 @dataclass(frozen=True)
 class EpsilonBound:
-    """ε lower bound from decisions on fresh datasets.
+    """ε lower bound from decisions on fresh datasets."""
 
-    Attributes
-    ----------
-    epsilon_lower : float
-        max of the two directions of ln((TPR_lower − δ) / FPR_upper); −inf when
-        uninformative.
-    confidence : float
-        Joint confidence of the bound (Bonferroni over the two directions).
-    tpr, fpr : float
-        Observed rates (θ₁ detected when θ₁; θ₁ claimed when θ₀).
-    tpr_lower, fpr_upper, tnr_lower, fnr_upper : float
-        The Clopper–Pearson bounds used.
-    positives, negatives : int
-        Number of test datasets under θ₁ and θ₀.
-    """
-
+    #: max of the two directions of ln((TPR_lower − δ) / FPR_upper); −inf when
+    #: uninformative.
     epsilon_lower: float
+    #: Joint confidence of the bound (Bonferroni over the two directions).
     confidence: float
+    #: Observed rates (θ₁ detected when θ₁; θ₁ claimed when θ₀).
     tpr: float
     fpr: float
+    #: The Clopper–Pearson bounds used.
     tpr_lower: float
     fpr_upper: float
     tnr_lower: float
     fnr_upper: float
+    #: Number of test datasets under θ₁ and θ₀.
     positives: int
     negatives: int
 

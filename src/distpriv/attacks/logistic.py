@@ -29,22 +29,17 @@ __all__ = ["LogisticFit", "fit_logistic"]
 
 @dataclass(frozen=True)
 class LogisticFit:
-    """A fitted standardised logistic regression.
+    """A fitted standardised logistic regression."""
 
-    Attributes
-    ----------
-    mean, scale : ndarray, shape (d,)
-        The standardisation (``StandardScaler``: mean and population standard deviation,
-        1 for a constant feature).
-    coef : ndarray, shape (d,)
-        w, on the standardised features.
-    intercept : float
-        b.
-    """
-
+    #: ndarray, shape (d,)
+    #: The standardisation (``StandardScaler``: mean and population standard deviation,
+    #: 1 for a constant feature).
     mean: np.ndarray
     scale: np.ndarray
+    #: ndarray, shape (d,)
+    #: w, on the standardised features.
     coef: np.ndarray
+    #: b.
     intercept: float
 
     def decision_function(self, x: np.ndarray) -> np.ndarray:

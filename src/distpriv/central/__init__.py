@@ -5,58 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..util.lazy import attach
+from ..util.lazy import attach_declared
 
-# Imported on first use (distpriv.util.lazy): `distpriv --help` must not pay for scipy,
-# pandas, DuckDB or sklearn. Submodule -> the names it defines.
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "apgm": (
-        "GaussianAttributeBounds",
-        "apgm_accuracy",
-        "apgm_noise_variance",
-        "attribute_query_model",
-        "gaussian_attribute_bounds",
-        "gaussian_attribute_model",
-        "gaussian_conditional",
-        "theta_grid",
-    ),
-    "apmqm": (
-        "AttributeNetworkModel",
-        "ColumnQuery",
-        "QuiltNoise",
-        "QuiltSearch",
-        "apmqm_accuracy",
-        "apmqm_quilts",
-    ),
-    "base": ("CalibratedMechanism",),
-    "bayesnet": (
-        "MarkovQuilt",
-        "ParameterNetwork",
-    ),
-    "registry": (
-        "MECHANISMS",
-        "MODEL_VIEWS",
-        "MechanismSpec",
-        "TableFacts",
-        "calibrate",
-        "default_options",
-        "mechanism_info",
-        "model_view_for",
-    ),
-    "relaxed": (
-        "relax_max_divergence",
-        "relax_wasserstein",
-        "relaxed_parameters",
-    ),
-    "uncertainty": ("daum_variance",),
-}
-
-# The one export list: __all__ and the type checkers' imports follow _EXPORTS.
-__all__ = sorted(name for names in _EXPORTS.values() for name in names)
-
+# The one export list (distpriv.util.lazy.attach_declared): type checkers, which do not
+# follow a module __getattr__, read these imports; at run time attach_declared reads them from
+# this file and imports each submodule on first use (`distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn).
 if TYPE_CHECKING:
-    # The names as attach() resolves them at run time, for type checkers (which do not
-    # follow a module __getattr__: without this every public name would be Any).
     from .apgm import (
         GaussianAttributeBounds,
         apgm_accuracy,
@@ -90,4 +45,4 @@ if TYPE_CHECKING:
     from .relaxed import relax_max_divergence, relax_wasserstein, relaxed_parameters
     from .uncertainty import daum_variance
 
-__getattr__, __dir__ = attach(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

@@ -175,27 +175,20 @@ def gaussian_conditional(
 
 @dataclass(frozen=True)
 class GaussianAttributeBounds:
-    """Δ_iF and min_θ Var(F | g_i, θ) over a Θ, from the §4.2 closed forms.
+    """Δ_iF and min_θ Var(F | g_i, θ) over a Θ, from the §4.2 closed forms."""
 
-    Attributes
-    ----------
-    sensitivity : float
-        max_θ ‖V_Ji‖₂ / V_ii · d(U) (Zhang et al. 2022, §4.2; |V_ij/V_ii| d(U) for one column).
-    min_variance : float
-        min_θ of the smallest eigenvalue of (V_JJ − V_Ji V_iJ / V_ii)/n (the conditional
-        variance for one column).
-    sensitivities : ndarray, shape (k,)
-        The sensitivity under each θ.
-    variances : ndarray, shape (k,)
-        The smallest conditional variance under each θ.
-    argmax_sensitivity, argmin_variance : int
-        The θ (index) attaining each extreme.
-    """
-
+    #: max_θ ‖V_Ji‖₂ / V_ii · d(U) (Zhang et al. 2022, §4.2; |V_ij/V_ii| d(U) for one column).
     sensitivity: float
+    #: min_θ of the smallest eigenvalue of (V_JJ − V_Ji V_iJ / V_ii)/n (the conditional
+    #: variance for one column).
     min_variance: float
+    #: ndarray, shape (k,)
+    #: The sensitivity under each θ.
     sensitivities: np.ndarray
+    #: ndarray, shape (k,)
+    #: The smallest conditional variance under each θ.
     variances: np.ndarray
+    #: The θ (index) attaining each extreme.
     argmax_sensitivity: int
     argmin_variance: int
 

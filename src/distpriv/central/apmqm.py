@@ -52,23 +52,15 @@ _TIE_RTOL = 1e-12
 # ---------------------------------------------------------------------------- Alg. 2
 @dataclass(frozen=True)
 class QuiltNoise:
-    """A Markov quilt with the Laplace scale it would give (Zhang et al. 2022, Alg. 2).
+    """A Markov quilt with the Laplace scale it would give (Zhang et al. 2022, Alg. 2)."""
 
-    Attributes
-    ----------
-    quilt : MarkovQuilt
-        (X_Q, X_N, X_R) and e_Θ(X_Q | X_i).
-    queried_nearby : tuple of str
-        A ∩ N, the queried attributes the quilt cannot shield.
-    sensitivity : float
-        Δ_{A∩N}F.
-    scale : float
-        Δ_{A∩N}F / (ε − e_Θ(X_Q | X_i)), or ``inf`` when e_Θ ≥ ε (not usable).
-    """
-
+    #: (X_Q, X_N, X_R) and e_Θ(X_Q | X_i).
     quilt: MarkovQuilt
+    #: A ∩ N, the queried attributes the quilt cannot shield.
     queried_nearby: tuple[str, ...]
+    #: Δ_{A∩N}F.
     sensitivity: float
+    #: Δ_{A∩N}F / (ε − e_Θ(X_Q | X_i)), or ``inf`` when e_Θ ≥ ε (not usable).
     scale: float
 
     @property
@@ -89,26 +81,17 @@ class QuiltNoise:
 
 @dataclass(frozen=True)
 class QuiltSearch:
-    """Alg. 2's search for one sensitive attribute: every quilt and the one chosen.
+    """Alg. 2's search for one sensitive attribute: every quilt and the one chosen."""
 
-    Attributes
-    ----------
-    secret : str
-        X_i.
-    candidates : tuple of QuiltNoise
-        The trivial quilt first, then every other quilt (:meth:`ParameterNetwork.markov_quilts`).
-    chosen : QuiltNoise
-        Smallest scale b_i; ties go to the smaller max-influence, then the smaller X_N.
-    fell_back : bool
-        True when no quilt other than the trivial one has max-influence < ε (G_i = ∅).
-    note : str
-        What happened, in words, for the guarantee.
-    """
-
+    #: X_i.
     secret: str
+    #: The trivial quilt first, then every other quilt (:meth:`ParameterNetwork.markov_quilts`).
     candidates: tuple[QuiltNoise, ...]
+    #: Smallest scale b_i; ties go to the smaller max-influence, then the smaller X_N.
     chosen: QuiltNoise
+    #: True when no quilt other than the trivial one has max-influence < ε (G_i = ∅).
     fell_back: bool
+    #: What happened, in words, for the guarantee.
     note: str
 
     def to_dict(self) -> dict[str, Any]:

@@ -13,28 +13,12 @@ from typing import Any
 
 from ..errors import ParameterError, ParameterTypeError
 from ..util.validation import check_positive_int, check_real
-from .bayesnet import ParameterNetwork
+from .bayesnet import ParameterNetwork, attribute_names
 
 __all__ = ["AttributeNetworkModel", "ColumnQuery"]
 
 
 # ---------------------------------------------------------------------------- the query
-def _attr_tuple(value: object, what: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if not isinstance(value, Iterable):
-        raise ParameterTypeError(f"{what} must be an attribute name or a sequence of them")
-    out = tuple(value)
-    if not out:
-        raise ParameterError(f"{what} must name at least one attribute")
-    for v in out:
-        if not isinstance(v, str):
-            raise ParameterTypeError(f"{what} must hold attribute names (str), got {v!r}")
-    if len(set(out)) != len(out):
-        raise ParameterError(f"{what} must not repeat an attribute, got {list(out)}")
-    return out
-
-
 def _names_for(statistics: Sequence[str] | None, default: Sequence[str]) -> tuple[str, ...]:
     if statistics is None:
         return tuple(default)
@@ -93,12 +77,12 @@ class ColumnQuery:
         *,
         statistics: Sequence[str] | None = None,
     ) -> None:
-        attrs = _attr_tuple(attributes, "attributes")
+        attrs = attribute_names(attributes, "attributes", distinct=True)
         const = weights = table = None
         if isinstance(sensitivities, Mapping):
             table = {}
             for key, val in sensitivities.items():
-                cols = frozenset(_attr_tuple(key, "sensitivities key"))
+                cols = frozenset(attribute_names(key, "sensitivities key", distinct=True))
                 unknown = sorted(cols - set(attrs))
                 if unknown:
                     raise ParameterError(
@@ -151,7 +135,7 @@ class ColumnQuery:
         every S meeting A.
         """
         nn = check_positive_int(n, "n")
-        attrs = _attr_tuple(attributes, "attributes")
+        attrs = attribute_names(attributes, "attributes", distinct=True)
         q = cls.__new__(cls)
         stat = statistic or f"count({', '.join(attrs)})"
         q._set(attrs, (stat,), "count", True, float(nn), None, None)
@@ -266,7 +250,7 @@ class AttributeNetworkModel:
             )
         if not isinstance(query, ColumnQuery):
             raise ParameterTypeError(f"query must be a ColumnQuery, got {type(query).__name__}")
-        sec = _attr_tuple(secrets, "secrets")
+        sec = attribute_names(secrets, "secrets", distinct=True)
         for s in sec:
             k = network.index(s, "secret")
             if len(network.supports[k]) < 2:

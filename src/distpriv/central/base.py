@@ -21,25 +21,17 @@ class CalibratedMechanism:
 
     Obtained from :func:`distpriv.calibrate`. Immutable; ``release`` draws fresh noise
     from the secure sampler, or from a numpy ``rng`` when one is given (a simulation).
-
-    Attributes
-    ----------
-    name : str
-        Registry name (e.g. ``"eigm"``).
-    noise : Noise
-        The distribution of Z.
-    guarantee : PrivacyGuarantee
-        What the release satisfies, and under which checked assumptions.
-    statistics : tuple of str
-        Names of the m statistics.
-    diagnostics : dict
-        Calibration quantities (sensitivities, D*, per-pair distances after noise, …).
     """
 
+    #: Registry name (e.g. ``"eigm"``).
     name: str
+    #: The distribution of Z.
     noise: Noise
+    #: What the release satisfies, and under which checked assumptions.
     guarantee: PrivacyGuarantee
+    #: Names of the m statistics.
     statistics: tuple[str, ...]
+    #: Calibration quantities (sensitivities, D*, per-pair distances after noise, …).
     diagnostics: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -49,27 +49,18 @@ MAX_QUILT_ATTRIBUTES = 14
 
 @dataclass(frozen=True)
 class MarkovQuilt:
-    """A Markov quilt (X_Q, X_N, X_R) of a sensitive attribute X_i (Zhang et al. 2022, Def. 6).
+    """A Markov quilt (X_Q, X_N, X_R) of a sensitive attribute X_i (Zhang et al. 2022, Def. 6)."""
 
-    Attributes
-    ----------
-    secret : str
-        The sensitive attribute X_i.
-    quilt : tuple of str
-        X_Q: given X_Q, X_R is independent of X_i (d-separation on the DAG).
-    nearby : tuple of str
-        X_N, the attributes neither in the quilt nor remote; contains X_i.
-    remote : tuple of str
-        X_R.
-    max_influence : float
-        e_Θ(X_Q | X_i) (Def. 7); 0 for an empty quilt, ``inf`` when some φ_Q is possible
-        under one value of φ_i and impossible under another.
-    """
-
+    #: The sensitive attribute X_i.
     secret: str
+    #: X_Q: given X_Q, X_R is independent of X_i (d-separation on the DAG).
     quilt: tuple[str, ...]
+    #: X_N, the attributes neither in the quilt nor remote; contains X_i.
     nearby: tuple[str, ...]
+    #: X_R.
     remote: tuple[str, ...]
+    #: e_Θ(X_Q | X_i) (Def. 7); 0 for an empty quilt, ``inf`` when some φ_Q is possible
+    #: under one value of φ_i and impossible under another.
     max_influence: float
 
     @property
@@ -90,16 +81,24 @@ class MarkovQuilt:
         }
 
 
-def _names(value: object, what: str) -> tuple[str, ...]:
-    """A string or a sequence of strings, as a tuple."""
+def attribute_names(value: object, what: str, *, distinct: bool = False) -> tuple[str, ...]:
+    """A string or a sequence of strings, as a tuple.
+
+    With ``distinct``, the sequence must also name at least one attribute and none twice
+    (the attributes and secrets of a query); errors name the parameter as ``what``.
+    """
     if isinstance(value, str):
         return (value,)
     if not isinstance(value, Iterable):
         raise ParameterTypeError(f"{what} must be an attribute name or a sequence of them")
     out = tuple(value)
+    if distinct and not out:
+        raise ParameterError(f"{what} must name at least one attribute")
     for v in out:
         if not isinstance(v, str):
             raise ParameterTypeError(f"{what} must hold attribute names (str), got {v!r}")
+    if distinct and len(set(out)) != len(out):
+        raise ParameterError(f"{what} must not repeat an attribute, got {list(out)}")
     return out
 
 
@@ -231,7 +230,7 @@ class ParameterNetwork:
                 raise ParameterError(
                     f"parents names unknown attribute {child!r}; attributes: {list(index)}"
                 )
-            names = _names(ps, f"parents[{child!r}]")
+            names = attribute_names(ps, f"parents[{child!r}]")
             for p in names:
                 if p not in index:
                     raise ParameterError(
@@ -363,7 +362,7 @@ class ParameterNetwork:
         attributes : sequence of str
             Distinct attributes A.
         """
-        names = _names(attributes, "attributes")
+        names = attribute_names(attributes, "attributes")
         axes = [self.index(a) for a in names]
         if len(set(axes)) != len(axes):
             raise ParameterError(f"attributes must be distinct, got {list(names)}")
@@ -392,7 +391,7 @@ class ParameterNetwork:
             e ≥ 0, or ``inf``.
         """
         i = self.index(secret, "secret")
-        names = self._ordered(_names(attributes, "attributes"))
+        names = self._ordered(attribute_names(attributes, "attributes"))
         for a in names:
             self.index(a)
         if secret in names:
@@ -417,8 +416,8 @@ class ParameterNetwork:
     def d_separated(self, secret: str, remote: Iterable[str], given: Iterable[str]) -> bool:
         """Whether X_R ⫫ X_i | X_Q in every distribution of the DAG (networkx d-separation)."""
         i = self.attributes[self.index(secret, "secret")]
-        rem = set(_names(remote, "remote"))
-        giv = set(_names(given, "given"))
+        rem = set(attribute_names(remote, "remote"))
+        giv = set(attribute_names(given, "given"))
         for a in rem | giv:
             self.index(a)
         if not rem:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..accounting.pair_profile import gaussian_delta
+from ..guarantees import Assumption, PrivacyGuarantee
 from ..noise import Noise
 from ._common import (
     QueryModel,
@@ -51,6 +52,45 @@ def gaussian_diagnostics(
     }
 
 
+def _guarantee(
+    model: QueryModel,
+    kind: str,
+    name: str,
+    theorem: str,
+    assumptions: list[Assumption],
+    notes: list[str],
+    calibration: str,
+    *,
+    epsilon: float,
+    delta: float,
+) -> PrivacyGuarantee:
+    """ExpM's and DirM's guarantee: (ε, 0) with Laplace noise, (ε, δ) with Gaussian noise.
+
+    Laplace noise needs no δ (a note says so when one was given); Gaussian noise carries the
+    assumptions of its ``calibration`` (Thm 4.2's constant, or the exact analytic root).
+    """
+    if kind == "laplace":
+        return make_guarantee(
+            name,
+            model,
+            epsilon=epsilon,
+            delta=0.0,
+            theorem=theorem,
+            assumptions=assumptions,
+            notes=notes + pure_delta_note(delta),
+        )
+    return make_guarantee(
+        name,
+        model,
+        epsilon=epsilon,
+        delta=delta,
+        theorem=theorem,
+        assumptions=assumptions + calibration_assumptions(epsilon, calibration, delta),
+        calibration=calibration,
+        notes=notes,
+    )
+
+
 def calibrate_expm(
     model: QueryModel, *, epsilon: float, delta: float, kind: str, calibration: str = "analytic"
 ) -> CalibratedMechanism:
@@ -67,35 +107,19 @@ def calibrate_expm(
         sens = float(np.abs(diffs).sum(axis=1).max())
         noise = Noise.isotropic("laplace", m, sens / epsilon)
         name, theorem = "expm-l", "Chen & Ohrimenko 2023, Thm 4.1"
-        guarantee = make_guarantee(
-            name,
-            model,
-            epsilon=epsilon,
-            delta=0.0,
-            theorem=theorem,
-            assumptions=assumptions,
-            notes=pure_delta_note(delta),
-        )
         diag = {"sensitivity_l1": sens}
     else:
         sens = float(np.linalg.norm(diffs, axis=1).max())
         d_star, d_target = target_distance(epsilon, delta, calibration)
         noise = Noise.isotropic("gaussian", m, sens / d_target)
-        assumptions += calibration_assumptions(epsilon, calibration, delta)
         name, theorem = "expm-g", "Chen & Ohrimenko 2023, Thm 4.2"
-        guarantee = make_guarantee(
-            name,
-            model,
-            epsilon=epsilon,
-            delta=delta,
-            theorem=theorem,
-            assumptions=assumptions,
-            calibration=calibration,
-        )
         diag = {
             "sensitivity_l2": sens,
             **gaussian_diagnostics(model, noise, epsilon, d_star, include_model=False),
         }
+    guarantee = _guarantee(
+        model, kind, name, theorem, assumptions, [], calibration, epsilon=epsilon, delta=delta
+    )
     return CalibratedMechanism(name, noise, guarantee, model.statistics, diag)
 
 
@@ -134,33 +158,16 @@ def calibrate_dirm(
         sens = float(np.abs(proj).sum(axis=1).max()) if rank else 0.0
         noise = Noise.along("laplace", basis, np.full(rank, sens / epsilon))
         name, theorem = "dirm-l", "Chen & Ohrimenko 2023, Thm 4.3"
-        guarantee = make_guarantee(
-            name,
-            model,
-            epsilon=epsilon,
-            delta=0.0,
-            theorem=theorem,
-            assumptions=assumptions,
-            notes=notes + pure_delta_note(delta),
-        )
         diag["sensitivity_l1_projected"] = sens
     else:
         sens = float(np.linalg.norm(proj, axis=1).max()) if rank else 0.0
         d_star, d_target = target_distance(epsilon, delta, calibration)
         noise = Noise.along("gaussian", basis, np.full(rank, sens / d_target))
-        assumptions += calibration_assumptions(epsilon, calibration, delta)
         name, theorem = "dirm-g", "Chen & Ohrimenko 2023, Thm 4.3 (Gaussian variant)"
-        guarantee = make_guarantee(
-            name,
-            model,
-            epsilon=epsilon,
-            delta=delta,
-            theorem=theorem,
-            assumptions=assumptions,
-            calibration=calibration,
-            notes=notes,
-        )
         diag["sensitivity_l2_projected"] = sens
         if rank:
             diag.update(gaussian_diagnostics(model, noise, epsilon, d_star, include_model=False))
+    guarantee = _guarantee(
+        model, kind, name, theorem, assumptions, notes, calibration, epsilon=epsilon, delta=delta
+    )
     return CalibratedMechanism(name, noise, guarantee, model.statistics, diag)

@@ -66,20 +66,14 @@ class TableFacts:
     """Public facts about the modelling table that default options are computed from.
 
     Computed once per table by the pipeline (not once per calibration).
-
-    Attributes
-    ----------
-    subset_size : int
-        n, the number of rows of a protected dataset.
-    spans : tuple of float
-        max − min of each statistic's per-row feature over the modelling table, shape (m,);
-        the width of its declared range instead where the query declares a finite one.
-    scales : tuple of str
-        ``"mean"`` or ``"sum"`` per statistic (avg vs count/sum).
     """
 
+    #: n, the number of rows of a protected dataset.
     subset_size: int
+    #: max − min of each statistic's per-row feature over the modelling table, shape (m,);
+    #: the width of its declared range instead where the query declares a finite one.
     spans: tuple[float, ...]
+    #: ``"mean"`` or ``"sum"`` per statistic (avg vs count/sum).
     scales: tuple[str, ...]
     # Lattice step of each statistic (NaN: not on a lattice), for the floored mechanisms
     # (distpriv.modeling.lattice.query_lattices); None when not computed.

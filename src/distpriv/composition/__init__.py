@@ -20,22 +20,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..util.lazy import attach
+from ..util.lazy import attach_declared
 
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "accountant": ("ComposedGuarantee", "compose", "gaussian_pair_composition"),
-    "events": ("ReleaseSpec", "noise_from_dict", "noise_to_dict"),
-    "joint": ("JointModelling", "joint_model"),
-    "laplace": ("laplace_composition",),
-}
-
-# The one export list: __all__ and the type checkers' imports below follow _EXPORTS.
-__all__ = sorted(name for names in _EXPORTS.values() for name in names)
-
+# The one export list (distpriv.util.lazy.attach_declared): type checkers, which do not
+# follow a module __getattr__, read these imports; at run time attach_declared reads them from
+# this file and imports each submodule on first use (`distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn).
 if TYPE_CHECKING:
     from .accountant import ComposedGuarantee, compose, gaussian_pair_composition
     from .events import ReleaseSpec, noise_from_dict, noise_to_dict
     from .joint import JointModelling, joint_model
     from .laplace import laplace_composition
 
-__getattr__, __dir__ = attach(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

@@ -17,41 +17,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..util.lazy import attach
+from ..util.lazy import attach_declared
 
-# Imported on first use (distpriv.util.lazy): `distpriv --help` must not pay for scipy,
-# pandas, DuckDB or sklearn. Submodule -> the names it defines.
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "adult": (
-        "ADULT_ATTRIBUTION",
-        "ADULT_COLUMNS",
-        "PAPER_SPLIT",
-        "load_adult",
-        "paper_split",
-        "split",
-    ),
-    "hospital": (
-        "HOSPITAL_COLUMNS",
-        "HospitalParameters",
-        "generate_hospital",
-        "hospital_moments",
-        "hospital_theta",
-    ),
-    "networks": ("school_network",),
-    "scenarios": (
-        "SCENARIOS",
-        "adult_scenario",
-        "load_scenario",
-        "synthetic_city",
-    ),
-}
-
-# The one export list: __all__ and the type checkers' imports follow _EXPORTS.
-__all__ = sorted(name for names in _EXPORTS.values() for name in names)
-
+# The one export list (distpriv.util.lazy.attach_declared): type checkers, which do not
+# follow a module __getattr__, read these imports; at run time attach_declared reads them from
+# this file and imports each submodule on first use (`distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn).
 if TYPE_CHECKING:
-    # The names as attach() resolves them at run time, for type checkers (which do not
-    # follow a module __getattr__: without this every public name would be Any).
     from .adult import ADULT_ATTRIBUTION, ADULT_COLUMNS, PAPER_SPLIT, load_adult, paper_split, split
     from .hospital import (
         HOSPITAL_COLUMNS,
@@ -63,4 +35,4 @@ if TYPE_CHECKING:
     from .networks import school_network
     from .scenarios import SCENARIOS, adult_scenario, load_scenario, synthetic_city
 
-__getattr__, __dir__ = attach(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

@@ -54,32 +54,24 @@ class HospitalParameters:
 
     Heights in inches, weights in pounds, blood pressure in mmHg, temperatures in °F;
     every ``*_sd`` is a standard deviation.
-
-    Attributes
-    ----------
-    p_female : float
-        P(female), in [0, 1].
-    height_mean_female, height_mean_other, height_sd_female, height_sd_other : float
-        Height ~ N(mean, sd²) given the gender.
-    weight_slope, weight_intercept, weight_sd : float
-        Weight ~ N(slope · height + intercept, sd²) (the paper's N(k₁x − k₂, 15)).
-    bp_mean_female, bp_mean_other, bp_sd : float
-        Blood pressure ~ N(mean, sd²) given the gender.
-    temp_mean_female, temp_mean_other, temp_sd : float
-        Temperature ~ N(mean, sd²) given the gender.
     """
 
+    #: P(female), in [0, 1].
     p_female: float = 0.6
+    #: Height ~ N(mean, sd²) given the gender.
     height_mean_female: float = 65.0
     height_mean_other: float = 70.0
     height_sd_female: float = 3.0
     height_sd_other: float = 3.0
+    #: Weight ~ N(slope · height + intercept, sd²) (the paper's N(k₁x − k₂, 15)).
     weight_slope: float = 3.6
     weight_intercept: float = -90.0
     weight_sd: float = 15.0
+    #: Blood pressure ~ N(mean, sd²) given the gender.
     bp_mean_female: float = 100.0
     bp_mean_other: float = 106.0
     bp_sd: float = 3.0
+    #: Temperature ~ N(mean, sd²) given the gender.
     temp_mean_female: float = 98.6
     temp_mean_other: float = 98.6
     temp_sd: float = 0.5

@@ -42,22 +42,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Hotspot:
-    """One component of the city's check-in mixture: an isotropic Gaussian blob.
-
-    Attributes
-    ----------
-    name : str
-    center : (float, float)
-        Position in km, in the 11 km × 10 km area.
-    sd : float
-        Standard deviation per coordinate, km.
-    weights : (float, float)
-        Mixture weight for the ``"male"`` and the ``"female"`` group.
-    """
+    """One component of the city's check-in mixture: an isotropic Gaussian blob."""
 
     name: str
+    #: Position in km, in the 11 km × 10 km area.
     center: tuple[float, float]
+    #: Standard deviation per coordinate, km.
     sd: float
+    #: Mixture weight for the ``"male"`` and the ``"female"`` group.
     weights: tuple[float, float]
 
 

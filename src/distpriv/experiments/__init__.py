@@ -4,38 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..util.lazy import attach
+from ..util.lazy import attach_declared
 
-# Imported on first use (distpriv.util.lazy): `distpriv --help` must not pay for scipy,
-# pandas, DuckDB or sklearn. Submodule -> the names it defines.
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "base": (
-        "Comparison",
-        "Experiment",
-        "ExperimentResult",
-        "single_run_interval",
-    ),
-    "paper": (
-        "ADULT_STATISTICS",
-        "INCOME_SECRET",
-        "resolve_source",
-    ),
-    "registry": (
-        "EXPERIMENTS",
-        "reproduction_markdown",
-        "run_experiment",
-        "run_experiments",
-    ),
-}
-
-# The one export list: __all__ and the type checkers' imports follow _EXPORTS.
-__all__ = sorted(name for names in _EXPORTS.values() for name in names)
-
+# The one export list (distpriv.util.lazy.attach_declared): type checkers, which do not
+# follow a module __getattr__, read these imports; at run time attach_declared reads them from
+# this file and imports each submodule on first use (`distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn).
 if TYPE_CHECKING:
-    # The names as attach() resolves them at run time, for type checkers (which do not
-    # follow a module __getattr__: without this every public name would be Any).
     from .base import Comparison, Experiment, ExperimentResult, single_run_interval
     from .paper import ADULT_STATISTICS, INCOME_SECRET, resolve_source
     from .registry import EXPERIMENTS, reproduction_markdown, run_experiment, run_experiments
 
-__getattr__, __dir__ = attach(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

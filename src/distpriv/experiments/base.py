@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 from ..util.version import __version__
 
 __all__ = [
@@ -63,14 +64,7 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        return {
-            "quantity": self.quantity,
-            "paper": self.paper,
-            "ours": self.ours,
-            "low": self.low,
-            "high": self.high,
-            "within": self.within,
-        }
+        return field_values(self, "quantity paper ours low high within")
 
 
 @dataclass(frozen=True)
@@ -150,18 +144,11 @@ class Experiment:
 
 @dataclass(frozen=True)
 class RunInfo:
-    """How one experiment was run: its seed, quick or full, and when it started.
-
-    Attributes
-    ----------
-    seed : int
-    quick : bool
-    t0 : float
-        Its start, a ``time.perf_counter()`` value.
-    """
+    """How one experiment was run: its seed, quick or full, and when it started."""
 
     seed: int
     quick: bool
+    #: Its start, a ``time.perf_counter()`` value.
     t0: float
 
 

@@ -133,6 +133,44 @@ def _calibrate(
 
 OUTSIDE = "classical constant at eps >= 1: outside Thm 4.2"
 
+# The columns Tables 2 and 3 add after their keys (mechanism, ε and for Table 3 δ).
+_COMPARED_COLUMNS = [
+    "paper",
+    "ours (classical)",
+    "interval low",
+    "interval high",
+    "paper within",
+    "ours (analytic)",
+    "note",
+]
+
+
+def _compared(
+    name: str,
+    keys: tuple[Any, ...],
+    paper: float,
+    classical: list[float],
+    analytic: list[float],
+) -> tuple[Comparison, tuple[Any, ...]]:
+    """One cell of Table 2 or 3: the paper's value against ours over the pipelines.
+
+    ``keys`` start with the mechanism and ε; ``classical`` and ``analytic`` hold one value per
+    pipeline with each calibration constant. The row follows :data:`_COMPARED_COLUMNS`.
+    """
+    mean, lo, hi = single_run_interval(np.array(classical))
+    an = float(np.mean(analytic))
+    note = OUTSIDE if keys[1] >= 1 else ""
+    return Comparison(name, paper, mean, lo, hi), (
+        *keys,
+        paper,
+        mean,
+        lo,
+        hi,
+        lo <= paper <= hi,
+        an,
+        note,
+    )
+
 
 def table2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> ExperimentResult:
     """Table 2: L2 error protecting income (Δp = 0.1, δ = 1e-3), ε ∈ {0.2, 1, 5}."""
@@ -157,28 +195,19 @@ def table2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
     rows, comps = [], []
     for lab in labels:
         for e in eps_list:
-            mean, lo, hi = single_run_interval(np.array(vals[(lab, e, "classical")]))
-            an = float(np.mean(vals[(lab, e, "analytic")]))
-            paper = TABLE2[(lab, e)]
-            comps.append(Comparison(f"{lab}, eps={e:g}", paper, mean, lo, hi))
-            rows.append(
-                (lab, e, paper, mean, lo, hi, lo <= paper <= hi, an, OUTSIDE if e >= 1 else "")
+            comp, row = _compared(
+                f"{lab}, eps={e:g}",
+                (lab, e),
+                TABLE2[(lab, e)],
+                vals[(lab, e, "classical")],
+                vals[(lab, e, "analytic")],
             )
-    cols = [
-        "mechanism",
-        "epsilon",
-        "paper",
-        "ours (classical)",
-        "interval low",
-        "interval high",
-        "paper within",
-        "ours (analytic)",
-        "note",
-    ]
+            comps.append(comp)
+            rows.append(row)
     return make_result(
         "chen2023-table2",
         "Table 2: L2 error protecting income (dp = 0.1)",
-        cols,
+        ["mechanism", "epsilon", *_COMPARED_COLUMNS],
         rows,
         comps,
         [],
@@ -191,6 +220,28 @@ def table2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
             "group_size": 100,
         },
         RunInfo(seed, quick, t0),
+    )
+
+
+def _paper_audit(
+    parts: dict[str, Any], model: Any, mechanisms: list[Any], repetitions: int, *, rng: int
+) -> Any:
+    """The attack of Chen & Ohrimenko 2023 §5.3 (Table 3, Fig. 4) on 100-row subsets.
+
+    As in the paper: the logistic meta-classifier alone, unaware of the mechanism, without
+    the likelihood-ratio attack.
+    """
+    return audit(
+        auxiliary=parts["auxiliary"],
+        test=parts["test"],
+        query=ADULT_STATISTICS,
+        secret=model.secret,
+        subset_size=100,
+        mechanisms=mechanisms,
+        repetitions=repetitions,
+        rng=rng,
+        mechanism_aware=False,
+        likelihood_ratio=False,
     )
 
 
@@ -209,57 +260,26 @@ def table3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -
                         for c in CALS:
                             m = _calibrate(lab, model, parts, e, d, c)
                             mechs.append(dataclasses.replace(m, name=f"{lab}|{e}|{d}|{c}"))
-            rep = audit(
-                auxiliary=parts["auxiliary"],
-                test=parts["test"],
-                query=ADULT_STATISTICS,
-                secret=model.secret,
-                subset_size=100,
-                mechanisms=mechs,
-                repetitions=reps,
-                rng=seed * 31 + p,
-                mechanism_aware=False,
-                likelihood_ratio=False,
-            )
+            rep = _paper_audit(parts, model, mechs, reps, rng=seed * 31 + p)
             for m in rep.mechanisms:
                 acc.setdefault(m.mechanism, []).append(m.attacks[0].accuracy)
     rows, comps = [], []
     for lab in GAUSSIAN:
         for e in (0.2, 1.0, 5.0):
             for d, paper in zip(TABLE3_DELTAS, TABLE3[lab][e], strict=True):
-                mean, lo, hi = single_run_interval(np.array(acc[f"{lab}|{e}|{d}|classical"]))
-                an = float(np.mean(acc[f"{lab}|{e}|{d}|analytic"]))
-                comps.append(Comparison(f"{lab}, eps={e:g}, delta={d:g}", paper, mean, lo, hi))
-                rows.append(
-                    (
-                        lab,
-                        e,
-                        d,
-                        paper,
-                        mean,
-                        lo,
-                        hi,
-                        lo <= paper <= hi,
-                        an,
-                        OUTSIDE if e >= 1 else "",
-                    )
+                comp, row = _compared(
+                    f"{lab}, eps={e:g}, delta={d:g}",
+                    (lab, e, d),
+                    paper,
+                    acc[f"{lab}|{e}|{d}|classical"],
+                    acc[f"{lab}|{e}|{d}|analytic"],
                 )
-    cols = [
-        "mechanism",
-        "epsilon",
-        "delta",
-        "paper",
-        "ours (classical)",
-        "interval low",
-        "interval high",
-        "paper within",
-        "ours (analytic)",
-        "note",
-    ]
+                comps.append(comp)
+                rows.append(row)
     return make_result(
         "chen2023-table3",
         "Table 3: attack accuracy on income (0.45 vs 0.55)",
-        cols,
+        ["mechanism", "epsilon", "delta", *_COMPARED_COLUMNS],
         rows,
         comps,
         [],
@@ -333,15 +353,12 @@ def fig2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
                 ylabel="L2 error E||Z||",
                 title=f"protecting {prop}, dp = {dp:g}, delta = 1e-3",
             )
-            ax.grid(True, which="both", alpha=0.3)
-        axes[0].legend(fontsize=7)
-        fig.suptitle(
+        return _finish_panels(
+            fig,
+            axes,
             "Chen & Ohrimenko 2023, Fig. 2: error vs epsilon (solid: classical constant, "
             "dashed: exact calibration;\na curve that stops has reached 0: no noise needed)",
-            fontsize=10,
-            y=1.04,
         )
-        return fig
 
     figs = save_figure(out_dir, "chen2023-fig2", draw)
     return make_result(
@@ -355,6 +372,15 @@ def fig2(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
         RunInfo(seed, quick, t0),
         checks,
     )
+
+
+def _finish_panels(fig: Any, axes: Any, title: str) -> Any:
+    """Figures 2 and 3: a log grid on both panels, the legend on the first, the title above."""
+    for ax in axes:
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10, y=1.04)
+    return fig
 
 
 def _crossover(dps: np.ndarray, ours: np.ndarray, dp_err: np.ndarray) -> float:
@@ -428,16 +454,13 @@ def fig3(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
                 ylabel="L2 error E||Z||",
                 title=f"protecting {prop}, eps = 1, delta = 1e-3",
             )
-            ax.grid(True, which="both", alpha=0.3)
-        axes[0].legend(fontsize=7)
-        fig.suptitle(
+        return _finish_panels(
+            fig,
+            axes,
             "Chen & Ohrimenko 2023, Fig. 3: error vs delta p, against the DP Gaussian "
             "mechanism (group size 1);\nsolid: classical constant, dashed: exact calibration; "
             "a curve that stops has reached 0",
-            fontsize=10,
-            y=1.04,
         )
-        return fig
 
     figs = save_figure(out_dir, "chen2023-fig3", draw)
     checks = {f"{c.quantity}: found": bool(np.isfinite(c.ours)) for c in comps}
@@ -472,18 +495,7 @@ def fig4(*, quick: bool = False, seed: int = 0, out_dir: Path | None = None) -> 
                 for e in grid
                 for c in CALS
             ]
-            rep = audit(
-                auxiliary=parts["auxiliary"],
-                test=parts["test"],
-                query=ADULT_STATISTICS,
-                secret=model.secret,
-                subset_size=100,
-                mechanisms=["none", *mechs],
-                repetitions=reps,
-                rng=seed * 17 + p,
-                mechanism_aware=False,
-                likelihood_ratio=False,
-            )
+            rep = _paper_audit(parts, model, ["none", *mechs], reps, rng=seed * 17 + p)
             for m in rep.mechanisms:
                 acc.setdefault(m.mechanism, []).extend(m.attacks[0].per_repetition)
     rows = [

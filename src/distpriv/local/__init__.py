@@ -26,84 +26,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..util.lazy import attach
+from ..util.lazy import attach_declared
 
-# Imported on first use (distpriv.util.lazy): `distpriv --help` must not pay for scipy,
-# pandas, DuckDB or sklearn. Submodule -> the names it defines.
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "bounds": (
-        "TuplingBound",
-        "theorem3_bound",
-        "tupling_bound",
-    ),
-    "coupling": (
-        "COUPLING_METHODS",
-        "CouplingGuarantee",
-        "CouplingMechanism",
-        "coupling_guarantee",
-        "coupling_mechanism",
-        "north_west_corner",
-        "optimal_coupling",
-        "winf_coupling",
-    ),
-    "domains": (
-        "METRICS",
-        "Domain",
-        "Grid",
-        "LocalScenario",
-        "build_grid",
-        "lift",
-    ),
-    "evaluate": (
-        "MECHANISM_NAMES",
-        "LocalEvaluation",
-        "build_mechanism",
-        "evaluate",
-    ),
-    "mechanisms": (
-        "MatrixMechanism",
-        "matrix_mechanism",
-        "planar_gaussian",
-        "planar_laplace",
-        "randomized_response",
-        "restricted_laplace",
-    ),
-    "montecarlo": (
-        "DistPEstimate",
-        "TuplingMonteCarlo",
-        "tupling_distp",
-        "tupling_monte_carlo",
-    ),
-    "profiles": (
-        "DIVERGENCE_NAMES",
-        "DistPProfile",
-        "Divergences",
-        "distp_delta",
-        "distp_epsilon",
-        "distp_profile",
-        "divergence_distp",
-        "theorem1_guarantee",
-        "theorem2_guarantee",
-    ),
-    "tupling": (
-        "TuplingMechanism",
-        "tupling_exact",
-        "tupling_mechanism",
-    ),
-    "utility": (
-        "AttackResult",
-        "attack_success",
-        "bayes_attack",
-        "expected_loss",
-    ),
-}
-
-# The one export list: __all__ and the type checkers' imports follow _EXPORTS.
-__all__ = sorted(name for names in _EXPORTS.values() for name in names)
-
+# The one export list (distpriv.util.lazy.attach_declared): type checkers, which do not
+# follow a module __getattr__, read these imports; at run time attach_declared reads them from
+# this file and imports each submodule on first use (`distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn).
 if TYPE_CHECKING:
-    # The names as attach() resolves them at run time, for type checkers (which do not
-    # follow a module __getattr__: without this every public name would be Any).
     from .bounds import TuplingBound, theorem3_bound, tupling_bound
     from .coupling import (
         COUPLING_METHODS,
@@ -140,4 +69,4 @@ if TYPE_CHECKING:
     from .tupling import TuplingMechanism, tupling_exact, tupling_mechanism
     from .utility import AttackResult, attack_success, bayes_attack, expected_loss
 
-__getattr__, __dir__ = attach(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import ParameterError
 from ..guarantees import Assumption, PrivacyGuarantee, to_jsonable
+from ..util.records import field_values
 from ..util.validation import check_delta, check_positive_int, check_real
 from .tupling import TuplingMechanism, _weights
 
@@ -71,28 +72,19 @@ def theorem3_bound(
 
 @dataclass(frozen=True)
 class TuplingBound:
-    """Thm 3 of KM 2019a evaluated for a pair, with β and η measured from A#(λ).
+    """Thm 3 of KM 2019a evaluated for a pair, with β and η measured from A#(λ)."""
 
-    Attributes
-    ----------
-    epsilon, delta : float
-        (ε_α, δ_α); ε = ``inf`` when no admissible α reaches the requested δ.
-    beta, eta, alpha : float
-        The parameters that minimise ε_α subject to δ_α ≤ the requested δ.
-    k, n_outputs : int
-    requested_delta : float
-    assumptions : tuple of Assumption
-        Uniform dummies; η = 0 (the case the proof covers).
-    """
-
+    #: (ε_α, δ_α); ε = ``inf`` when no admissible α reaches the requested δ.
     epsilon: float
     delta: float
+    #: The parameters that minimise ε_α subject to δ_α ≤ the requested δ.
     beta: float
     eta: float
     alpha: float
     k: int
     n_outputs: int
     requested_delta: float
+    #: Uniform dummies; η = 0 (the case the proof covers).
     assumptions: tuple[Assumption, ...]
 
     def guarantee(
@@ -113,14 +105,7 @@ class TuplingBound:
         """JSON-safe dict."""
         return to_jsonable(
             {
-                "epsilon": self.epsilon,
-                "delta": self.delta,
-                "beta": self.beta,
-                "eta": self.eta,
-                "alpha": self.alpha,
-                "k": self.k,
-                "n_outputs": self.n_outputs,
-                "requested_delta": self.requested_delta,
+                **field_values(self, "epsilon delta beta eta alpha k n_outputs requested_delta"),
                 "assumptions": [a.to_dict() for a in self.assumptions],
             }
         )

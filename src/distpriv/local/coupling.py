@@ -193,38 +193,29 @@ def _min_cost_on(
 
 @dataclass(frozen=True, eq=False)
 class CouplingMechanism:
-    """C: S × X → D(Y) built from couplings γ_s ∈ cp(λ̂_s, μ) (KM 2019b, Def. 16).
+    """C: S × X → D(Y) built from couplings γ_s ∈ cp(λ̂_s, μ) (KM 2019b, Def. 16)."""
 
-    Attributes
-    ----------
-    estimates : ndarray, shape (S, n_x)
-        The approximate input distributions λ̂_s.
-    target : ndarray, shape (n_y,)
-        μ.
-    couplings : ndarray, shape (S, n_x, n_y)
-        γ_s.
-    matrices : ndarray, shape (S, n_x, n_y)
-        C(s, x)[y] = γ_s[x, y] / λ̂_s[x]; rows with λ̂_s[x] = 0 (inputs the estimate deems
-        impossible) output μ independently of x.
-    method : str
-        How the couplings were chosen (``"emd"``, ``"nwc"`` or ``"winf"``).
-    labels : tuple of str
-        Names of the states s.
-    domain : Domain or None
-    winf : tuple of float or None
-        W∞,d(λ̂_s, μ) per state for the ``"winf"`` method (the worst-case loss).
-    name : str
-        ``"coupling"``, or ``"coupling-winf"`` for the ``"winf"`` method.
-    """
-
+    #: ndarray, shape (S, n_x)
+    #: The approximate input distributions λ̂_s.
     estimates: np.ndarray
+    #: ndarray, shape (n_y,)
+    #: μ.
     target: np.ndarray
+    #: ndarray, shape (S, n_x, n_y)
+    #: γ_s.
     couplings: np.ndarray
+    #: ndarray, shape (S, n_x, n_y)
+    #: C(s, x)[y] = γ_s[x, y] / λ̂_s[x]; rows with λ̂_s[x] = 0 (inputs the estimate deems
+    #: impossible) output μ independently of x.
     matrices: np.ndarray
+    #: How the couplings were chosen (``"emd"``, ``"nwc"`` or ``"winf"``).
     method: str
+    #: Names of the states s.
     labels: tuple[str, ...]
     domain: Domain | None = None
+    #: W∞,d(λ̂_s, μ) per state for the ``"winf"`` method (the worst-case loss).
     winf: tuple[float, ...] | None = None
+    #: ``"coupling"``, or ``"coupling-winf"`` for the ``"winf"`` method.
     name: str = "coupling"
     _mechs: tuple[MatrixMechanism, ...] = field(init=False, repr=False)
 
@@ -395,21 +386,15 @@ class CouplingGuarantee:
 
     KM 2019b, Thm 3: if D∞(λ̂_s ‖ λ_s) ≤ ε and D∞(λ_s ‖ λ̂_s) ≤ ε for every state, the
     coupling mechanism is (2ε, D∞)-, (2ε e^ε, D_KL)- and (e^ε f(e^{2ε}), D_f)-DistP.
-
-    Attributes
-    ----------
-    closeness : float
-        ε = max over states and both directions of D∞ between λ̂_s and λ_s (``inf`` when
-        the supports differ).
-    per_state : tuple of float
-        The same per state.
-    bounds : dict of str to float
-        ``dinf`` 2ε; ``kl`` 2εe^ε; ``tv`` e^ε·½(e^{2ε} − 1); ``chi2`` e^ε(e^{2ε} − 1)²;
-        ``hellinger`` e^ε·½(e^ε − 1)² (f of KM 2019b, Table I, at t = e^{2ε}).
     """
 
+    #: ε = max over states and both directions of D∞ between λ̂_s and λ_s (``inf`` when
+    #: the supports differ).
     closeness: float
+    #: The same per state.
     per_state: tuple[float, ...]
+    #: ``dinf`` 2ε; ``kl`` 2εe^ε; ``tv`` e^ε·½(e^{2ε} − 1); ``chi2`` e^ε(e^{2ε} − 1)²;
+    #: ``hellinger`` e^ε·½(e^ε − 1)² (f of KM 2019b, Table I, at t = e^{2ε}).
     bounds: dict[str, float]
 
     def to_dict(self) -> dict[str, Any]:

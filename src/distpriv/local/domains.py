@@ -69,12 +69,8 @@ class Domain:
 
     Attributes
     ----------
-    distances : ndarray, shape (n_x, n_y)
-        d(x, y), the quality loss of reporting y for x (KM 2019a §6.3, 2019b Def. 17).
     input_distances : ndarray, shape (n_x, n_x)
         d(x, x'), the metric of XDP and of W∞,d on D(X) (KM 2019a, Def. 4, Def. 6).
-    nearest_output : ndarray of int, shape (n_x,)
-        The output closest to each input (the "true" answer of randomized response).
     """
 
     inputs: np.ndarray
@@ -82,7 +78,11 @@ class Domain:
     metric: str = "l2"
     input_labels: tuple[str, ...] | None = None
     output_labels: tuple[str, ...] | None = None
+    #: ndarray, shape (n_x, n_y)
+    #: d(x, y), the quality loss of reporting y for x (KM 2019a §6.3, 2019b Def. 17).
     distances: np.ndarray = field(init=False, repr=False)
+    #: ndarray of int, shape (n_x,)
+    #: The output closest to each input (the "true" answer of randomized response).
     nearest_output: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -173,26 +173,19 @@ def lift(matrix: ArrayLike, lam: ArrayLike) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Grid:
-    """Rectangular regions tiling an area: a base grid, some cells split into quadrants.
+    """Rectangular regions tiling an area: a base grid, some cells split into quadrants."""
 
-    Attributes
-    ----------
-    bounds : ndarray, shape (n, 4)
-        ``(x0, y0, x1, y1)`` of each region (e.g. in km).
-    depth : ndarray of int, shape (n,)
-        0 for a base cell, d for a cell split d times.
-    extent : tuple of float
-        ``(x0, x1, y0, y1)`` of the whole area.
-    cell : float
-        Side of a base cell.
-    max_depth : int
-        Largest depth allowed when the grid was built.
-    """
-
+    #: ndarray, shape (n, 4)
+    #: ``(x0, y0, x1, y1)`` of each region (e.g. in km).
     bounds: np.ndarray
+    #: ndarray of int, shape (n,)
+    #: 0 for a base cell, d for a cell split d times.
     depth: np.ndarray
+    #: ``(x0, x1, y0, y1)`` of the whole area.
     extent: tuple[float, float, float, float]
+    #: Side of a base cell.
     cell: float
+    #: Largest depth allowed when the grid was built.
     max_depth: int
     _raster: np.ndarray = field(repr=False)
 
@@ -367,35 +360,26 @@ def build_grid(
 
 @dataclass(frozen=True, eq=False)
 class LocalScenario:
-    """A domain with attribute-conditioned input distributions λ_t and the pairs to hide.
+    """A domain with attribute-conditioned input distributions λ_t and the pairs to hide."""
 
-    Attributes
-    ----------
-    name, title : str
-        Registry name and a one-line description.
-    domain : Domain
-        X, Y and the metric.
-    distributions : mapping of str to ndarray, shape (n_x,)
-        λ_t for each attribute value t (e.g. ``"male"``, ``"female"``): what the attacker
-        knows (KM 2019a §7.1).
-    pairs : tuple of (str, str)
-        The pairs (λ₀, λ₁) to make indistinguishable.
-    estimates : mapping of str to ndarray, shape (n_x,)
-        Approximate distributions λ̂_t from independent data, for the coupling mechanism
-        (KM 2019b §VI); may be empty.
-    description : str
-        How the scenario was built (sources, seeds, hotspots).
-    params : dict
-        The parameters it was built with (seed, sizes).
-    """
-
+    #: Registry name and a one-line description.
     name: str
     title: str
+    #: X, Y and the metric.
     domain: Domain
+    #: mapping of str to ndarray, shape (n_x,)
+    #: λ_t for each attribute value t (e.g. ``"male"``, ``"female"``): what the attacker
+    #: knows (KM 2019a §7.1).
     distributions: Mapping[str, np.ndarray]
+    #: The pairs (λ₀, λ₁) to make indistinguishable.
     pairs: tuple[tuple[str, str], ...]
+    #: mapping of str to ndarray, shape (n_x,)
+    #: Approximate distributions λ̂_t from independent data, for the coupling mechanism
+    #: (KM 2019b §VI); may be empty.
     estimates: Mapping[str, np.ndarray] = field(default_factory=dict)
+    #: How the scenario was built (sources, seeds, hotspots).
     description: str = ""
+    #: The parameters it was built with (seed, sizes).
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 from ..util.validation import (
     RngLike,
     check_choice,
@@ -138,49 +139,30 @@ def build_mechanism(
 
 @dataclass(frozen=True)
 class LocalEvaluation:
-    """What :func:`evaluate` measured for one mechanism and one pair.
-
-    Attributes
-    ----------
-    scenario : str
-    pair : (str, str)
-        The names of λ₀ and λ₁.
-    mechanism : str
-    params : dict
-    delta : float
-    epsilon, epsilon_low, epsilon_high : float
-        ε of (ε, δ)-DistP and its confidence interval (equal to ε when exact).
-    method : str
-        ``"exact"`` or ``"monte-carlo"``.
-    confidence : float or None
-    n_samples : int or None
-        Tuples per direction (Monte Carlo).
-    divergences : dict
-        :meth:`Divergences.to_dict` (pure D∞, KL, TV, χ², Hellinger, both directions).
-    expected_loss : dict of str to float
-        Per distribution name, and ``"mean"`` (equal weights).
-    attack : dict
-        :meth:`AttackResult.to_dict`.
-    guarantee : dict or None
-        The theoretical guarantee that applies.
-    notes : tuple of str
-    seed : int or None
-    """
+    """What :func:`evaluate` measured for one mechanism and one pair."""
 
     scenario: str
+    #: The names of λ₀ and λ₁.
     pair: tuple[str, str]
     mechanism: str
     params: dict[str, Any]
     delta: float
+    #: ε of (ε, δ)-DistP and its confidence interval (equal to ε when exact).
     epsilon: float
     epsilon_low: float
     epsilon_high: float
+    #: ``"exact"`` or ``"monte-carlo"``.
     method: str
     confidence: float | None
+    #: Tuples per direction (Monte Carlo).
     n_samples: int | None
+    #: :meth:`Divergences.to_dict` (pure D∞, KL, TV, χ², Hellinger, both directions).
     divergences: dict[str, Any]
+    #: Per distribution name, and ``"mean"`` (equal weights).
     expected_loss: dict[str, float]
+    #: :meth:`AttackResult.to_dict`.
     attack: dict[str, Any]
+    #: The theoretical guarantee that applies.
     guarantee: dict[str, Any] | None
     notes: tuple[str, ...] = ()
     seed: int | None = None
@@ -191,18 +173,11 @@ class LocalEvaluation:
             {
                 "scenario": self.scenario,
                 "pair": list(self.pair),
-                "mechanism": self.mechanism,
-                "params": self.params,
-                "delta": self.delta,
-                "epsilon": self.epsilon,
+                **field_values(self, "mechanism params delta epsilon"),
                 "epsilon_interval": [self.epsilon_low, self.epsilon_high],
-                "method": self.method,
-                "confidence": self.confidence,
-                "n_samples": self.n_samples,
-                "divergences": self.divergences,
-                "expected_loss": self.expected_loss,
-                "attack": self.attack,
-                "guarantee": self.guarantee,
+                **field_values(
+                    self, "method confidence n_samples divergences expected_loss attack guarantee"
+                ),
                 "notes": list(self.notes),
                 "seed": self.seed,
             }
@@ -286,65 +261,49 @@ def evaluate(
             f"confidence {conf:g} (Chernoff-Hoeffding bound inverted through the profile); "
             "epsilon at delta = 0 is exact"
         )
-        return LocalEvaluation(
-            scenario=scenario.name,
-            pair=names,
-            mechanism=mech.name,
-            params=params,
-            delta=dlt,
-            epsilon=est.epsilon,
-            epsilon_low=est.low,
-            epsilon_high=est.high,
-            method=est.method,
-            confidence=est.confidence,
-            n_samples=n,
-            divergences=div.to_dict(),
-            expected_loss={
-                names[0]: losses[0],
-                names[1]: losses[1],
-                "mean": float(np.mean(losses)),
-            },
-            attack=att.to_dict(),
-            guarantee=guarantee,
-            notes=tuple(notes),
-            seed=seed,
-        )
-    prof = distp_profile(mech, lam0, lam1)
-    eps = float(prof.epsilon(dlt))
-    div = prof.divergences(0.0)
-    att = bayes_attack(prof.mu0, prof.mu1)
-    if isinstance(mech, CouplingMechanism):
-        losses = [mech.expected_loss(lam0, 0), mech.expected_loss(lam1, 1)]
-        guar = coupling_guarantee(mech.estimates, np.stack([lam0, lam1]))
-        guarantee = guar.to_dict()
-        if not math.isfinite(guar.closeness):
-            notes.append(
-                "an estimate and its actual distribution have different supports: "
-                "D-infinity between them is infinite and KM 2019b Thm 3 gives no bound"
-            )
-        if not any(t in scenario.estimates for t in names):
-            notes.append(
-                "the scenario has no estimates for this pair: exact knowledge (epsilon = 0)"
-            )
-        if mech.winf is not None:
-            notes.append(
-                "worst-case move W-infinity(estimate, target) per state: "
-                + ", ".join(f"{w:.4g}" for w in mech.winf)
-            )
+        eps, eps_low, eps_high = est.epsilon, est.low, est.high
+        method, conf_used, n_used = est.method, est.confidence, n
     else:
-        losses = [mech.expected_loss(lam0), mech.expected_loss(lam1)]
-        guarantee = None
-        if mech.name == "rr":
-            guarantee = theorem1_guarantee(mech, labels=names).to_dict()
-        elif mech.name in ("pl", "pg"):
-            guarantee = theorem2_guarantee(mech, lam0, lam1, labels=names).to_dict()
+        prof = distp_profile(mech, lam0, lam1)
+        eps = float(prof.epsilon(dlt))
+        div = prof.divergences(0.0)
+        att = bayes_attack(prof.mu0, prof.mu1)
+        if isinstance(mech, CouplingMechanism):
+            losses = [mech.expected_loss(lam0, 0), mech.expected_loss(lam1, 1)]
+            guar = coupling_guarantee(mech.estimates, np.stack([lam0, lam1]))
+            guarantee = guar.to_dict()
+            if not math.isfinite(guar.closeness):
+                notes.append(
+                    "an estimate and its actual distribution have different supports: "
+                    "D-infinity between them is infinite and KM 2019b Thm 3 gives no bound"
+                )
+            if not any(t in scenario.estimates for t in names):
+                notes.append(
+                    "the scenario has no estimates for this pair: exact knowledge (epsilon = 0)"
+                )
+            if mech.winf is not None:
+                notes.append(
+                    "worst-case move W-infinity(estimate, target) per state: "
+                    + ", ".join(f"{w:.4g}" for w in mech.winf)
+                )
         else:
-            notes.append("restricted Laplace is not DP (zeros outside the radius, KM 2019a §6.4)")
-    if not math.isfinite(eps):
-        notes.append(
-            "epsilon is infinite: one output distribution puts more than delta mass where "
-            "the other has none"
-        )
+            losses = [mech.expected_loss(lam0), mech.expected_loss(lam1)]
+            guarantee = None
+            if mech.name == "rr":
+                guarantee = theorem1_guarantee(mech, labels=names).to_dict()
+            elif mech.name in ("pl", "pg"):
+                guarantee = theorem2_guarantee(mech, lam0, lam1, labels=names).to_dict()
+            else:
+                notes.append(
+                    "restricted Laplace is not DP (zeros outside the radius, KM 2019a §6.4)"
+                )
+        if not math.isfinite(eps):
+            notes.append(
+                "epsilon is infinite: one output distribution puts more than delta mass where "
+                "the other has none"
+            )
+        eps_low = eps_high = eps
+        method, conf_used, n_used = "exact", None, None
     return LocalEvaluation(
         scenario=scenario.name,
         pair=names,
@@ -352,11 +311,11 @@ def evaluate(
         params=params,
         delta=dlt,
         epsilon=eps,
-        epsilon_low=eps,
-        epsilon_high=eps,
-        method="exact",
-        confidence=None,
-        n_samples=None,
+        epsilon_low=eps_low,
+        epsilon_high=eps_high,
+        method=method,
+        confidence=conf_used,
+        n_samples=n_used,
         divergences=div.to_dict(),
         expected_loss={names[0]: losses[0], names[1]: losses[1], "mean": float(np.mean(losses))},
         attack=att.to_dict(),

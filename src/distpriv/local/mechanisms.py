@@ -63,26 +63,19 @@ _XDP_BLOCK = 32
 
 @dataclass(frozen=True, eq=False)
 class MatrixMechanism:
-    """A local mechanism A: X → D(Y) given by its row-stochastic matrix.
+    """A local mechanism A: X → D(Y) given by its row-stochastic matrix."""
 
-    Attributes
-    ----------
-    name : str
-        ``"rr"``, ``"pl"``, ``"pg"``, ``"rl"`` or a user name.
-    matrix : ndarray, shape (n_x, n_y)
-        A[x, y] = Pr[A(x) = y] (read-only).
-    params : mapping
-        The parameters it was built with (ε, σ, r…).
-    domain : Domain or None
-        X, Y and the metric, when known (needed for losses and XDP).
-    log_matrix : ndarray, shape (n_x, n_y)
-        ln A[x, y], exact for the kernel mechanisms even where A underflows to 0.
-    """
-
+    #: ``"rr"``, ``"pl"``, ``"pg"``, ``"rl"`` or a user name.
     name: str
+    #: ndarray, shape (n_x, n_y)
+    #: A[x, y] = Pr[A(x) = y] (read-only).
     matrix: np.ndarray
+    #: The parameters it was built with (ε, σ, r…).
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: X, Y and the metric, when known (needed for losses and XDP).
     domain: Domain | None = None
+    #: ndarray, shape (n_x, n_y)
+    #: ln A[x, y], exact for the kernel mechanisms even where A underflows to 0.
     log_matrix: np.ndarray | None = field(default=None, repr=False)
     _cdf: np.ndarray = field(init=False, repr=False)
 

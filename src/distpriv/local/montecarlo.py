@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 from ..util.validation import (
     RngLike,
     check_delta,
@@ -111,62 +112,29 @@ def _epsilon_from_sorted(ratios_sorted: np.ndarray, cum_ratio: np.ndarray, delta
 
 @dataclass(frozen=True)
 class DistPEstimate:
-    """(ε, δ)-DistP: the ε for a δ, with a confidence interval.
-
-    Attributes
-    ----------
-    delta : float
-    epsilon : float
-        Point estimate (exact value when ``method`` is ``"exact"``).
-    low, high : float
-        Confidence interval (equal to ``epsilon`` when exact).
-    confidence : float or None
-        Coverage of [low, high] (``None`` when exact).
-    method : str
-        ``"exact"``, ``"enumeration"`` or ``"monte-carlo"``.
-    n_samples : int or None
-        Tuples per direction for Monte Carlo.
-    """
+    """(ε, δ)-DistP: the ε for a δ, with a confidence interval."""
 
     delta: float
+    #: Point estimate (exact value when ``method`` is ``"exact"``).
     epsilon: float
+    #: Confidence interval (equal to ``epsilon`` when exact).
     low: float
     high: float
+    #: Coverage of [low, high] (``None`` when exact).
     confidence: float | None
+    #: ``"exact"``, ``"enumeration"`` or ``"monte-carlo"``.
     method: str
+    #: Tuples per direction for Monte Carlo.
     n_samples: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        return to_jsonable(
-            {
-                "delta": self.delta,
-                "epsilon": self.epsilon,
-                "low": self.low,
-                "high": self.high,
-                "confidence": self.confidence,
-                "method": self.method,
-                "n_samples": self.n_samples,
-            }
-        )
+        return to_jsonable(field_values(self))
 
 
 @dataclass(frozen=True, eq=False)
 class TuplingMonteCarlo:
     """Samples of the likelihood ratio of the tupling mechanism under λ₀ and under λ₁.
-
-    Attributes
-    ----------
-    ratios0 : ndarray, shape (n,)
-        Q(λ₁)[ȳ]/Q(λ₀)[ȳ] at ȳ ~ Q(λ₀), sorted ascending (= e^{−privacy loss}).
-    ratios1 : ndarray, shape (n,)
-        Q(λ₀)[ȳ]/Q(λ₁)[ȳ] at ȳ ~ Q(λ₁), sorted ascending.
-    epsilon_pure : float
-        The exact ε at δ = 0 (closed form, see the module docstring).
-    confidence : float
-        Coverage of the intervals.
-    k, n_outputs : int
-        The mechanism's k and |Y|.
 
     Notes
     -----
@@ -179,10 +147,17 @@ class TuplingMonteCarlo:
     bounds give joint coverage ≥ 1 − α. Widths shrink as √(δ ln(4/α)/n) in δ.
     """
 
+    #: ndarray, shape (n,)
+    #: Q(λ₁)[ȳ]/Q(λ₀)[ȳ] at ȳ ~ Q(λ₀), sorted ascending (= e^{−privacy loss}).
     ratios0: np.ndarray
+    #: ndarray, shape (n,)
+    #: Q(λ₀)[ȳ]/Q(λ₁)[ȳ] at ȳ ~ Q(λ₁), sorted ascending.
     ratios1: np.ndarray
+    #: The exact ε at δ = 0 (closed form, see the module docstring).
     epsilon_pure: float
+    #: Coverage of the intervals.
     confidence: float
+    #: The mechanism's k and |Y|.
     k: int
     n_outputs: int
     _cum0: np.ndarray = field(init=False, repr=False)
@@ -205,11 +180,7 @@ class TuplingMonteCarlo:
         """JSON-safe summary: sizes, the exact pure ε and ε(δ) with intervals."""
         return to_jsonable(
             {
-                "k": self.k,
-                "n_outputs": self.n_outputs,
-                "n_samples": self.n_samples,
-                "confidence": self.confidence,
-                "epsilon_pure": self.epsilon_pure,
+                **field_values(self, "k n_outputs n_samples confidence epsilon_pure"),
                 "epsilon": [self.epsilon(d).to_dict() for d in deltas],
             }
         )

@@ -52,22 +52,15 @@ DIVERGENCE_NAMES: tuple[str, ...] = ("dinf", "kl", "tv", "chi2", "hellinger")
 
 @dataclass(frozen=True)
 class Divergences:
-    """Divergence DistP of one pair in both directions (KM 2019b, Def. 11).
+    """Divergence DistP of one pair in both directions (KM 2019b, Def. 11)."""
 
-    Attributes
-    ----------
-    forward, backward : dict of str to float
-        D(μ₀ ‖ μ₁) and D(μ₁ ‖ μ₀) for ``dinf`` (D∞^δ), ``kl``, ``tv``, ``chi2`` and
-        ``hellinger``.
-    delta : float
-        The δ of ``dinf``.
-    errors : dict of str to float or None
-        Monte Carlo standard errors of the worst direction (``None`` when exact).
-    """
-
+    #: D(μ₀ ‖ μ₁) and D(μ₁ ‖ μ₀) for ``dinf`` (D∞^δ), ``kl``, ``tv``, ``chi2`` and
+    #: ``hellinger``.
     forward: dict[str, float]
     backward: dict[str, float]
+    #: The δ of ``dinf``.
     delta: float = 0.0
+    #: Monte Carlo standard errors of the worst direction (``None`` when exact).
     errors: dict[str, float] | None = None
 
     def worst(self, name: str) -> float:

@@ -44,23 +44,16 @@ _UNIFORM_RTOL = 1e-12
 
 @dataclass(frozen=True, eq=False)
 class TuplingMechanism:
-    """Q^tp_{k,ν,A}: one output of A hidden among k dummies drawn from ν (KM 2019a, Alg. 1).
+    """Q^tp_{k,ν,A}: one output of A hidden among k dummies drawn from ν (KM 2019a, Alg. 1)."""
 
-    Attributes
-    ----------
-    k : int
-        Number of dummies (≥ 1).
-    base : MatrixMechanism
-        The point mechanism A (e.g. the restricted Laplace of Def. 12).
-    dummy : ndarray, shape (n_y,)
-        ν, the distribution of the dummies; it must give every output positive mass.
-    name : str
-        ``"tupling"``.
-    """
-
+    #: Number of dummies (≥ 1).
     k: int
+    #: The point mechanism A (e.g. the restricted Laplace of Def. 12).
     base: MatrixMechanism
+    #: ndarray, shape (n_y,)
+    #: ν, the distribution of the dummies; it must give every output positive mass.
     dummy: np.ndarray
+    #: ``"tupling"``.
     name: str = "tupling"
     _dummy_cdf: np.ndarray = field(init=False, repr=False)
 

@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike
 from ..divergences import check_distribution
 from ..errors import ParameterTypeError
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 from ..util.validation import check_real
 
 __all__ = ["AttackResult", "attack_success", "bayes_attack", "expected_loss"]
@@ -29,41 +30,23 @@ _TIE_RTOL = 1e-12
 
 @dataclass(frozen=True)
 class AttackResult:
-    """Success of the Bayes decision rule at telling λ₀ from λ₁ from one output.
+    """Success of the Bayes decision rule at telling λ₀ from λ₁ from one output."""
 
-    Attributes
-    ----------
-    success_rate : float
-        Pr[the attacker guesses λ₀ | the input was drawn from λ₀] (KM 2019a §7.3, "ASR").
-    accuracy : float
-        π₀ Pr[guess λ₀ | λ₀] + π₁ Pr[guess λ₁ | λ₁].
-    prior : float
-        π₀.
-    success_interval, accuracy_interval : (float, float) or None
-        95 % intervals for Monte Carlo estimates; ``None`` when exact.
-    method : str
-        ``"exact"`` or ``"monte-carlo"``.
-    """
-
+    #: Pr[the attacker guesses λ₀ | the input was drawn from λ₀] (KM 2019a §7.3, "ASR").
     success_rate: float
+    #: π₀ Pr[guess λ₀ | λ₀] + π₁ Pr[guess λ₁ | λ₁].
     accuracy: float
+    #: π₀.
     prior: float
+    #: 95 % intervals for Monte Carlo estimates; ``None`` when exact.
     success_interval: tuple[float, float] | None = None
     accuracy_interval: tuple[float, float] | None = None
+    #: ``"exact"`` or ``"monte-carlo"``.
     method: str = "exact"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        return to_jsonable(
-            {
-                "success_rate": self.success_rate,
-                "accuracy": self.accuracy,
-                "prior": self.prior,
-                "success_interval": self.success_interval,
-                "accuracy_interval": self.accuracy_interval,
-                "method": self.method,
-            }
-        )
+        return to_jsonable(field_values(self))
 
 
 def _prior(prior: float) -> float:

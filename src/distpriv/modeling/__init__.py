@@ -4,45 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..util.lazy import attach
+from ..util.lazy import attach_declared
 
-# Imported on first use (distpriv.util.lazy): `distpriv --help` must not pay for scipy,
-# pandas, DuckDB or sklearn. Submodule -> the names it defines.
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "expressions": (
-        "ParsedExpression",
-        "parse_expression",
-    ),
-    "model": (
-        "DataQueryModel",
-        "model_query",
-        "stratum_moments",
-    ),
-    "regression": ("LogisticRegressionQuery", "logistic_regression_query"),
-    "secret_mean": ("MeanSecret",),
-    "model_several": ("SeveralQueryModel",),
-    "queries": (
-        "Query",
-        "QueryEvaluation",
-        "Statistic",
-    ),
-    "secret_several": ("AttributeValue", "SeveralSecrets"),
-    "secret_events": ("EventSecret", "event_weights"),
-    "secret_mean_events": ("MeanGrid",),
-    "secrets": ("ProportionSecret", "Secret"),
-    "tables": (
-        "MissingReport",
-        "Table",
-        "as_table",
-    ),
-}
-
-# The one export list: __all__ and the type checkers' imports follow _EXPORTS.
-__all__ = sorted(name for names in _EXPORTS.values() for name in names)
-
+# The one export list (distpriv.util.lazy.attach_declared): type checkers, which do not
+# follow a module __getattr__, read these imports; at run time attach_declared reads them from
+# this file and imports each submodule on first use (`distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn).
 if TYPE_CHECKING:
-    # The names as attach() resolves them at run time, for type checkers (which do not
-    # follow a module __getattr__: without this every public name would be Any).
     from .expressions import ParsedExpression, parse_expression
     from .model import DataQueryModel, model_query, stratum_moments
     from .model_several import SeveralQueryModel
@@ -55,4 +23,4 @@ if TYPE_CHECKING:
     from .secrets import ProportionSecret, Secret
     from .tables import MissingReport, Table, as_table
 
-__getattr__, __dir__ = attach(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

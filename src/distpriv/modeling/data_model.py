@@ -60,25 +60,12 @@ class DataQueryModel(GaussianQueryModel):
     """A Gaussian query model estimated from a table, with its samples and diagnostics.
 
     A :class:`GaussianQueryModel` (so it goes straight into :func:`distpriv.calibrate`)
-    whose ``fitted`` text says how it was estimated. Extra attributes:
+    whose ``fitted`` text says how it was estimated. ``method``, ``subset_size``, ``counts``,
+    ``stratum_sizes``, ``sampling`` and ``population`` say how its datasets are drawn from the
+    table (:class:`ModelDesign`, given to the constructor as ``design``). Extra attributes:
 
     Attributes
     ----------
-    samples : tuple of ndarray or None
-        Monte Carlo draws of F per θ, shape (n_samples, m) each (``None`` for analytic).
-    diagnostics : dict
-        ``covariance_gap`` (relative Frobenius difference per pair), ``variance_ratio``
-        (largest/smallest variance of each statistic across a pair), ``skewness`` and
-        ``excess_kurtosis`` (per θ and statistic), ``gaussian_se`` (their standard errors
-        under Gaussianity), ``parallel_residual`` (largest relative part of a mean
-        difference outside the first difference's direction), ``mean_difference_l2``.
-    method, subset_size, counts, stratum_sizes, sampling, population
-        How its datasets are drawn from the table (:class:`ModelDesign`, given to the
-        constructor as ``design``); ``population`` is ``False`` (the default of
-        :func:`model_query`) when the table is a sample of the population: then
-        ``uncertainty`` says how well the moments are known.
-    secret : ProportionSecret
-    query : Query
     facts : TableFacts or None
         Public facts about the modelling table (computed on first use) that mechanisms'
         default options come from (:func:`distpriv.modeling.facts.engine_table_facts`):
@@ -89,15 +76,32 @@ class DataQueryModel(GaussianQueryModel):
         mechanism the same way. ``None`` for statistics that are not linear.
     """
 
+    #: tuple of ndarray or None
+    #: Monte Carlo draws of F per θ, shape (n_samples, m) each (``None`` for analytic).
     samples: tuple[np.ndarray, ...] | None
+    #: ``covariance_gap`` (relative Frobenius difference per pair), ``variance_ratio``
+    #: (largest/smallest variance of each statistic across a pair), ``skewness`` and
+    #: ``excess_kurtosis`` (per θ and statistic), ``gaussian_se`` (their standard errors
+    #: under Gaussianity), ``parallel_residual`` (largest relative part of a mean
+    #: difference outside the first difference's direction), ``mean_difference_l2``.
     diagnostics: dict[str, Any]
+    #: ``"montecarlo"`` or ``"analytic"``.
     method: str
+    #: n, the size of the protected dataset.
     subset_size: int
+    #: Rows satisfying the predicate under each θ.
     counts: tuple[int, ...]
+    #: (N_A, N_B), rows satisfying / not satisfying the predicate in the table.
     stratum_sizes: tuple[int, int]
     secret: ProportionSecret
     query: Query
+    #: How the Monte Carlo datasets were drawn (``"full"`` strata or a ``"pool"``);
+    #: ``None`` for analytic moments.
     sampling: Resampling | None
+    #: ``True`` when the modelling table was declared to be the whole population (the
+    #: finite-population correction is taken against it, and the moments are exact);
+    #: ``False`` (the default of :func:`model_query`) when it is a sample of the
+    #: population: then ``uncertainty`` says how well the moments are known.
     population: bool
 
     def __init__(

@@ -430,7 +430,7 @@ class SparkEngine:
         """Run Spark SQL (no translation) with ``:name`` parameters bound by Spark."""
         try:
             rows = self.spark.sql(sql, args=params or None).collect()
-        except Exception as exc:
+        except Exception as exc:  # pyspark raises its own hierarchy (AnalysisException, …)
             if type(exc).__module__.startswith(("pyspark", "py4j")):
                 raise ParameterError(
                     f"{what}: {_one_line(exc).split(' JVM stacktrace')[0]}"
@@ -450,25 +450,21 @@ class SparkEngine:
 
     def query(self, sql: str, what: str) -> list[tuple[Any, ...]]:
         """Run generated DuckDB SQL, translated to Spark SQL."""
-        try:
-            rows = self.spark.sql(self.translate(sql)).collect()
-        except Exception as exc:  # pyspark raises its own hierarchy (AnalysisException, …)
-            if type(exc).__module__.startswith(("pyspark", "py4j")):
-                raise ParameterError(
-                    f"{what}: {_one_line(exc).split(' JVM stacktrace')[0]}"
-                ) from exc
-            raise
-        return [tuple(r) for r in rows]
+        return self.query_native(self.translate(sql), what)
 
-    def fetch_frame(self, select: str, where: str | None, what: str) -> pd.DataFrame:
-        """The selected columns as a pandas DataFrame (only for small tables)."""
-        sql = f"SELECT {select} FROM {self.relation}" + (f" WHERE {where}" if where else "")
+    def _frame(self, sql: str, what: str) -> pd.DataFrame:
+        """Generated DuckDB SQL, translated, run, and collected as pandas (small results)."""
         try:
             return self.spark.sql(self.translate(sql)).toPandas()
         except Exception as exc:
             if type(exc).__module__.startswith(("pyspark", "py4j")):
                 raise ParameterError(f"{what}: {_one_line(exc)}") from exc
             raise
+
+    def fetch_frame(self, select: str, where: str | None, what: str) -> pd.DataFrame:
+        """The selected columns as a pandas DataFrame (only for small tables)."""
+        sql = f"SELECT {select} FROM {self.relation}" + (f" WHERE {where}" if where else "")
+        return self._frame(sql, what)
 
     def sample_frame(self, where: str, k: int, seed: int, what: str) -> pd.DataFrame:
         """``k`` rows drawn uniformly without replacement from the rows satisfying ``where``.
@@ -480,12 +476,7 @@ class SparkEngine:
             f"SELECT * FROM {self.relation} WHERE {where} "
             f"ORDER BY random({int(seed)}) LIMIT {int(k)}"
         )
-        try:
-            return self.spark.sql(self.translate(sql)).toPandas()
-        except Exception as exc:
-            if type(exc).__module__.startswith(("pyspark", "py4j")):
-                raise ParameterError(f"{what}: {_one_line(exc)}") from exc
-            raise
+        return self._frame(sql, what)
 
 
 def make_engine(source: Any, label: str) -> DuckDBEngine | SparkEngine:

@@ -22,6 +22,7 @@ import functools
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
@@ -49,6 +50,7 @@ def quiet_sqlglot() -> Iterator[None]:
 __all__ = [
     "ALLOWED_FUNCTIONS",
     "ParsedExpression",
+    "SqlTextHolder",
     "parse_expression",
     "quote_column",
 ]
@@ -158,28 +160,19 @@ ALLOWED_FUNCTIONS: tuple[str, ...] = tuple(
 
 @dataclass(frozen=True)
 class ParsedExpression:
-    """A validated single SQL expression.
+    """A validated single SQL expression."""
 
-    Attributes
-    ----------
-    text : str
-        The user's text (for messages and reports only; never executed).
-    tree : sqlglot.exp.Expr
-        The validated syntax tree.
-    columns : frozenset of str
-        The column names it references (as written, case preserved).
-    aggregate : bool
-        Whether it contains an aggregate function.
-    what : str
-        What it is, for messages (e.g. ``"statistic 'avg_age'"``).
-    """
-
+    #: The user's text (for messages and reports only; never executed).
     text: str
     # exp.Expr is the base of every node in recent sqlglot (exp.Expression derives from it);
     # annotations are strings here, so releases without the name still import this module.
+    #: The validated syntax tree.
     tree: exp.Expr
+    #: The column names it references (as written, case preserved).
     columns: frozenset[str]
+    #: Whether it contains an aggregate function.
     aggregate: bool
+    #: What it is, for messages (e.g. ``"statistic 'avg_age'"``).
     what: str
 
     def sql(self, dialect: str = "duckdb") -> str:
@@ -199,6 +192,28 @@ class ParsedExpression:
                 f"{self.what} ({self.text}) refers to unknown column {unknown[0]!r}; the table "
                 f"has columns: {listed}"
             )
+
+
+class SqlTextHolder:
+    """Mixin of the secrets defined by one SQL text: its parse tree and its columns.
+
+    The class sets ``_parsed`` (a :class:`ParsedExpression`) when it is constructed; the
+    proportion, mean and mean-grid secrets share these two read-only views of it.
+    """
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+        _parsed: ParsedExpression
+
+    @property
+    def parsed(self) -> ParsedExpression:
+        """The validated SQL text (render it with ``.sql()``; never run the raw text)."""
+        return self._parsed
+
+    @property
+    def columns(self) -> frozenset[str]:
+        """Columns the SQL text references."""
+        return self._parsed.columns
 
 
 def quote_column(name: str, dialect: str = "duckdb") -> str:

@@ -67,6 +67,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..noise import Noise, grid_rounding
+from ..util.records import field_values
 from ..util.validation import check_positive_int
 
 __all__ = [
@@ -93,26 +94,17 @@ _MAX_RATIONAL = 2000
 
 @dataclass(frozen=True)
 class Lattice:
-    """Where one statistic's values lie: origin + step·ℤ, or why that is not known.
-
-    Attributes
-    ----------
-    statistic : str
-    step : float or None
-        The lattice step h (``None``: not on a lattice, or not decidable).
-    origin : float or None
-        A lattice point, reduced to [0, h).
-    source : str
-        ``"values"`` (observed values of the statistic), ``"declared"`` (the statistic's
-        type and the per-row feature's lattice on the modelling table) or ``"given"``.
-    detail : str
-        How it was detected, or the reason for refusing.
-    """
+    """Where one statistic's values lie: origin + step·ℤ, or why that is not known."""
 
     statistic: str
+    #: The lattice step h (``None``: not on a lattice, or not decidable).
     step: float | None
+    #: A lattice point, reduced to [0, h).
     origin: float | None
+    #: ``"values"`` (observed values of the statistic), ``"declared"`` (the statistic's
+    #: type and the per-row feature's lattice on the modelling table) or ``"given"``.
     source: str
+    #: How it was detected, or the reason for refusing.
     detail: str
 
     @property
@@ -122,13 +114,7 @@ class Lattice:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
-        return {
-            "statistic": self.statistic,
-            "step": self.step,
-            "origin": self.origin,
-            "source": self.source,
-            "detail": self.detail,
-        }
+        return field_values(self)
 
 
 def _simplest_between(lo: Fraction, hi: Fraction) -> Fraction:
@@ -374,27 +360,23 @@ class LatticeDecoder:
     """Closest lattice point to y in the Mahalanobis metric of rank-one + floor noise.
 
     All quantities in grid-step units (coordinate k divided by ``steps[k]``).
-
-    Attributes
-    ----------
-    origin, steps : ndarray, shape (m,)
-        The lattice origin + steps·ℤᵐ.
-    direction : ndarray, shape (m,)
-        Main noise direction u' (unit norm in step units).
-    scale : float
-        Standard deviation s' of the noise along ``direction`` (steps).
-    floor : ndarray, shape (m,)
-        Per-coordinate variance of the rest of the noise (steps²), plus the squared
-        float-error tolerance.
-    tolerance : ndarray, shape (m,)
-        The rigorous float-error bound (steps) included in ``floor``.
     """
 
+    #: ndarray, shape (m,)
+    #: The lattice origin + steps·ℤᵐ.
     origin: np.ndarray
     steps: np.ndarray
+    #: ndarray, shape (m,)
+    #: Main noise direction u' (unit norm in step units).
     direction: np.ndarray
+    #: Standard deviation s' of the noise along ``direction`` (steps).
     scale: float
+    #: ndarray, shape (m,)
+    #: Per-coordinate variance of the rest of the noise (steps²), plus the squared
+    #: float-error tolerance.
     floor: np.ndarray
+    #: ndarray, shape (m,)
+    #: The rigorous float-error bound (steps) included in ``floor``.
     tolerance: np.ndarray
 
     @property

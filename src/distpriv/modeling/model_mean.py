@@ -86,39 +86,32 @@ class EventLabels:
 
 @dataclass(frozen=True)
 class MeanFit:
-    """The tilted moments a mean-secret model is built from (curator-private: data-derived).
+    """The tilted moments a mean-secret model is built from (curator-private: data-derived)."""
 
-    Attributes
-    ----------
-    rows : int
-        N, rows of the modelling table used.
-    mean_s, sd_s : float
-        Mean and standard deviation of the sensitive expression over those rows.
-    range_s : (float, float)
-        Its smallest and largest value.
-    tilts : ndarray, shape (k,)
-        λ per value, in units of 1/sd_s (the tilt is exp(λ (s − mean_s)/sd_s)).
-    effective_rows : ndarray, shape (k,)
-        1/Σ w_r² of each tilt: how many rows the law at that value effectively rests on.
-    means : ndarray, shape (k, m)
-        μ_λ per value: the per-row mean of the statistics' features under the tilt.
-    covariances : ndarray, shape (k, m, m)
-        Σ_FF,λ − b_λ b_λᵀ σ²_λ per value: the per-row covariance given the mean.
-    slopes : ndarray, shape (k, m)
-        b_λ per value.
-    weights : ndarray, shape (k, N)
-        The tilts' row weights (each sums to 1); not in :meth:`to_dict`.
-    """
-
+    #: N, rows of the modelling table used.
     rows: int
+    #: Mean and standard deviation of the sensitive expression over those rows.
     mean_s: float
     sd_s: float
+    #: Its smallest and largest value.
     range_s: tuple[float, float]
+    #: ndarray, shape (k,)
+    #: λ per value, in units of 1/sd_s (the tilt is exp(λ (s − mean_s)/sd_s)).
     tilts: np.ndarray
+    #: ndarray, shape (k,)
+    #: 1/Σ w_r² of each tilt: how many rows the law at that value effectively rests on.
     effective_rows: np.ndarray
+    #: ndarray, shape (k, m)
+    #: μ_λ per value: the per-row mean of the statistics' features under the tilt.
     means: np.ndarray
+    #: ndarray, shape (k, m, m)
+    #: Σ_FF,λ − b_λ b_λᵀ σ²_λ per value: the per-row covariance given the mean.
     covariances: np.ndarray
+    #: ndarray, shape (k, m)
+    #: b_λ per value.
     slopes: np.ndarray
+    #: ndarray, shape (k, N)
+    #: The tilts' row weights (each sums to 1); not in :meth:`to_dict`.
     weights: np.ndarray
 
     def to_dict(self) -> dict[str, Any]:

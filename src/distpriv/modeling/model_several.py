@@ -45,13 +45,9 @@ class SeveralQueryModel(DataQueryModel):
     secret, its pairs the union of each attribute's pairs. ``counts`` are the rows with
     each value's own attribute, ``stratum_sizes`` the (with, without) rows of each
     attribute in turn (length 2·|C|).
-
-    Attributes
-    ----------
-    parts : tuple of DataQueryModel
-        Each attribute's own model (stratified on its predicate only), in order.
     """
 
+    #: Each attribute's own model (stratified on its predicate only), in order.
     parts: tuple[DataQueryModel, ...]
 
     def __init__(self, parts: tuple[DataQueryModel, ...], *, secret: SeveralSecrets, **kw: Any):

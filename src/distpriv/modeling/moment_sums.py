@@ -58,25 +58,22 @@ _SPARSE_SHARE = 1 / 32
 
 @dataclass(frozen=True)
 class RawSums:
-    """Sums of the shifted row features d of one stratum (before centring).
+    """Sums of the shifted row features d of one stratum (before centring)."""
 
-    Attributes
-    ----------
-    count : int
-        Rows in the stratum.
-    s1, s3, s4 : ndarray, shape (m,)
-        Σ d, Σ d³, Σ d⁴.
-    s2 : ndarray, shape (m, m)
-        Σ ddᵀ (its diagonal is Σ d²).
-    t3, t4 : ndarray, shape (m, m), or None
-        T3[j, k] = Σ d_j d_k², T4[j, k] = Σ d_j² d_k² (only when asked for).
-    """
-
+    #: Rows in the stratum.
     count: int
+    #: ndarray, shape (m,)
+    #: Σ d, Σ d³, Σ d⁴.
     s1: np.ndarray
+    #: ndarray, shape (m, m)
+    #: Σ ddᵀ (its diagonal is Σ d²).
     s2: np.ndarray
+    #: ndarray, shape (m,)
+    #: Σ d, Σ d³, Σ d⁴.
     s3: np.ndarray
     s4: np.ndarray
+    #: ndarray, shape (m, m), or None
+    #: T3[j, k] = Σ d_j d_k², T4[j, k] = Σ d_j² d_k² (only when asked for).
     t3: np.ndarray | None = None
     t4: np.ndarray | None = None
 

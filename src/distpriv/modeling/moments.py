@@ -59,52 +59,39 @@ _FINITE = "1.7976931348623157e308"
 
 @dataclass(frozen=True)
 class StratumSums:
-    """Central moments of the row features of one stratum (population, divisor-free).
+    """Central moments of the row features of one stratum (population, divisor-free)."""
 
-    Attributes
-    ----------
-    count : int
-        N, rows in the stratum.
-    mean : ndarray, shape (m,)
-    cross : ndarray, shape (m, m)
-        Σ_r (x_r − μ)(x_r − μ)ᵀ.
-    p3, p4 : ndarray, shape (m,)
-        Σ_r (x_rj − μ_j)³ and Σ_r (x_rj − μ_j)⁴.
-    cross3, cross4 : ndarray, shape (m, m), or None
-        Σ_r y_rj y_rl² and Σ_r y_rl² y_rk² (y = x − μ): the third and fourth cross moments
-        the tight population set's correlations need
-        (:mod:`distpriv.modeling.shape_moments`); ``None`` above
-        :data:`~distpriv.modeling.shape_moments.MAX_STATISTICS` statistics.
-    """
-
+    #: N, rows in the stratum.
     count: int
+    #: ndarray, shape (m,)
     mean: np.ndarray
+    #: ndarray, shape (m, m)
+    #: Σ_r (x_r − μ)(x_r − μ)ᵀ.
     cross: np.ndarray
+    #: ndarray, shape (m,)
+    #: Σ_r (x_rj − μ_j)³ and Σ_r (x_rj − μ_j)⁴.
     p3: np.ndarray
     p4: np.ndarray
+    #: ndarray, shape (m, m), or None
+    #: Σ_r y_rj y_rl² and Σ_r y_rl² y_rk² (y = x − μ): the third and fourth cross moments
+    #: the tight population set's correlations need
+    #: (:mod:`distpriv.modeling.shape_moments`); ``None`` above
+    #: :data:`~distpriv.modeling.shape_moments.MAX_STATISTICS` statistics.
     cross3: np.ndarray | None = None
     cross4: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
 class TableMoments:
-    """Per-stratum sums for the analytic model, and the missing-value report.
+    """Per-stratum sums for the analytic model, and the missing-value report."""
 
-    Attributes
-    ----------
-    a, b : StratumSums
-        Rows satisfying / not satisfying the predicate.
-    missing : MissingReport
-    sql : str
-        The statements that were run (DuckDB dialect, separated by ``;``), for audit.
-    how : str
-        How the sums were computed, for the model's description.
-    """
-
+    #: Rows satisfying / not satisfying the predicate.
     a: StratumSums
     b: StratumSums
     missing: MissingReport
+    #: The statements that were run (DuckDB dialect, separated by ``;``), for audit.
     sql: str
+    #: How the sums were computed, for the model's description.
     how: str = "one aggregate query in duckdb"
 
 

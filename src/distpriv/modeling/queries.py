@@ -25,30 +25,20 @@ __all__ = ["Query", "QueryEvaluation", "Statistic"]
 
 @dataclass(frozen=True)
 class Statistic:
-    """One released statistic.
+    """One released statistic."""
 
-    Attributes
-    ----------
-    name : str
-        Its name in reports.
-    expression : str
-        The SQL aggregate as the user wrote it (for reports; never executed as such).
-    row_expression : str or None
-        For linear statistics, the per-row SQL expression whose sum (or mean) it is,
-        rendered by sqlglot.
-    scale : str or None
-        ``"sum"`` or ``"mean"`` for linear statistics.
-    parsed : ParsedExpression or None
-        The validated aggregate (``None`` for a callable's output).
-    row_parsed : ParsedExpression or None
-        The validated row expression of a linear statistic.
-    """
-
+    #: Its name in reports.
     name: str
+    #: The SQL aggregate as the user wrote it (for reports; never executed as such).
     expression: str
+    #: For linear statistics, the per-row SQL expression whose sum (or mean) it is,
+    #: rendered by sqlglot.
     row_expression: str | None
+    #: ``"sum"`` or ``"mean"`` for linear statistics.
     scale: str | None
+    #: The validated aggregate (``None`` for a callable's output).
     parsed: ParsedExpression | None = field(default=None, compare=False, repr=False)
+    #: The validated row expression of a linear statistic.
     row_parsed: ParsedExpression | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -112,17 +102,11 @@ def _parse(name: str, expr: str) -> Statistic:
 
 @dataclass(frozen=True)
 class QueryEvaluation:
-    """F on a table, with what the missing-value policy did.
+    """F on a table, with what the missing-value policy did."""
 
-    Attributes
-    ----------
-    value : ndarray, shape (m,)
-    n_rows : int
-        Rows the statistics were computed on (after any drop).
-    missing : MissingReport
-    """
-
+    #: ndarray, shape (m,)
     value: np.ndarray
+    #: Rows the statistics were computed on (after any drop).
     n_rows: int
     missing: MissingReport
 

@@ -79,29 +79,21 @@ class MomentAccumulator:
 
 @dataclass(frozen=True)
 class Resampling:
-    """How a Monte Carlo query model drew its datasets (reported in the model's ``to_dict``).
+    """How a Monte Carlo query model drew its datasets (reported in the model's ``to_dict``)."""
 
-    Attributes
-    ----------
-    method : {"full", "pool"}
-        ``"full"``: every dataset drawn from the whole strata (exact sampling of θ).
-        ``"pool"``: from a uniform pool of rows per stratum drawn once (approximate, see
-        the module notes).
-    stratum_sizes : tuple of int
-        (N_A, N_B) in the table.
-    pool_size : int or None
-        Rows requested per stratum in the pool.
-    pool_strata_sizes : tuple of int or None
-        Rows actually in the pool per stratum (a stratum smaller than ``pool_size`` is
-        kept whole).
-    chunk_subsets : int
-        Datasets drawn per chunk.
-    """
-
+    #: {"full", "pool"}
+    #: ``"full"``: every dataset drawn from the whole strata (exact sampling of θ).
+    #: ``"pool"``: from a uniform pool of rows per stratum drawn once (approximate, see
+    #: the module notes).
     method: str
+    #: (N_A, N_B) in the table.
     stratum_sizes: tuple[int, int]
+    #: Rows requested per stratum in the pool.
     pool_size: int | None
+    #: Rows actually in the pool per stratum (a stratum smaller than ``pool_size`` is
+    #: kept whole).
     pool_strata_sizes: tuple[int, int] | None
+    #: Datasets drawn per chunk.
     chunk_subsets: int
 
     @property
@@ -142,22 +134,16 @@ class Resampling:
 
 @dataclass(frozen=True)
 class MonteCarloDraws:
-    """Draws of F per value of the secret and their moments.
+    """Draws of F per value of the secret and their moments."""
 
-    Attributes
-    ----------
-    samples : tuple of ndarray, shape (n_samples, m) each
-    means : ndarray, shape (values, m)
-    covariances : ndarray, shape (values, m, m)
-        Sample covariances (divisor n_samples − 1).
-    sampler : StratifiedSampler
-        The sampler used (over the pool when ``resampling.method == "pool"``).
-    resampling : Resampling
-    """
-
+    #: tuple of ndarray, shape (n_samples, m) each
     samples: tuple[np.ndarray, ...]
+    #: ndarray, shape (values, m)
     means: np.ndarray
+    #: ndarray, shape (values, m, m)
+    #: Sample covariances (divisor n_samples − 1).
     covariances: np.ndarray
+    #: The sampler used (over the pool when ``resampling.method == "pool"``).
     sampler: StratifiedSampler
     resampling: Resampling
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ParameterError, ParameterTypeError
 from ..util.validation import check_real
-from .expressions import ParsedExpression, parse_expression
+from .expressions import ParsedExpression, SqlTextHolder, parse_expression
 
 __all__ = ["MAX_MEAN_VALUES", "MeanSecret"]
 
@@ -71,7 +71,7 @@ def resolve_pairs(
 
 
 @dataclass(frozen=True, init=False)
-class MeanSecret:
+class MeanSecret(SqlTextHolder):
     """The average, over the rows of the released dataset, of a row expression.
 
     θ_v is "a dataset of n rows drawn from the population whose mean of ``expression`` is
@@ -140,16 +140,6 @@ class MeanSecret:
         object.__setattr__(self, "_parsed", parsed)
         object.__setattr__(self, "values", vals)
         object.__setattr__(self, "pairs", resolve_pairs(vals, pairs, within))
-
-    @property
-    def parsed(self) -> ParsedExpression:
-        """The validated expression (render it with ``.sql()``; never run the raw text)."""
-        return self._parsed
-
-    @property
-    def columns(self) -> frozenset[str]:
-        """Columns the expression references."""
-        return self._parsed.columns
 
     def describe(self) -> str:
         """The secret in words, as reports show it."""

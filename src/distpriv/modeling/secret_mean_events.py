@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from ..errors import ParameterError, ParameterTypeError
 from ..util.validation import check_real
-from .expressions import ParsedExpression, parse_expression
+from .expressions import ParsedExpression, SqlTextHolder, parse_expression
 from .secret_mean import MeanSecret
 
 __all__ = ["DEFAULT_INTERVALS", "MAX_GRID_VALUES", "MeanGrid"]
@@ -48,7 +48,7 @@ _SLACK = 1e-9
 
 
 @dataclass(frozen=True, init=False)
-class MeanGrid:
+class MeanGrid(SqlTextHolder):
     """The average of a row expression, as the measured quantity of an event secret.
 
     Parameters
@@ -82,16 +82,6 @@ class MeanGrid:
         object.__setattr__(self, "expression", expression)
         object.__setattr__(self, "step", h)
         object.__setattr__(self, "_parsed", parsed)
-
-    @property
-    def parsed(self) -> ParsedExpression:
-        """The validated expression."""
-        return self._parsed
-
-    @property
-    def columns(self) -> frozenset[str]:
-        """Columns the expression references."""
-        return self._parsed.columns
 
     def event_grid(self, low: float, high: float, subset_size: int) -> tuple[float, ...]:
         """The grid of one event [low, high]: low, low + h, …, and high (module docstring).

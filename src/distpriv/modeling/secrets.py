@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ParameterError, ParameterTypeError
 from ..util.validation import check_real
-from .expressions import ParsedExpression, parse_expression
+from .expressions import ParsedExpression, SqlTextHolder, parse_expression
 
 __all__ = ["ProportionSecret", "Secret"]
 
@@ -53,7 +53,7 @@ class Secret(Protocol):
 
 
 @dataclass(frozen=True, init=False)
-class ProportionSecret:
+class ProportionSecret(SqlTextHolder):
     """The proportion p of rows satisfying a SQL predicate (e.g. ``"income = '>50K'"``).
 
     θ_p is "a dataset of n rows of which round(p·n) satisfy the predicate" (Chen &
@@ -206,16 +206,6 @@ class ProportionSecret:
         object.__setattr__(out, "value_range", self.value_range)
         object.__setattr__(out, "within", self.within)
         return out
-
-    @property
-    def parsed(self) -> ParsedExpression:
-        """The validated predicate (render it with ``.sql()``; never run the raw text)."""
-        return self._parsed
-
-    @property
-    def columns(self) -> frozenset[str]:
-        """Columns the predicate references."""
-        return self._parsed.columns
 
     def counts(self, subset_size: int) -> tuple[int, ...]:
         """Rows satisfying the predicate in a dataset of ``subset_size`` rows, per value.

@@ -57,23 +57,15 @@ MISSING_POLICIES = ("error", "drop")
 
 @dataclass(frozen=True)
 class MissingReport:
-    """NULL/NaN values found in the columns used, and what was done with them.
+    """NULL/NaN values found in the columns used, and what was done with them."""
 
-    Attributes
-    ----------
-    policy : str
-        ``"error"`` or ``"drop"``.
-    columns : tuple of str
-        The columns checked.
-    counts : dict
-        Column → number of NULL/NaN values (only columns that have some).
-    rows_dropped : int
-        Rows removed under ``"drop"`` (a row with several missing values counts once).
-    """
-
+    #: ``"error"`` or ``"drop"``.
     policy: str
+    #: The columns checked.
     columns: tuple[str, ...]
+    #: Column → number of NULL/NaN values (only columns that have some).
     counts: dict[str, int] = field(default_factory=dict)
+    #: Rows removed under ``"drop"`` (a row with several missing values counts once).
     rows_dropped: int = 0
 
     def to_dict(self) -> dict[str, Any]:

@@ -27,33 +27,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..util.lazy import attach
+from ..util.lazy import attach_declared
 
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "sets": ("POPULATION_SETS", "population_set", "selected_set", "set_method"),
-    "confidence": (
-        "DEFAULT_BETA",
-        "check_beta",
-        "checked_members",
-        "marginal",
-        "population_model",
-        "population_premise",
-    ),
-    "exact": (
-        "PairCheck",
-        "pair_deltas",
-        "search_tolerance",
-        "smallest_scale",
-        "verified_headline",
-        "what_if_accuracy",
-    ),
-    "member_search": ("moments_model", "smallest_scale_on_set", "worst_member_delta"),
-    "pair_pruning": ("dominating_pairs", "implied_constraints"),
-}
-
-# The one export list: __all__ and the type checkers' imports below follow _EXPORTS.
-__all__ = sorted(name for names in _EXPORTS.values() for name in names)
-
+# The one export list (distpriv.util.lazy.attach_declared): type checkers, which do not
+# follow a module __getattr__, read these imports; at run time attach_declared reads them from
+# this file and imports each submodule on first use (`distpriv --help` must not pay for scipy,
+# pandas, DuckDB or sklearn).
 if TYPE_CHECKING:
     from .confidence import (
         DEFAULT_BETA,
@@ -75,4 +54,4 @@ if TYPE_CHECKING:
     from .pair_pruning import dominating_pairs, implied_constraints
     from .sets import POPULATION_SETS, population_set, selected_set, set_method
 
-__getattr__, __dir__ = attach(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

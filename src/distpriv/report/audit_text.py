@@ -32,6 +32,24 @@ def allowed_line(report: Any) -> str:
     return escape(printable("accuracy the guarantee allows any attack: " + "; ".join(parts)))
 
 
+def print_audit_footer(console: Any, report: Any, notes: Any, *, over_pairs: bool) -> None:
+    """The end of an audit's text: what the guarantee allows, the notes, how bounds are read.
+
+    ``over_pairs``: the report audits several pairs (the confidence is joint over all of
+    them, and one pair's bound above the claim is a violation).
+    """
+    console.print(allowed_line(report))
+    for note in notes:
+        console.print(f"note: {escape(printable(note))}")
+    scope = " over every audited pair (Bonferroni)" if over_pairs else ""
+    which = "any pair's bound" if over_pairs else "its bound"
+    console.print(
+        f"epsilon lower bounds: one-sided Clopper-Pearson at joint confidence "
+        f"{report.confidence:g} per mechanism{scope}; a mechanism is violated when "
+        f"{which} exceeds the claimed epsilon"
+    )
+
+
 def render_several_audit(
     title: str, report: Any, notes: list[str], render_one: Callable[[str, Any, list[str]], str]
 ) -> str:
@@ -80,12 +98,5 @@ def render_several_audit(
                     verdict,
                 )
         console.print(table)
-    console.print(allowed_line(report))
-    for note in notes:
-        console.print(f"note: {escape(printable(note))}")
-    console.print(
-        f"epsilon lower bounds: one-sided Clopper-Pearson at joint confidence "
-        f"{report.confidence:g} per mechanism over every audited pair (Bonferroni); a "
-        "mechanism is violated when any pair's bound exceeds the claimed epsilon"
-    )
+    print_audit_footer(console, report, notes, over_pairs=True)
     return buf.text()

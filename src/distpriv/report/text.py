@@ -275,16 +275,9 @@ def render_audit(title: str, report: Any, notes: list[str]) -> str:
     for m in report.mechanisms:
         if getattr(m, "verification", None) is not None:
             console.print(f"{_e(m.mechanism)}: " + _verification_line(m.verification.to_dict()))
-    from .audit_text import allowed_line
+    from .audit_text import print_audit_footer
 
-    console.print(allowed_line(report))
-    for note in notes:
-        console.print(f"note: {_e(note)}")
-    console.print(
-        f"epsilon lower bounds: one-sided Clopper-Pearson at joint confidence "
-        f"{report.confidence:g} per mechanism; a mechanism is violated when its "
-        "bound exceeds the claimed epsilon"
-    )
+    print_audit_footer(console, report, notes, over_pairs=False)
     return buf.text()
 
 

@@ -54,11 +54,8 @@ def _as_float(value: Any) -> float | None:
         return None
 
 
-def fmt_number(value: Any, digits: int = 4) -> str:
-    """Format a number for people: ``digits`` significant digits, ∞ and "n/a" spelled out.
-
-    Strings that are not numbers are returned unchanged.
-    """
+def _finite(value: Any) -> float | str:
+    """The finite number in ``value``, or its text when there is none (n/a, ∞, −∞, itself)."""
     x = _as_float(value)
     if x is None:
         return "n/a" if value is None else str(value)
@@ -66,6 +63,17 @@ def fmt_number(value: Any, digits: int = 4) -> str:
         return "n/a"
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
+    return x
+
+
+def fmt_number(value: Any, digits: int = 4) -> str:
+    """Format a number for people: ``digits`` significant digits, ∞ and "n/a" spelled out.
+
+    Strings that are not numbers are returned unchanged.
+    """
+    x = _finite(value)
+    if isinstance(x, str):
+        return x
     if x == 0:
         return "0"
     text = f"{x:.{digits}g}"
@@ -77,14 +85,8 @@ def fmt_number(value: Any, digits: int = 4) -> str:
 
 def _fmt_plain(value: Any, digits: int = 4) -> str:
     """Like :func:`fmt_number` but with ``e`` notation (for places where markup is escaped)."""
-    x = _as_float(value)
-    if x is None:
-        return "n/a" if value is None else str(value)
-    if math.isnan(x):
-        return "n/a"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    return f"{x:.{digits}g}"
+    x = _finite(value)
+    return x if isinstance(x, str) else f"{x:.{digits}g}"
 
 
 def _ratio(epsilon: Any) -> str:

@@ -10,10 +10,11 @@ change only by rounding (the blocking of a product may depend on the thread coun
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
+
+from .context import run_inside
 
 __all__ = ["on_one_blas_thread", "one_blas_thread"]
 
@@ -67,10 +68,5 @@ def one_blas_thread() -> AbstractContextManager[Any]:
 
 def on_one_blas_thread(fn: F) -> F:
     """Decorator: ``fn`` runs inside :func:`one_blas_thread`."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with one_blas_thread():
-            return fn(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
+    # Looked up at each call (not bound now), so that replacing the module's function works.
+    return run_inside(lambda: one_blas_thread(), fn)

@@ -21,47 +21,32 @@ def _safe(x: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class StatisticPrice:
-    """The price row of one statistic.
-
-    Attributes
-    ----------
-    name : str
-    noise_sd : float
-        √(Σ_Z)_kk of the calibrated noise.
-    spread : float
-        The statistic's standard deviation across datasets under the model (pooled over θ).
-    noise_to_spread : float
-        ``noise_sd / spread`` (``inf`` for a statistic that never varies, with noise).
-    noise_sd_fitted : float or None
-        Noise sd of the same mechanism calibrated on the fitted moments only (no population
-        layer); ``None`` when there is no layer or the re-calibration failed.
-    drop_saving : float or None
-        Relative fall of the other statistics' E‖Z‖² if this one were dropped (0.3: 30 %
-        less); ``None`` when not computed.
-    r_squared : float
-        Collinearity with the other statistics (pooled model covariance).
-    gap : float
-        max_θ μ_θ,k − min_θ μ_θ,k, the statistic's spread across the secret's values.
-    value : float
-        The mean of μ_θ,k over θ (the statistic's typical value under the model).
-    variance_ratio : float
-        Largest ratio of the statistic's variances under two values of the secret (1: equal;
-        ``inf`` when one is 0 and the other not).
-    noise_sd_weighted : float or None
-        Noise sd when this statistic's weight is ``WEIGHT_PROBE`` times larger (the others
-        kept); ``None`` when the mechanism takes no weights or it was not computed.
-    """
+    """The price row of one statistic."""
 
     name: str
+    #: √(Σ_Z)_kk of the calibrated noise.
     noise_sd: float
+    #: The statistic's standard deviation across datasets under the model (pooled over θ).
     spread: float
+    #: ``noise_sd / spread`` (``inf`` for a statistic that never varies, with noise).
     noise_to_spread: float
+    #: Noise sd of the same mechanism calibrated on the fitted moments only (no population
+    #: layer); ``None`` when there is no layer or the re-calibration failed.
     noise_sd_fitted: float | None
+    #: Relative fall of the other statistics' E‖Z‖² if this one were dropped (0.3: 30 %
+    #: less); ``None`` when not computed.
     drop_saving: float | None
+    #: Collinearity with the other statistics (pooled model covariance).
     r_squared: float
+    #: max_θ μ_θ,k − min_θ μ_θ,k, the statistic's spread across the secret's values.
     gap: float = math.nan
+    #: The mean of μ_θ,k over θ (the statistic's typical value under the model).
     value: float = math.nan
+    #: Largest ratio of the statistic's variances under two values of the secret (1: equal;
+    #: ``inf`` when one is 0 and the other not).
     variance_ratio: float = 1.0
+    #: Noise sd when this statistic's weight is ``WEIGHT_PROBE`` times larger (the others
+    #: kept); ``None`` when the mechanism takes no weights or it was not computed.
     noise_sd_weighted: float | None = None
 
     @property

@@ -70,34 +70,22 @@ _PER_STATISTIC = ("lattice", "weights", "sensitivities", "direction")
 
 @dataclass(frozen=True)
 class PriceReport:
-    """Per-statistic price of a calibrated mechanism, and what it means in words.
-
-    Attributes
-    ----------
-    mechanism : str
-    rows : tuple of StatisticPrice
-    mse, mse_fitted : float, float or None
-        E‖Z‖² with and without the population layer.
-    lines : tuple of str
-        Plain-language findings (dominated statistics, collinearity, the premise's price).
-    weights : str
-        Whether and how weights move this mechanism's noise (measured when it takes them).
-    notes : tuple of str
-        What was not computed, and why.
-    condition : float
-        Condition number of the pooled correlation matrix of the statistics that vary.
-    isotropic_share : float
-        m λ_min(Σ_Z) / tr Σ_Z: the share of E‖Z‖² that is the same in every direction.
-    """
+    """Per-statistic price of a calibrated mechanism, and what it means in words."""
 
     mechanism: str
     rows: tuple[StatisticPrice, ...]
+    #: E‖Z‖² with and without the population layer.
     mse: float
     mse_fitted: float | None
+    #: Plain-language findings (dominated statistics, collinearity, the premise's price).
     lines: tuple[str, ...]
+    #: Whether and how weights move this mechanism's noise (measured when it takes them).
     weights: str
+    #: What was not computed, and why.
     notes: tuple[str, ...] = ()
+    #: Condition number of the pooled correlation matrix of the statistics that vary.
     condition: float = 1.0
+    #: m λ_min(Σ_Z) / tr Σ_Z: the share of E‖Z‖² that is the same in every direction.
     isotropic_share: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
