@@ -23,8 +23,13 @@ bounds. The samples of each hypothesis are split three ways:
    points (the fit split's histograms of f, joint and per statistic; when the decoder
    recovers every training release, f is sufficient and the mixture density is skipped);
    the set maximising a Clopper–Pearson lower bound of P_i(S) − e^ε P_j(S) on this split
-   wins;
-3. **eval**: fresh releases on which the chosen set's P_i(S), P_j(S) are counted once.
+   wins; with Gaussian noise the half-space of Fisher's discriminant is evaluated too, by
+   its *expected* hits (:mod:`distpriv.attacks.verify_expected`: per dataset the exact
+   normal-tail probability that its release falls in the set, a Rao–Blackwellised count,
+   with an empirical-Bernstein bound), and is the primary set when its train criterion
+   is the best;
+3. **eval**: fresh releases on which the chosen sets' P_i(S), P_j(S) are counted once
+   (:mod:`distpriv.attacks.verify_stream`: batch by batch in a sequential check).
 
 The estimate is unbiased for δ_S ≤ δ; its only bias is the choice of S (the set is
 optimal when the release really is the fitted Gaussian, up to the error of the fitted
