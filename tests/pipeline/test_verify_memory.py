@@ -59,6 +59,9 @@ def test_a_batch_that_cannot_fit_names_the_flag_and_the_keys():
     assert need * 1024**2 >= MIN_VERIFY_BATCH * _per_dataset(2, 10**5, 5)
     # The suggested size is enough.
     assert verify_command._verify_batch(2, 10**5, 5, sizes, CheckBudget(batch_mib=need)) >= 100
+    # release --verify has no flag of its own: it points to distpriv verify.
+    with pytest.raises(sources.ParameterError, match="distpriv verify CONFIG --batch-mib"):
+        verify_command._verify_batch(2, 10**5, 5, sizes, CheckBudget(), "release --verify")
     # 10^7 rows: no batch fits the memory limit at all; the dataset size must shrink.
     with pytest.raises(sources.ParameterError) as info:
         verify_command._verify_batch(2, 10**7, 5, sizes, CheckBudget())

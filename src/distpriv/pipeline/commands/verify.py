@@ -98,10 +98,18 @@ def _look_sizes(budget: int) -> tuple[int, ...]:
     return look_schedule(first, max(first, budget))
 
 
-def _verify_batch(values: int, n: int, m: int, sizes: tuple[int, ...], spec: CheckBudget) -> int:
+def _verify_batch(
+    values: int,
+    n: int,
+    m: int,
+    sizes: tuple[int, ...],
+    spec: CheckBudget,
+    command: str = "verify",
+) -> int:
     """Datasets per value per batch of the check, from its memory bound, or a refusal naming
-    what bounds it: ``--batch-mib`` (``release --verify`` uses the default), the dataset size
-    (``[model] subset_size``) and the number of statistics (``[query]``).
+    what bounds it: ``--batch-mib`` (``release --verify``, the ``command`` that uses the
+    default, points to ``distpriv verify``), the dataset size (``[model] subset_size``) and
+    the number of statistics (``[query]``).
 
     One batch holds each dataset's row indices and statistics (n + m values) in two copies,
     for every value of the secret; the sets are chosen on ``sizes[0] // 2`` datasets per
@@ -127,11 +135,16 @@ def _verify_batch(values: int, n: int, m: int, sizes: tuple[int, ...], spec: Che
             "statistics in [query]"
         )
     if batch < MIN_VERIFY_BATCH:
-        need = MIN_VERIFY_BATCH * per_dataset / 1024**2
+        need = math.ceil(MIN_VERIFY_BATCH * per_dataset / 1024**2)
+        if command == "verify":
+            advice = f"pass --batch-mib {need} or more"
+        else:
+            advice = (
+                "release --verify uses the default batch; check with `distpriv verify CONFIG "
+                f"--batch-mib {need}` instead"
+            )
         raise ParameterError(
-            f"{what}, fewer than {MIN_VERIFY_BATCH}: pass --batch-mib {math.ceil(need)} or "
-            "more (release --verify uses the default; check with `distpriv verify CONFIG "
-            "--batch-mib N` instead), or use a smaller [model] subset_size"
+            f"{what}, fewer than {MIN_VERIFY_BATCH}: {advice}, or use a smaller [model] subset_size"
         )
     if choose + batch * per_dataset > limit:
         fits = (limit - choose) / 1024**2
@@ -194,7 +207,7 @@ def _verify_check(
     spec = CheckBudget() if spec is None else spec
     budget = VERIFY_MAX_SAMPLES if spec.max_samples is None else spec.max_samples
     sizes = _look_sizes(budget)
-    batch = _verify_batch(len(secret.values), n, len(cfg.query), sizes, spec)
+    batch = _verify_batch(len(secret.values), n, len(cfg.query), sizes, spec, command)
     early_stop = VERIFY_EARLY_STOP if spec.early_stop is None else bool(spec.early_stop)
     pool = pool_size(model_frame, n)
     if pool is None and isinstance(secret, ProportionSecret):
