@@ -135,7 +135,9 @@ def verify_on_data(
         Sample splits, the noise of the train and evaluation draws, the null control.
     n_eval : int
         Evaluation draws per hypothesis (at most half of its samples; the rest is split
-        in two halves, fit and train).
+        in two halves, fit and train). Values with more samples than others are evaluated
+        on as many draws as the smallest (the expected-hit differences pair the k-th
+        evaluation datasets of two values).
     confidence : float
         Joint confidence of the certified lower bound (Bonferroni over every pair,
         direction and evaluated set); also the level of each estimate's interval.
