@@ -15,36 +15,37 @@ can be scored against the truth:
   10× the target (and a tilt with δ(f) < 1e-3 is the correct case).
 
 For each, R runs (fresh seeds) of the sequential check (:func:`distpriv.attacks.
-verify_sequential`: 20,000 datasets per value at the first look, doubling up to the sample
-budget) and of the fixed-size check at 20,000 datasets per value (:func:`verify_on_data`,
-what ``release --verify`` ran before), in the same run; printed: share of runs certifying a
-violation, median and largest CPU time per run (process time, all threads: on an idle
-2-core machine the wall-clock time is at least half of it) and wall-clock time, and the
-ratio of CPU times. The time budget is off by default (``--seconds``) so that the shares
-measure the method, not the machine's load; the CPU times say whether a run fits in five
-minutes on two cores.
+verify_sequential`: 20,000 datasets per value at the first look — half choose the sets,
+half are evaluated — then more evaluation datasets, doubling up to the sample budget,
+counted in batches) with the expected-hit half-space (a Rao–Blackwellised count with an
+empirical-Bernstein bound, :mod:`distpriv.attacks.verify_expected`), and, as the baseline in
+the same run with the same seeds, the same check with the counted sets alone
+(``verify_stream.EXPECTED_HITS = False``: 0/1 hits, Clopper–Pearson bounds — the method
+before the expected hits). Printed per cell: share of runs certifying a violation (the
+false-violation rate at 1×), its 95 % Clopper–Pearson interval, median datasets per value,
+median CPU time per run (process time, all threads) and the CPU ratio to the baseline;
+every certified bound is checked to lie below the exact δ. ``--out`` appends one JSON
+record per cell.
 
-``--early-stop`` runs the sequential check with ``early_stop=True`` (``distpriv verify``'s
-default: stop after the first look unless it is inconclusive or a
-lattice decoder applies); with the same seeds, its first look is the one of the run
-without it, so the two runs differ only by the stopping rule.
+``--early-stop`` runs both with ``early_stop=True`` (``distpriv verify``'s default).
 
 Run: ``python -m benchmarks.bench_verify_power [--runs R] [--max-samples N] [--early-stop]
-[--settings gaussian,lattice] [--levels 1,3,5,10]``.
+[--settings gaussian,lattice] [--levels 1,3,5] [--out FILE]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import time
 import warnings
 
 import numpy as np
 
-from distpriv import GaussianQueryModel, Noise, SampledQueryModel, calibrate, gaussian_pair_delta
-from distpriv.attacks import verify_on_data, verify_sequential
+from distpriv import GaussianQueryModel, Noise, calibrate, gaussian_pair_delta
+from distpriv.attacks import clopper_pearson, verify_sequential, verify_stream
 
 EPS, TARGET = 1.0, 1e-3
 
@@ -177,15 +178,63 @@ def lattice_case(level: float):
 CASES = {"gaussian": gaussian_case, "lattice": lattice_case}
 
 
+def _runs(case, args, expected: bool) -> dict:
+    """R sequential checks of one cell, with or without the expected-hit test."""
+    mech, draw, exact, _ = case
+    verify_stream.EXPECTED_HITS = expected
+    hits, times, ns, lowers = 0, [], [], []
+    try:
+        for r in range(args.runs):
+            t0 = time.process_time()
+            chk = verify_sequential(
+                draw,
+                mech,
+                rng=1000 + r,
+                first=args.first,
+                max_samples=args.max_samples,
+                max_seconds=args.seconds,
+                early_stop=args.early_stop,
+            )
+            times.append(time.process_time() - t0)
+            ns.append(chk.n_samples)
+            lowers.append(chk.delta_lower)
+            hits += chk.verdict == "violation"
+            if args.verbose:
+                print(
+                    f"  {'expected' if expected else 'counted '} run {r}: {chk.verdict}, "
+                    f"lower {chk.delta_lower:.3g}, estimate {chk.delta_estimate:.3g}, n "
+                    f"{chk.n_samples}, {[p.selected for p in chk.per_pair]}, CPU "
+                    f"{times[-1]:.1f} s",
+                    flush=True,
+                )
+            # certified means certified: the bound must sit below the truth
+            assert chk.verdict != "violation" or chk.delta_lower <= exact * (1 + 1e-9), chk
+    finally:
+        verify_stream.EXPECTED_HITS = True
+    lo = clopper_pearson(hits, args.runs, 0.975, "lower")
+    hi = clopper_pearson(hits, args.runs, 0.975, "upper")
+    return {
+        "certified": hits,
+        "runs": args.runs,
+        "share": hits / args.runs,
+        "share_interval": [lo, hi],
+        "median_n": int(np.median(ns)),
+        "cpu_median": float(np.median(times)),
+        "cpu_max": float(max(times)),
+        "lower_max": float(max(lowers)),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--max-samples", type=int, default=320_000)
+    ap.add_argument("--max-samples", type=int, default=160_000)
     ap.add_argument("--first", type=int, default=20_000)
     ap.add_argument("--seconds", type=float, default=None)
     ap.add_argument("--settings", default="gaussian,lattice")
-    ap.add_argument("--levels", default="1,3,5,10")
+    ap.add_argument("--levels", default="1,3,5")
     ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--out", default=None, help="append one JSON record per cell here")
     ap.add_argument(
         "--early-stop",
         action="store_true",
@@ -196,64 +245,48 @@ def main() -> None:
     print(
         f"eps={EPS}, target delta={TARGET}; sequential: first {args.first}, budget "
         f"{args.max_samples} datasets per value, time budget {args.seconds} s, early stop "
-        f"{args.early_stop}; fixed: 20,000 per "
-        f"value; {args.runs} runs each"
+        f"{args.early_stop}; {args.runs} runs per cell; baseline: counted sets only"
     )
     print(
-        "setting   level  exact delta  | sequential: share  CPU s median (max)  wall s median  "
-        "median n | fixed 20k: share  CPU s median | CPU ratio"
+        "setting   level  exact delta | expected hits: certified [95% CI]  median n  CPU s "
+        "median (max) | counted only: certified  median n  CPU s median | CPU ratio"
     )
     for name in args.settings.split(","):
         for level in (float(x) for x in args.levels.split(",")):
             mech, draw, exact = CASES[name](level)
-            hits, times, walls, ns, base_hits, base_times = 0, [], [], [], 0, []
-            for r in range(args.runs):
-                t0, w0 = time.process_time(), time.perf_counter()
-                chk = verify_sequential(
-                    draw,
-                    mech,
-                    rng=1000 + r,
-                    first=args.first,
-                    max_samples=args.max_samples,
-                    max_seconds=args.seconds,
-                    early_stop=args.early_stop,
-                )
-                times.append(time.process_time() - t0)
-                walls.append(time.perf_counter() - w0)
-                ns.append(chk.n_samples)
-                hits += chk.verdict == "violation"
-                if args.verbose:
-                    print(
-                        f"  run {r}: {chk.verdict}, lower {chk.delta_lower:.3g}, estimate "
-                        f"{chk.delta_estimate:.3g}, n {chk.n_samples}, looks {chk.looks}/"
-                        f"{chk.max_looks} ({chk.stopped}), CPU {times[-1]:.1f} s, wall "
-                        f"{walls[-1]:.1f} s",
-                        flush=True,
-                    )
-                if chk.verdict == "violation":
-                    # certified means certified: the bound must sit below the truth
-                    assert chk.delta_lower <= exact * (1 + 1e-9) or level <= 1, chk
-                if not args.no_baseline:
-                    g = np.random.default_rng(5000 + r)
-                    t0 = time.process_time()
-                    fixed = verify_on_data(
-                        SampledQueryModel(draw(20_000, g)), mech, rng=g, null_control=False
-                    )
-                    base_times.append(time.process_time() - t0)
-                    base_hits += fixed.verdict == "violation"
-            kind = "false-violation rate" if level <= 1 else "certified"
-            base = (
+            case = (mech, draw, exact, level)
+            new = _runs(case, args, True)
+            base = None if args.no_baseline else _runs(case, args, False)
+            kind = "false" if level <= 1 else "power"
+            b = (
                 "n/a"
-                if args.no_baseline
-                else f"{base_hits / args.runs:6.0%}  {np.median(base_times):6.1f}"
+                if base is None
+                else f"{base['share']:5.0%}  {base['median_n']:7d}  {base['cpu_median']:6.2f}"
             )
-            ratio = "n/a" if args.no_baseline else f"{np.median(times) / np.median(base_times):.1f}"
+            ratio = "n/a" if base is None else f"{new['cpu_median'] / base['cpu_median']:.3f}"
             print(
-                f"{name:9s} {level:4g}x  {exact:10.3g}  | {kind} {hits / args.runs:6.0%}  "
-                f"{np.median(times):6.1f} ({max(times):.0f})  {np.median(walls):6.1f}  "
-                f"{int(np.median(ns)):7d} | {base} | {ratio}",
+                f"{name:9s} {level:4g}x  {exact:10.3g} | {kind} {new['share']:5.0%} "
+                f"[{new['share_interval'][0]:.2f}, {new['share_interval'][1]:.2f}]  "
+                f"{new['median_n']:7d}  {new['cpu_median']:6.2f} ({new['cpu_max']:.1f}) | {b} | "
+                f"{ratio}",
                 flush=True,
             )
+            if args.out:
+                record = {
+                    "benchmark": "bench_verify_power",
+                    "setting": name,
+                    "level": level,
+                    "exact_delta": exact,
+                    "target_delta": TARGET,
+                    "epsilon": EPS,
+                    "first": args.first,
+                    "max_samples": args.max_samples,
+                    "early_stop": args.early_stop,
+                    "expected_hits": new,
+                    "counted_only": base,
+                }
+                with open(args.out, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(record) + "\n")
 
 
 if __name__ == "__main__":

@@ -173,9 +173,11 @@ def test_verify_memory_refusal_names_verify_own_flag_and_key(hospital, capsys):
         (hospital / "hospital.toml").read_text().replace("subset_size = 50", "subset_size = 1500")
     )
     (hospital / "big.toml").write_text(text)
-    status, _, err = run(["verify", hospital / "big.toml"], capsys)
-    line = one_line_error(status, err, "--max-samples", "[model] subset_size")
-    assert "GiB of memory" in line and "--verify" not in line.replace("distpriv verify", "")
+    # Datasets of 1,500 rows are checked in batches (no refusal at the default 256 MiB);
+    # a batch too small for 100 of them is refused, naming verify's own flag.
+    status, _, err = run(["verify", hospital / "big.toml", "--batch-mib", "1"], capsys)
+    line = one_line_error(status, err, "--batch-mib", "[model] subset_size")
+    assert "fewer than 100" in line and "--verify" not in line.replace("distpriv verify", "")
 
 
 def test_a_mean_secret_warns_in_averages_not_shares(hospital, capsys):

@@ -195,6 +195,14 @@ def _verify(sub: Any) -> Any:
         help="spend the budget whenever undecided, not only when the first look (20000 "
         "datasets per value) is suspicious: more power, about 8x the time",
     )
+    ver.add_argument(
+        "--batch-mib",
+        type=float,
+        default=None,
+        metavar="MIB",
+        help="memory of one batch of resampled datasets (default 256): the check draws and "
+        "counts them a batch at a time, so its memory does not grow with --max-samples",
+    )
     return ver
 
 

@@ -127,7 +127,12 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from .report.verify_page import verify_page
 
     _claim_outputs(args, "--out", "--html")
-    outcome = run_verify(args.config, max_samples=args.max_samples, early_stop=args.early_stop)
+    outcome = run_verify(
+        args.config,
+        max_samples=args.max_samples,
+        early_stop=args.early_stop,
+        batch_mib=args.batch_mib,
+    )
     public, price = outcome.public, outcome.private.get("price")  # price: never in --out
     page = None if args.html is None else verify_page(outcome)  # PRIVATE page
     status = _finish(args, public, lambda: render_verification(public, price), page)

@@ -1,6 +1,7 @@
-"""The data-level check's memory refusal names what bounds it: ``distpriv verify``'s own
-flag (``--max-samples``, with a budget that fits) and the configuration key that sets each
-dataset's size (``[model] subset_size``); ``release --verify`` points to ``distpriv verify``.
+"""The data-level check's memory: resampled datasets are drawn and counted in batches of
+``--batch-mib`` (so its memory does not grow with ``--max-samples``); a refusal happens only
+when one batch of the smallest size cannot fit, and names the flag and the configuration
+keys that set each dataset's size (``[model] subset_size``, the statistics in ``[query]``).
 """
 
 from __future__ import annotations
@@ -15,58 +16,82 @@ import pytest
 import distpriv.pipeline.stages.data as sources
 from cli_helpers import one_line_error, run
 from distpriv.pipeline.commands import verify as verify_command
-from distpriv.pipeline.commands.verify import VERIFY_MAX_SAMPLES, VERIFY_SAMPLES
+from distpriv.pipeline.commands.verify import (
+    MIN_VERIFY_BATCH,
+    VERIFY_BATCH_MIB,
+    VERIFY_MAX_SAMPLES,
+    CheckBudget,
+)
 
 CONFIG = Path(__file__).resolve().parents[2] / "examples" / "adult-income.toml"
 
 
-def _per_dataset() -> float:
-    """Bytes per resampled dataset of the example's check, from the configuration itself:
-    row indices and statistics (n + m values) in two copies, for each value of the secret."""
-    cfg = tomllib.loads(CONFIG.read_text())
-    n, m = cfg["model"]["subset_size"], len(cfg["query"])
-    return len(cfg["secret"]["values"]) * (n + m) * 8.0 * 2
+def _per_dataset(values: int, n: int, m: int) -> float:
+    """Bytes per resampled dataset: row indices and statistics (n + m values) in two copies,
+    for each value of the secret."""
+    return values * (n + m) * 8.0 * 2
 
 
-def _limit_for(batch_fits: int) -> float:
-    # Room for `batch_fits` datasets per value at once, not for twice as many.
-    return 1.5 * batch_fits * _per_dataset()
+def test_a_thousand_statistics_of_a_thousand_rows_are_not_refused():
+    # The old check held every look's datasets: 80,000 per value at 170 statistics was
+    # refused for memory. Batched, the budget no longer matters.
+    sizes = verify_command._look_sizes(VERIFY_MAX_SAMPLES)
+    for budget in (VERIFY_MAX_SAMPLES, 10 * VERIFY_MAX_SAMPLES):
+        batch = verify_command._verify_batch(
+            2, 1000, 1000, verify_command._look_sizes(budget), CheckBudget(budget)
+        )
+        assert batch >= MIN_VERIFY_BATCH
+        assert batch * _per_dataset(2, 1000, 1000) <= VERIFY_BATCH_MIB * 1024**2
+        assert (batch + 1) * _per_dataset(2, 1000, 1000) > VERIFY_BATCH_MIB * 1024**2
+    smaller = verify_command._verify_batch(2, 1000, 1000, sizes, CheckBudget(batch_mib=16))
+    assert smaller == int(16 * 1024**2 // _per_dataset(2, 1000, 1000))
 
 
-def test_verify_names_its_flag_the_key_and_a_budget_that_fits(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(sources, "MEMORY_LIMIT_BYTES", _limit_for(2000))
-    out = tmp_path / "report.json"
-    status, stdout, err = run(["verify", CONFIG, "--out", out], capsys)
-    line = one_line_error(status, err, "--max-samples", "[model] subset_size", "GiB")
-    assert stdout == "" and not out.exists()
-    # The default budget's largest look draws VERIFY_MAX_SAMPLES / 2 datasets at once.
-    assert f"{VERIFY_MAX_SAMPLES // 2} resampled datasets per value" in line
-    suggested = int(re.search(r"--max-samples (\d+)", line).group(1))
-    assert 1000 <= suggested < VERIFY_SAMPLES
-    # The suggestion is honest: that budget runs (one look of `suggested` datasets, which
-    # fit), and twice it would not have.
-    status, stdout, err = run(["verify", CONFIG, "--max-samples", suggested, "--json"], capsys)
-    assert status in (0, 1), err
-    assert json.loads(stdout)["verification"]["n_samples"] == suggested
-    status, _, err = run(["verify", CONFIG, "--max-samples", 2 * suggested], capsys)
-    one_line_error(status, err, "--max-samples", "GiB")
-
-
-def test_release_verify_points_to_distpriv_verify(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(sources, "MEMORY_LIMIT_BYTES", _limit_for(2000))
-    out = tmp_path / "public.json"
-    status, stdout, err = run(
-        ["release", CONFIG, "--verify", "--no-ledger", "--out", out, "--insecure-seed", 1],
-        capsys,
-    )
-    one_line_error(status, err, "release --verify", "distpriv verify", "--max-samples")
-    assert "[model] subset_size" in err and stdout == "" and not out.exists()
-
-
-@pytest.mark.parametrize("command", ["verify", "release --verify"])
-def test_no_budget_fits_says_so(command):
+def test_a_batch_that_cannot_fit_names_the_flag_and_the_keys():
+    sizes = verify_command._look_sizes(VERIFY_MAX_SAMPLES)
+    # 10^5 rows: 100 datasets per value need more than the default 256 MiB.
     with pytest.raises(sources.ParameterError) as info:
-        verify_command._check_verify_memory(2, 10**7, 5, VERIFY_MAX_SAMPLES, command)
+        verify_command._verify_batch(2, 10**5, 5, sizes, CheckBudget())
     msg = str(info.value)
-    assert "smallest budget (1000) does not fit" in msg and "[model] subset_size" in msg
-    assert f"{10**7} rows each" in msg and "5 statistics in [query]" in msg
+    assert "--batch-mib" in msg and "[model] subset_size" in msg and "[query]" in msg
+    assert f"{10**5} rows each" in msg and "5 statistics in [query]" in msg
+    need = int(re.search(r"--batch-mib (\d+) or more", msg).group(1))
+    assert need * 1024**2 >= MIN_VERIFY_BATCH * _per_dataset(2, 10**5, 5)
+    # The suggested size is enough.
+    assert verify_command._verify_batch(2, 10**5, 5, sizes, CheckBudget(batch_mib=need)) >= 100
+    # release --verify has no flag of its own: it points to distpriv verify.
+    with pytest.raises(sources.ParameterError, match="distpriv verify CONFIG --batch-mib"):
+        verify_command._verify_batch(2, 10**5, 5, sizes, CheckBudget(), "release --verify")
+    # 10^7 rows: no batch fits the memory limit at all; the dataset size must shrink.
+    with pytest.raises(sources.ParameterError) as info:
+        verify_command._verify_batch(2, 10**7, 5, sizes, CheckBudget())
+    assert "even 100 datasets" in str(info.value) and "[model] subset_size" in str(info.value)
+
+
+def test_choosing_the_sets_must_fit_the_memory_limit(monkeypatch):
+    # The sets (about 458 MiB at 1,000 statistics) and a default batch: above 700 MiB.
+    monkeypatch.setattr(sources, "MEMORY_LIMIT_BYTES", 700 * 1024**2)
+    sizes = verify_command._look_sizes(VERIFY_MAX_SAMPLES)
+    with pytest.raises(sources.ParameterError, match="choose the sets") as info:
+        verify_command._verify_batch(2, 1000, 1000, sizes, CheckBudget())
+    fits = int(re.search(r"--batch-mib (\d+) or less", str(info.value)).group(1))
+    assert verify_command._verify_batch(2, 1000, 1000, sizes, CheckBudget(batch_mib=fits)) > 0
+
+
+def test_cli_batches_and_refuses_with_one_line(tmp_path, capsys):
+    cfg = tomllib.loads(CONFIG.read_text())
+    values, n, m = len(cfg["secret"]["values"]), cfg["model"]["subset_size"], len(cfg["query"])
+    # Room for 300 datasets per value per batch: the check runs with it and says so.
+    mib = 300 * _per_dataset(values, n, m) / 1024**2
+    status, stdout, err = run(
+        ["verify", CONFIG, "--max-samples", 2000, "--batch-mib", f"{mib:.6f}", "--json"], capsys
+    )
+    assert status in (0, 1), err
+    check = json.loads(stdout)["verification"]
+    assert check["n_samples"] == 2000
+    assert any("batches of at most 300" in note for note in check["notes"])
+    # Too small for the smallest batch: one line naming the flag.
+    status, stdout, err = run(["verify", CONFIG, "--batch-mib", f"{mib / 10:.6f}"], capsys)
+    one_line_error(status, err, "--batch-mib", "[model] subset_size")
+    status, _, err = run(["verify", CONFIG, "--batch-mib", "-1"], capsys)
+    one_line_error(status, err, "--batch-mib")

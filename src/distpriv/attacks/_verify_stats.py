@@ -6,19 +6,19 @@ estimate of δ on the evaluation split, the null control and :func:`detectable_d
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..accounting.pair_profile import gaussian_pair_delta
 from ..central import CalibratedMechanism
 from ..errors import MechanismNotApplicableError, ParameterError
 from ..util.distributions import beta_ppf, binom_sf
 from ..util.threads import one_blas_thread
 from .bounds import clopper_pearson
 from .likelihood import GaussianLikelihoodRatio
-from .verify_results import POWER, DirectionCheck, NullControl
+from .verify_results import POWER
 
 __all__ = ["detectable_delta"]
 
@@ -217,11 +217,10 @@ def _choose(sp: np.ndarray, sq: np.ndarray, eps: float, fixed: float) -> tuple[f
 
 
 def _evaluate(
-    in_p: np.ndarray, in_q: np.ndarray, eps: float, alpha: float
+    kp: int, np_: int, kq: int, nq: int, eps: float, alpha: float
 ) -> tuple[float, tuple[float, float]]:
-    """Estimate and two-sided interval (each side at 1 − α/2) of P(S) − e^ε Q(S)."""
-    kp, kq = int(np.sum(in_p)), int(np.sum(in_q))
-    np_, nq = in_p.size, in_q.size
+    """Estimate and two-sided interval (each side at 1 − α/2) of P(S) − e^ε Q(S) from the
+    counts kp of np_ draws of P and kq of nq draws of Q in S."""
     e = math.exp(eps)
     est = kp / np_ - e * kq / nq
     lo = clopper_pearson(kp, np_, 1 - alpha / 2, "lower") - e * clopper_pearson(
@@ -420,30 +419,18 @@ def _exact_on_train(sp: _Split, decoder: Any) -> bool:
     )
 
 
-class _Lazy:
-    """Scores on the evaluation releases, computed on first use: a candidate that is not
-    chosen on the train split is never scored on the (larger) evaluation split."""
-
-    def __init__(self, fn: Any, i: int, j: int) -> None:
-        self.fn, self.keys = fn, (i, j)
-        self._done: dict[int, np.ndarray] = {}
-
-    def __getitem__(self, h: int) -> np.ndarray:
-        if h not in self._done:
-            self._done[h] = self.fn(h)
-        return self._done[h]
-
-
 def _scores(
     sp: _Split, i: int, j: int, mechanism: CalibratedMechanism, frame: _NoiseFrame, decoder: Any
-) -> dict[str, tuple[dict[int, np.ndarray], Any]]:
-    """Per candidate set: scores (log p_i − log p_j style) on the train and eval releases
-    (the latter lazily, see :class:`_Lazy`)."""
-    out: dict[str, tuple[dict[int, np.ndarray], Any]] = {}
+) -> dict[str, tuple[dict[int, np.ndarray], Callable[[np.ndarray], np.ndarray]]]:
+    """Per candidate set: its scores (log p_i − log p_j style) on the train releases and the
+    score function of a release array (fixed by the fit and train splits only), with which
+    the evaluation releases are scored — all at once or batch by batch, and only for the
+    chosen sets."""
+    out: dict[str, tuple[dict[int, np.ndarray], Callable[[np.ndarray], np.ndarray]]] = {}
     lr = _fit_gaussian(sp.fit[i], sp.fit[j], mechanism.noise_covariance)
     out["gaussian likelihood ratio"] = (
         {h: lr.log_ratio(sp.train[h]) for h in (i, j)},
-        {h: lr.log_ratio(sp.ev[h]) for h in (i, j)},
+        lr.log_ratio,
     )
     # When the decoder recovers the statistics exactly, the release is f plus noise that
     # does not depend on θ (f and the noise are read back from y), so f is sufficient
@@ -462,16 +449,13 @@ def _scores(
             w = y @ t.T
             return _log_mixture(frame, w, cents[0]) - _log_mixture(frame, w, cents[1])
 
-        out["mixture density"] = (
-            {h: mix(sp.train[h]) for h in (i, j)},
-            _Lazy(lambda h: mix(sp.ev[h]), i, j),
-        )
+        out["mixture density"] = ({h: mix(sp.train[h]) for h in (i, j)}, mix)
     if decoder is not None:
         lr0 = _fit_gaussian(sp.fit[i], sp.fit[j], np.zeros((mechanism.dim, mechanism.dim)))
         dec_tr = {h: decoder.decode(sp.train[h]) for h in (i, j)}
         out["lattice decoding"] = (
             {h: lr0.log_ratio(dec_tr[h]) for h in (i, j)},
-            _Lazy(lambda h: lr0.log_ratio(decoder.decode(sp.ev[h])), i, j),
+            lambda y: lr0.log_ratio(decoder.decode(y)),
         )
         # Sets of lattice points A (points more likely under θ_i than e^ε× under θ_j,
         # by the fit split's histograms); as a set of releases {y : decode(y) ∈ A} it is
@@ -480,102 +464,11 @@ def _scores(
         pts = _point_ratio(sp.fit[i], sp.fit[j], decoder)
         out["lattice points"] = (
             {h: pts(dec_tr[h]) for h in (i, j)},
-            _Lazy(lambda h: pts(decoder.decode(sp.ev[h])), i, j),
+            lambda y: pts(decoder.decode(y)),
         )
         marg = _marginal_ratio(sp.fit[i], sp.fit[j], decoder)
         out["lattice points (per statistic)"] = (
             {h: marg(dec_tr[h]) for h in (i, j)},
-            _Lazy(lambda h: marg(decoder.decode(sp.ev[h])), i, j),
+            lambda y: marg(decoder.decode(y)),
         )
     return out
-
-
-def _estimate(
-    sp: _Split,
-    pairs: list[tuple[int, int]],
-    labels: list[str],
-    mechanism: CalibratedMechanism,
-    frame: _NoiseFrame,
-    decoder: Any,
-    eps: float,
-    alpha: float,
-) -> list[DirectionCheck]:
-    """Both directions of every pair: choose a set on train, evaluate on eval."""
-    out = []
-    for i, j in pairs:
-        scores = _scores(sp, i, j, mechanism, frame, decoder)
-        for a, b, sign in ((i, j, 1.0), (j, i, -1.0)):
-            best, best_crit, chosen = "", -math.inf, 0.0
-            for name, (tr, _) in scores.items():
-                t, crit = _choose(sign * tr[a], sign * tr[b], eps, eps)
-                if crit > best_crit:
-                    best, best_crit, chosen = name, crit, t
-            ev = scores[best][1]
-            est, iv = _evaluate(sign * ev[a] > chosen, sign * ev[b] > chosen, eps, alpha)
-            tests = {best: iv[0]}
-            if decoder is not None and best != "lattice decoding":
-                tr, evd = scores["lattice decoding"]
-                t, _ = _choose(sign * tr[a], sign * tr[b], eps, eps)
-                tests["lattice decoding"] = _evaluate(
-                    sign * evd[a] > t, sign * evd[b] > t, eps, alpha
-                )[1][0]
-            out.append(
-                DirectionCheck(
-                    (str(labels[a]), str(labels[b])),
-                    max(0.0, est),
-                    iv,
-                    max(tests.values()),
-                    best,
-                    tests,
-                    int(sp.fit[a].shape[0]),
-                    int(sp.train[a].shape[0]),
-                    int(sp.ev[a].shape[0]),
-                    (float(np.mean(sign * ev[a] > chosen)), float(np.mean(sign * ev[b] > chosen))),
-                    _evaluate(sign * ev[a] > chosen, sign * ev[b] > chosen, eps, 0.32)[1][0],
-                )
-            )
-    return out
-
-
-def _null_control(
-    samples: list[np.ndarray],
-    pairs: list[tuple[int, int]],
-    labels: list[str],
-    mechanism: CalibratedMechanism,
-    frame: _NoiseFrame,
-    n_eval: int,
-    eps: float,
-    alpha: float,
-    gen: np.random.Generator,
-) -> NullControl:
-    """The estimator on the fitted Gaussian model, against its exact δ."""
-    moments = [(s.mean(axis=0), np.atleast_2d(np.cov(s, rowvar=False))) for s in samples]
-    draws = [
-        gen.multivariate_normal(mu, cov, s.shape[0], method="eigh")
-        for (mu, cov), s in zip(moments, samples, strict=True)
-    ]
-    sp = _split(draws, labels, n_eval, mechanism, gen)
-    checks = _estimate(sp, pairs, labels, mechanism, frame, None, eps, alpha)
-    nz = mechanism.noise_covariance
-    exact = []
-    for i, j in pairs:
-        for a, b in ((i, j), (j, i)):
-            exact.append(
-                float(
-                    gaussian_pair_delta(
-                        moments[a][0],
-                        moments[a][1] + nz,
-                        moments[b][0],
-                        moments[b][1] + nz,
-                        epsilon=eps,
-                    )
-                )
-            )
-    worst = int(np.argmax(exact))
-    return NullControl(
-        tuple(exact),
-        tuple(c.estimate for c in checks),
-        tuple(c.interval for c in checks),
-        checks[worst].estimate - exact[worst],
-        all(c.interval[0] <= x <= c.interval[1] for c, x in zip(checks, exact, strict=True)),
-    )

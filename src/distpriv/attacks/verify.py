@@ -23,8 +23,13 @@ bounds. The samples of each hypothesis are split three ways:
    points (the fit split's histograms of f, joint and per statistic; when the decoder
    recovers every training release, f is sufficient and the mixture density is skipped);
    the set maximising a Clopper–Pearson lower bound of P_i(S) − e^ε P_j(S) on this split
-   wins;
-3. **eval**: fresh releases on which the chosen set's P_i(S), P_j(S) are counted once.
+   wins; with Gaussian noise the half-space of Fisher's discriminant is evaluated too, by
+   its *expected* hits (:mod:`distpriv.attacks.verify_expected`: per dataset the exact
+   normal-tail probability that its release falls in the set, a Rao–Blackwellised count,
+   with an empirical-Bernstein bound), and is the primary set when its train criterion
+   is the best;
+3. **eval**: fresh releases on which the chosen sets' P_i(S), P_j(S) are counted once
+   (:mod:`distpriv.attacks.verify_stream`: batch by batch in a sequential check).
 
 The estimate is unbiased for δ_S ≤ δ; its only bias is the choice of S (the set is
 optimal when the release really is the fitted Gaussian, up to the error of the fitted
@@ -52,6 +57,7 @@ Ohrimenko 2023 App. C.1).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -62,14 +68,14 @@ from ..modeling.lattice import decoder_ruled_out, detect_sample_lattice, lattice
 from ..querymodel import SampledQueryModel
 from ..util.validation import check_positive_int, check_real, check_rng
 from ._verify_stats import (
-    _estimate,
     _noise_frame,
     _NoiseFrame,
-    _null_control,
     _split,
     detectable_delta,
 )
 from .verify_results import POWER, DataLevelCheck, DirectionCheck, NullControl
+from .verify_stream import Tally, direction_checks, make_plans
+from .verify_stream import null_control as _null
 
 __all__ = ["DataLevelCheck", "DirectionCheck", "NullControl", "detectable_delta", "verify_on_data"]
 
@@ -129,7 +135,9 @@ def verify_on_data(
         Sample splits, the noise of the train and evaluation draws, the null control.
     n_eval : int
         Evaluation draws per hypothesis (at most half of its samples; the rest is split
-        in two halves, fit and train).
+        in two halves, fit and train). Values with more samples than others are evaluated
+        on as many draws as the smallest (the expected-hit differences pair the k-th
+        evaluation datasets of two values).
     confidence : float
         Joint confidence of the certified lower bound (Bonferroni over every pair,
         direction and evaluated set); also the level of each estimate's interval.
@@ -182,40 +190,70 @@ def _check_arrays(
     """
     frame = _noise_frame(mechanism)
     eps = float(mechanism.guarantee.epsilon)
-    target = float(mechanism.guarantee.delta)
     sp = _split(data, labels, n_ev, mechanism, gen)
+    decoding = _decoding(mechanism, sp.fit, np.max(np.abs(np.vstack(data)), axis=0))
+    tally = Tally(make_plans(sp, pairs, mechanism, frame, decoding.decoder, eps), math.exp(eps))
+    # The expected-hit differences pair the k-th evaluation datasets of two values.
+    k = min(e.shape[0] for e in sp.ev)
+    tally.add([e[:k] for e in sp.ev], [t[:k] for t in sp.ev_truth], decoding.decoder)
+    null = None
+    if null_control and frame.kind == "gaussian":
+        null = _null(data, pairs, labels, mechanism, frame, n_ev, eps, conf, looks, gen)
+    return _conclude(tally, labels, mechanism, frame, decoding, conf, looks, null)
+
+
+@dataclass(frozen=True)
+class _Decoding:
+    """The lattice of the statistics (or None), its decoder (or None) and whether a
+    decoder was ruled out before looking for the lattice."""
+
+    lattice: tuple[np.ndarray, np.ndarray] | None
+    decoder: Any
+    ruled_out: bool
+
+
+def _decoding(
+    mechanism: CalibratedMechanism, fit: list[np.ndarray], magnitude: np.ndarray
+) -> _Decoding:
+    """The lattice decoder of the fit split's statistics, when one can follow.
+
+    ``magnitude``: the largest |value| of each statistic (the decoder's float-error
+    bound); a streamed check passes a margin over the values it has seen.
+    """
     # The exact lattice detection only when a decoder could follow (or no noise is added).
-    ruled_out = not mechanism.noise.is_zero and decoder_ruled_out(mechanism.noise, sp.fit)
-    lattice = None if ruled_out else detect_sample_lattice(sp.fit)
+    ruled_out = not mechanism.noise.is_zero and decoder_ruled_out(mechanism.noise, fit)
+    lattice = None if ruled_out else detect_sample_lattice(fit)
     decoder: Any = None
     if lattice is not None and not mechanism.noise.is_zero:
-        mag = np.max(np.abs(np.vstack(data)), axis=0)
-        decoder = lattice_decoder(mechanism.noise, lattice, mag)
+        decoder = lattice_decoder(mechanism.noise, lattice, magnitude)
         decoder = None if decoder is None else _Cached(decoder)
     elif lattice is not None:
         # No noise: the release is f itself, "decoded" by reading it (the
         # lattice-point sets also apply to a noiseless release).
         decoder = _Identity(*lattice)
-    n_tests = 2 if decoder is not None else 1
-    alpha = (1.0 - conf) / (2 * len(pairs) * n_tests * looks)
-    per_pair = _estimate(sp, pairs, labels, mechanism, frame, decoder, eps, alpha)
-    recovery = None
-    if decoder is not None:
-        hits = [
-            np.all(np.abs(decoder.decode(e) - t) < 0.5 * decoder.steps, axis=1)
-            for e, t in zip(sp.ev, sp.ev_truth, strict=True)
-        ]
-        recovery = float(np.mean(np.concatenate(hits)))
-    null = None
-    if null_control and frame.kind == "gaussian":
-        null = _null_control(data, pairs, labels, mechanism, frame, n_ev, eps, alpha, gen)
+    return _Decoding(lattice, decoder, ruled_out)
+
+
+def _conclude(
+    tally: Tally,
+    labels: list[str],
+    mechanism: CalibratedMechanism,
+    frame: _NoiseFrame,
+    decoding: _Decoding,
+    conf: float,
+    looks: int,
+    null: NullControl | None,
+) -> DataLevelCheck:
+    """The verdict of the evaluation counts so far, every test at level
+    (1 − conf) / (tests · looks) (Bonferroni over pairs, directions, tests and looks)."""
+    eps = float(mechanism.guarantee.epsilon)
+    target = float(mechanism.guarantee.delta)
+    alpha = (1.0 - conf) / (tally.n_tests * looks)
+    per_pair, detects = direction_checks(tally, labels, eps, target, alpha)
+    recovery = None if decoding.decoder is None else tally.recovery
     worst = max(per_pair, key=lambda p: p.estimate)
     lower = max(p.lower for p in per_pair)
     estimate = worst.estimate
-    detect = max(
-        detectable_delta(_q_rate(p), p.n_eval, p.n_eval, epsilon=eps, target=target, alpha=alpha)
-        for p in per_pair
-    )
     if lower > target:
         verdict = "violation"
     elif estimate > target and max(p.lower_1se for p in per_pair) > target:
@@ -224,7 +262,7 @@ def _check_arrays(
         verdict = "inconclusive"
     else:
         verdict = "no evidence"
-    notes = _notes(mechanism, frame, lattice, decoder, recovery, null, conf, ruled_out)
+    notes = _notes(mechanism, frame, decoding, recovery, null, conf)
     return DataLevelCheck(
         mechanism.name,
         eps,
@@ -233,7 +271,7 @@ def _check_arrays(
         lower,
         worst.interval[1],
         verdict,
-        detect,
+        max(detects),
         POWER,
         null,
         recovery,
@@ -241,8 +279,12 @@ def _check_arrays(
         frame.rank,
         tuple(per_pair),
         notes,
-        n_samples=min(int(d.shape[0]) for d in data),
+        n_samples=min(tally.n) + min(p.n_fit + p.n_train for p in tally.plans),
     )
+
+
+# Release arrays whose decoding :class:`_Cached` keeps (one batch's: both values' releases).
+_MEMO_ARRAYS = 8
 
 
 class _Cached:
@@ -256,6 +298,9 @@ class _Cached:
     def decode(self, y: np.ndarray) -> np.ndarray:
         hit = self._memo.get(id(y))
         if hit is None or hit[0] is not y:
+            if len(self._memo) >= _MEMO_ARRAYS:
+                # A streamed check decodes batch after batch: keep only the recent ones.
+                self._memo.clear()
             hit = (y, self.decoder.decode(y))
             self._memo[id(y)] = hit
         return hit[1]
@@ -273,22 +318,16 @@ class _Identity:
         return self.origin + np.rint((y - self.origin) / self.steps) * self.steps
 
 
-def _q_rate(p: DirectionCheck) -> float:
-    """Q(S) of the chosen set, as observed on the evaluation draws."""
-    return p.rates[1]
-
-
 def _notes(
     mechanism: CalibratedMechanism,
     frame: _NoiseFrame,
-    lattice: tuple[np.ndarray, np.ndarray] | None,
-    decoder: Any,
+    decoding: _Decoding,
     recovery: float | None,
     null: NullControl | None,
     conf: float,
-    ruled_out: bool = False,
 ) -> tuple[str, ...]:
     m = mechanism.dim
+    lattice, decoder, ruled_out = decoding.lattice, decoding.decoder, decoding.ruled_out
     notes = [
         f"delta_lower is certified at joint confidence {conf:g} for the resampled model "
         "(sets chosen on a training split, one-sided Clopper-Pearson bounds of "
@@ -298,6 +337,13 @@ def _notes(
         "delta_estimate is unbiased for the chosen set's P_i(S) - e^eps P_j(S), which is at "
         "most delta; its only bias is the choice of set, measured by the null control",
     ]
+    if frame.kind == "gaussian" and frame.rank:
+        notes.append(
+            "'expected hits (half-space)' counts, for each evaluation dataset, the exact "
+            "probability that its release falls in a half-space (a normal tail given the "
+            "statistics) instead of a 0/1 hit; its bound is an empirical-Bernstein bound for "
+            "averages in [-e^eps, 1] (Maurer & Pontil 2009, Thm 4), certified like the counts"
+        )
     if null is not None:
         notes.append(
             f"null control: on draws from the fitted Gaussian model (exact delta "

@@ -31,7 +31,9 @@ class DirectionCheck:
         Held-out estimate of P_i(S) − e^ε P_j(S) ≤ δ_{i→j}(ε) for the chosen set S
         (clipped at 0).
     interval : (float, float)
-        Clopper–Pearson interval of that quantity (joint ``confidence``).
+        Interval of that quantity (joint ``confidence``): Clopper–Pearson for a counted
+        set, empirical Bernstein for the expected-hit half-space
+        (:mod:`distpriv.attacks.verify_expected`).
     lower : float
         Certified lower bound on δ_{i→j}(ε) (the largest over the evaluated sets), ≥ 0.
     selected : str
@@ -42,10 +44,12 @@ class DirectionCheck:
     n_mixture, n_train, n_eval : int
         Samples of θ_i in the fit, train and evaluation splits.
     rates : (float, float)
-        Observed P_i(S) and P_j(S) of the chosen set on the evaluation draws.
+        Observed P_i(S) and P_j(S) of the chosen set on the evaluation draws (the mean
+        expected hits for the half-space).
     lower_1se : float
-        The same bound at one-sided confidence 0.84 (about one standard error below the
-        estimate): above the target it makes the verdict "inconclusive".
+        About one standard error below the estimate (the same bound at one-sided
+        confidence 0.84 for a counted set; mean − sd/√n for expected hits): above the
+        target it makes the verdict "inconclusive".
     """
 
     pair: tuple[str, str]

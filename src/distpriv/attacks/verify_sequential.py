@@ -1,21 +1,34 @@
 """The data-level check drawing more resampled datasets until it decides.
 
-:func:`verify_on_data` checks δ(ε) of f_θ + Z on a fixed number of resampled datasets; at
-20,000 per value it certifies an under-noised mechanism only from about 14–23× the
-claimed δ = 1e-3. :func:`verify_sequential` draws them in batches on a geometric schedule
-(N₁, 2N₁, 4N₁, … up to a sample budget) and looks after each batch: it stops as soon as
+:func:`verify_on_data` checks δ(ε) of f_θ + Z on a fixed number of resampled datasets; with
+counted sets alone, at 20,000 per value it certified an under-noised mechanism only from
+about 14–23× the claimed δ = 1e-3. :func:`verify_sequential` draws them on a geometric
+schedule (N₁, 2N₁, 4N₁, … up to a sample budget) and looks after each step: it stops as soon as
 the certified lower bound exceeds the claim (``violation``), or every direction's upper
 confidence bound of the chosen set's P_i(S) − e^ε P_j(S) falls below it (those sets cannot
 show an excess), or the sample or time budget is reached.
 
-Validity under sequential testing. Every look k re-runs the held-out check of
-:func:`verify_on_data` on all N_k datasets drawn so far (fresh splits: sets chosen on the
-train split, counted on the evaluation split), with its level divided by K, the number of
-looks the sample budget allows (Bonferroni over looks). The event "some look's certified
-bound exceeds the true δ" then has probability at most Σ_k (1 − confidence)/K =
-1 − confidence, whatever the stopping rule and whether the time budget ends the check
-early (stopping early only spends less). A geometric schedule keeps K small
-(log₂ of budget / N₁, plus one), so the price of looking is a factor K in α, not in n.
+Streamed evaluation. The first half-look (``first // 2`` datasets per value) chooses the
+sets — its fit and train splits, as in :func:`verify_on_data` — and is kept; every other
+dataset is an evaluation draw, drawn, noised and counted in batches of at most ``batch``
+datasets per value (:class:`~distpriv.attacks.verify_stream.Tally`), then dropped. So the
+check's memory is that of the chosen sets plus one batch, whatever the sample budget (at
+1,000 statistics of 1,000 rows the old check, which held every look's datasets, needed
+2.8 GiB at 80,000 per value). Look k counts the N_k − first/2 evaluation datasets drawn so
+far (look 1: first/2, as before; the last: almost the whole budget, against half of it
+when every look re-split all its datasets). With Gaussian noise one of the sets is the
+expected-hit half-space (:mod:`distpriv.attacks.verify_expected`): a Rao–Blackwellised
+count with an empirical-Bernstein bound, which certifies 3× and 5× violations of the
+Gaussian benchmark within 40,000–80,000 datasets per value.
+
+Validity under sequential testing. The sets are fixed before any evaluation draw, and the
+evaluation draws are i.i.d., so at every look each set's bound on its P_a(S) − e^ε P_b(S)
+≤ δ holds at its level; every look's levels are divided by K, the number of looks the
+sample budget allows (Bonferroni over looks). The event "some look's certified bound
+exceeds the true δ" then has probability at most Σ_k (1 − confidence)/K = 1 − confidence,
+whatever the stopping rule and whether the time budget ends the check early (stopping
+early only spends less). A geometric schedule keeps K small (log₂ of budget / N₁, plus
+one), so the price of looking is a factor K in α, not in n.
 
 Early stop (``early_stop=True``, the default of ``distpriv verify``: a fast cold check).
 The check draws more only while it is *suspicious*: it stops after any look (but the
@@ -41,6 +54,7 @@ looks happen to look clean is no longer pursued.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -51,9 +65,11 @@ from ..central import CalibratedMechanism
 from ..errors import ParameterError, ParameterTypeError
 from ..querymodel import SampledQueryModel
 from ..util.validation import check_positive_int, check_real, check_rng
-from ._verify_stats import _noise_frame, _null_control
-from .verify import _check_arrays, _check_inputs
+from ._verify_stats import _noise_frame, _split
+from .verify import _check_inputs, _conclude, _decoding
 from .verify_results import DataLevelCheck
+from .verify_stream import Tally, make_plans
+from .verify_stream import null_control as _null
 
 __all__ = ["look_schedule", "verify_sequential"]
 
@@ -138,12 +154,12 @@ def verify_sequential(
     confidence: float = 0.95,
     null_control: bool = False,
     early_stop: bool = False,
+    batch: int | None = None,
 ) -> DataLevelCheck:
     """The data-level check with more datasets drawn until it decides or hits a budget.
 
-    See the module docstring for the schedule, the stopping rule and why the confidence
-    holds under sequential testing; each look is :func:`verify_on_data`'s held-out check
-    (half of the datasets are evaluation draws).
+    See the module docstring for the schedule, the stopping rule, the streamed evaluation
+    and why the confidence holds under sequential testing.
 
     Parameters
     ----------
@@ -151,12 +167,14 @@ def verify_sequential(
         Returns n new resampled datasets per value of the secret: a
         :class:`~distpriv.SampledQueryModel` or a list of arrays of shape (n, m), in the
         same order of values on every call (e.g. ``model_query(..., method="montecarlo",
-        n_samples=n, rng=rng).to_sampled()``).
+        n_samples=n, rng=rng).to_sampled()``). Called with at most ``batch`` at a time.
     mechanism : CalibratedMechanism
     rng : int, Generator or None
-        Passed to ``draw``; also the splits and the noise of each look.
+        Two independent streams are spawned from it: one passed to ``draw``, one for the
+        splits and the noise.
     first : int
-        Datasets per value at the first look.
+        Datasets per value at the first look (≥ 12): half choose the sets (fit and train
+        splits), half are the first evaluation draws.
     max_samples : int
         Sample budget: datasets per value at the last possible look.
     max_seconds : float or None
@@ -167,12 +185,18 @@ def verify_sequential(
         Joint confidence of the certified lower bound over pairs, directions, sets and
         every look the sample budget allows.
     null_control : bool
-        Run the null control on the datasets of the last look (doubles its cost).
+        Run the null control on the datasets that chose the sets.
     early_stop : bool
         Stop after any look that is not suspicious (an estimate above the claim, or a
         lattice decoder applies; module docstring): cheaper on a clearly correct
         mechanism, less power against a violation a look does not flag. The confidence
         of the certified bound does not depend on it.
+    batch : int or None
+        Most datasets per value drawn and held at once (the memory bound: about
+        ``batch`` × values × (rows + statistics) × 16 bytes, plus the first half-look that
+        chooses the sets); None: ``first``. The result does not depend on it when ``draw``
+        and the noise sampler are stream-consistent (drawing k then l equals drawing
+        k + l): the counts are sums over datasets.
 
     Returns
     -------
@@ -183,29 +207,48 @@ def verify_sequential(
     Raises
     ------
     ParameterTypeError, ParameterError
-        Bad ``draw`` output, budgets or confidence; mismatched dimensions.
+        Bad ``draw`` output, budgets, batch or confidence; mismatched dimensions.
     """
     if not callable(draw):
         raise ParameterTypeError(f"draw must be callable, got {type(draw).__name__}")
     sizes = look_schedule(first, max_samples)
+    if sizes[0] < 12:
+        raise ParameterError(
+            f"first must be at least 12 (6 datasets per value choose the sets, 6 evaluate "
+            f"them), got {first}"
+        )
     budget = None
     if max_seconds is not None:
         budget = check_real(max_seconds, "max_seconds", low=0.0, low_inclusive=False)
+    step = sizes[0] if batch is None else check_positive_int(batch, "batch")
     gen = check_rng(rng)
+    # Separate streams: with a stream-consistent draw the batch size changes nothing.
+    g_draw, g_noise = gen.spawn(2)
     start = time.perf_counter()
-    data, labels, pairs = _as_arrays(draw(sizes[0], gen))
-    _check_inputs(SampledQueryModel(data), mechanism, 2, confidence)
+    n_sel = sizes[0] // 2
+    sel, labels, pairs = _drawn(draw, n_sel, step, g_draw, None)
+    _check_inputs(SampledQueryModel(sel), mechanism, 2, confidence)
     conf = float(confidence)
+    eps = float(mechanism.guarantee.epsilon)
     target = float(mechanism.guarantee.delta)
+    frame = _noise_frame(mechanism)
+    sp = _split(sel, labels, 0, mechanism, g_noise)
+    # The decoder's float-error bound needs the statistics' magnitude: twice the largest
+    # seen while choosing the sets covers the evaluation draws' (a decoding error would
+    # cost power only: the sets stay fixed functions of the release).
+    decoding = _decoding(mechanism, sp.fit, 2.0 * np.max(np.abs(np.vstack(sel)), axis=0))
+    tally = Tally(make_plans(sp, pairs, mechanism, frame, decoding.decoder, eps), math.exp(eps))
     k, last_cost, check, stopped = 0, 0.0, None, ""
     while True:
         t0 = time.perf_counter()
-        n_k = min(int(d.shape[0]) for d in data)
-        if n_k < sizes[k]:
-            raise ParameterError(f"draw returned {n_k} datasets per value, {sizes[k]} needed")
-        check = _check_arrays(
-            data, labels, pairs, mechanism, n_k // 2, conf, len(sizes), gen, False
-        )
+        need = sizes[k] - n_sel - tally.n[0]
+        while need > 0:
+            f, _, _ = _drawn(draw, min(step, need), step, g_draw, sel)
+            noisy = [x + mechanism.noise.sample(x.shape[0], g_noise) for x in f]
+            tally.add(noisy, f, decoding.decoder)
+            need -= f[0].shape[0]
+        check = _conclude(tally, labels, mechanism, frame, decoding, conf, len(sizes), None)
+        last_cost = time.perf_counter() - t0
         if check.verdict == "violation":
             stopped = "certified"
         elif all(p.interval[1] < target for p in check.per_pair):
@@ -219,41 +262,61 @@ def verify_sequential(
         elif k + 1 == len(sizes):
             stopped = "sample budget"
         elif budget is not None and (
-            time.perf_counter() - start + _GROWTH_COST * (time.perf_counter() - t0 + last_cost)
-            > budget
+            time.perf_counter() - start + _GROWTH_COST * last_cost > budget
         ):
             stopped = "time budget"
         if stopped:
             break
-        t1 = time.perf_counter()
-        more, _, _ = _as_arrays(draw(sizes[k + 1] - sizes[k], gen))
-        if len(more) != len(data) or any(
-            m.shape[1:] != d.shape[1:] for m, d in zip(more, data, strict=True)
-        ):
-            raise ParameterError("draw returned a different number of values or statistics")
-        data = [np.vstack([d, m]) for d, m in zip(data, more, strict=True)]
-        last_cost = time.perf_counter() - t1
         k += 1
     if check is None:  # pragma: no cover - the loop always runs at least one look
         raise RuntimeError("verify_sequential: no look was made")
     null = None
-    frame = _noise_frame(mechanism)
     if null_control and frame.kind == "gaussian":
-        eps = float(mechanism.guarantee.epsilon)
-        alpha = (1.0 - conf) / (2 * len(pairs) * len(sizes))
-        null = _null_control(data, pairs, labels, mechanism, frame, n_k // 2, eps, alpha, gen)
+        looks = len(sizes)
+        null = _null(sel, pairs, labels, mechanism, frame, n_sel // 2, eps, conf, looks, g_noise)
     note = (
         f"sequential check: {k + 1} of at most {len(sizes)} looks (datasets per value "
-        f"{', '.join(str(s) for s in sizes)}), stopped: {stopped}; every look's bounds are "
-        f"at level {1 - conf:g}/{len(sizes)} (Bonferroni over the looks the sample budget "
-        f"allows), so delta_lower is certified at joint confidence {conf:g} wherever it "
-        "stopped"
+        f"{', '.join(str(s) for s in sizes)}), stopped: {stopped}; the sets were chosen on "
+        f"{n_sel} datasets per value, the other {check.n_samples - n_sel} were evaluated in "
+        f"batches of at most {step}; every look's bounds are at level {1 - conf:g}/"
+        f"{len(sizes)} (Bonferroni over the looks the sample budget allows), so delta_lower "
+        f"is certified at joint confidence {conf:g} wherever it stopped"
     )
     return dataclasses.replace(
         check,
-        null=null if null_control else check.null,
+        null=null,
         looks=k + 1,
         max_looks=len(sizes),
         stopped=stopped,
         notes=(*check.notes, note),
     )
+
+
+def _drawn(
+    draw: Callable[[int, np.random.Generator], Any],
+    count: int,
+    step: int,
+    gen: np.random.Generator,
+    like: list[np.ndarray] | None,
+) -> tuple[list[np.ndarray], list[str], list[tuple[int, int]]]:
+    """``count`` datasets per value from ``draw``, at most ``step`` per call, checked
+    against ``like`` (the first draws: same number of values and of statistics)."""
+    parts: list[list[np.ndarray]] = []
+    labels: list[str] = []
+    pairs: list[tuple[int, int]] = []
+    got = 0
+    while got < count:
+        want = min(step, count - got)
+        arrays, labels, pairs = _as_arrays(draw(want, gen))
+        n = min(int(a.shape[0]) for a in arrays)
+        if n < want:
+            raise ParameterError(f"draw returned {n} datasets per value, {want} needed")
+        ref = like if like is not None else (parts[0] if parts else arrays)
+        if len(arrays) != len(ref) or any(
+            a.shape[1:] != r.shape[1:] for a, r in zip(arrays, ref, strict=True)
+        ):
+            raise ParameterError("draw returned a different number of values or statistics")
+        parts.append([a[:want] for a in arrays])
+        got += want
+    out = [np.concatenate(col) if len(col) > 1 else col[0] for col in zip(*parts, strict=True)]
+    return out, labels, pairs

@@ -4,9 +4,10 @@ Also used by ``release --verify``.
 
 from __future__ import annotations
 
-import itertools
+import math
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from ...guarantees import to_jsonable
 from ...modeling import ProportionSecret, Query, Secret, model_query
 from ...modeling.tables import Table
 from ...querymodel import SampledQueryModel
-from ...util.validation import check_positive_int
+from ...util.validation import check_positive_int, check_real
 from ...util.version import __version__
 from ..config import ReleaseConfig
 from ..outcomes import (
@@ -43,13 +44,13 @@ from ..stages.steps import (
     _subset_size,
 )
 
-__all__ = ["run_verify"]
+__all__ = ["CheckBudget", "run_verify"]
 
 
-# Monte Carlo datasets per value at the data-level check's first look (half are evaluation
-# draws); it draws more, doubling, while undecided (attacks.verify_sequential), up to
-# VERIFY_MAX_SAMPLES per value (``--max-samples``) or VERIFY_SECONDS of wall-clock time.
-# With VERIFY_EARLY_STOP it draws more only when the
+# Monte Carlo datasets per value at the data-level check's first look (half choose the
+# sets, half are the first evaluation draws); it draws more, doubling, while undecided
+# (attacks.verify_sequential), up to VERIFY_MAX_SAMPLES per value (``--max-samples``) or
+# VERIFY_SECONDS of wall-clock time. With VERIFY_EARLY_STOP it draws more only when the
 # first look is suspicious (an estimate above the claim, or a lattice decoder applies): a
 # mechanism well below its claim costs one look, at some power against violations the
 # first look misses (docs/user-guide.md, "Checking before releasing").
@@ -60,6 +61,33 @@ VERIFY_EARLY_STOP = True
 # Smallest --max-samples: the check splits each value's datasets three ways (fit, train,
 # evaluation); below a thousand its bounds say nothing at delta = 1e-3.
 MIN_VERIFY_SAMPLES = 1_000
+# Memory of one batch of resampled datasets (``--batch-mib``): the evaluation datasets are
+# drawn, noised and counted this many at a time, then dropped, so the check's memory does
+# not grow with its sample budget.
+VERIFY_BATCH_MIB = 256
+# Fewer datasets per batch than this and the per-call overhead of drawing dominates.
+MIN_VERIFY_BATCH = 100
+
+
+@dataclass(frozen=True)
+class CheckBudget:
+    """What bounds the data-level check of ``distpriv verify`` / ``release --verify``.
+
+    Attributes
+    ----------
+    max_samples : int or None
+        Sample budget, datasets per value at the last look (``--max-samples``; None:
+        ``VERIFY_MAX_SAMPLES``).
+    early_stop : bool or None
+        ``--no-early-stop`` sets False (None: ``VERIFY_EARLY_STOP``).
+    batch_mib : float or None
+        Memory of one batch of resampled datasets in MiB (``--batch-mib``; None:
+        ``VERIFY_BATCH_MIB``).
+    """
+
+    max_samples: int | None = None
+    early_stop: bool | None = None
+    batch_mib: float | None = None
 
 
 def _look_sizes(budget: int) -> tuple[int, ...]:
@@ -70,45 +98,62 @@ def _look_sizes(budget: int) -> tuple[int, ...]:
     return look_schedule(first, max(first, budget))
 
 
-def _largest_batch(budget: int) -> int:
-    """Most datasets per value the check draws at once (its largest look's increment)."""
-    sizes = _look_sizes(budget)
-    return max([sizes[0], *(b - a for a, b in itertools.pairwise(sizes))])
+def _verify_batch(
+    values: int,
+    n: int,
+    m: int,
+    sizes: tuple[int, ...],
+    spec: CheckBudget,
+    command: str = "verify",
+) -> int:
+    """Datasets per value per batch of the check, from its memory bound, or a refusal naming
+    what bounds it: ``--batch-mib`` (``release --verify``, the ``command`` that uses the
+    default, points to ``distpriv verify``), the dataset size (``[model] subset_size``) and
+    the number of statistics (``[query]``).
 
-
-def _check_verify_memory(values: int, n: int, m: int, budget: int, command: str) -> None:
-    """Refuse, before drawing, a check whose largest batch of resampled datasets would pass
-    :data:`~distpriv.pipeline.stages.data.MEMORY_LIMIT_BYTES`, naming what bounds it: the
-    sample budget (``distpriv verify --max-samples``; ``release --verify`` uses the
-    default) and the dataset size (``[model] subset_size``), with a budget that fits."""
-    per_dataset = values * (n + m) * 8.0 * 2  # row indices and the statistics, two copies
-    batch = _largest_batch(budget)
+    One batch holds each dataset's row indices and statistics (n + m values) in two copies,
+    for every value of the secret; the sets are chosen on ``sizes[0] // 2`` datasets per
+    value held at once (their statistics, the train split's releases: about three copies of
+    m values), which must fit :data:`~distpriv.pipeline.stages.data.MEMORY_LIMIT_BYTES`
+    together with one batch.
+    """
+    mib = VERIFY_BATCH_MIB if spec.batch_mib is None else spec.batch_mib
+    per_dataset = values * (n + m) * 8.0 * 2
+    batch = int(mib * 1024**2 // per_dataset)
+    choose = values * (sizes[0] // 2) * m * 8.0 * 3
     limit = sources.MEMORY_LIMIT_BYTES
-    if batch * per_dataset <= limit:
-        return
-    # The largest budget whose batches fit (halving from the current one).
-    fits = budget
-    while fits > MIN_VERIFY_SAMPLES and _largest_batch(fits) * per_dataset > limit:
-        fits = max(MIN_VERIFY_SAMPLES, fits // 2)
     what = (
-        f"the data-level check would draw {batch} resampled datasets per value at once "
-        f"({values} values, {n} rows each by [model] subset_size, {m} statistics in "
-        f"[query]): about {batch * per_dataset / 1024**3:.1f} GiB of memory (limit "
-        f"{limit / 1024**3:.3g} GiB) with a sample budget of {budget} datasets per value"
+        f"the data-level check draws its resampled datasets in batches of {mib:g} MiB "
+        f"(--batch-mib): {max(batch, 0)} datasets per value at once ({values} values, {n} "
+        f"rows each by [model] subset_size, {m} statistics in [query])"
     )
-    smaller_n = "a smaller [model] subset_size"
-    if _largest_batch(fits) * per_dataset > limit:
-        advice = f"even the smallest budget ({MIN_VERIFY_SAMPLES}) does not fit: use {smaller_n}"
-    elif command == "verify":
-        advice = (
-            f"pass --max-samples {fits} or less (max_samples of run_verify), or use {smaller_n}"
+    if choose + MIN_VERIFY_BATCH * per_dataset > limit:
+        raise ParameterError(
+            f"{what}: even {MIN_VERIFY_BATCH} datasets per value at once, with the "
+            f"{sizes[0] // 2} per value that choose the sets, pass the memory limit of "
+            f"{limit / 1024**3:.3g} GiB: use a smaller [model] subset_size or fewer "
+            "statistics in [query]"
         )
-    else:
-        advice = (
-            f"release --verify uses the default budget; check with `distpriv verify CONFIG "
-            f"--max-samples {fits}` instead, or use {smaller_n}"
+    if batch < MIN_VERIFY_BATCH:
+        need = math.ceil(MIN_VERIFY_BATCH * per_dataset / 1024**2)
+        if command == "verify":
+            advice = f"pass --batch-mib {need} or more"
+        else:
+            advice = (
+                "release --verify uses the default batch; check with `distpriv verify CONFIG "
+                f"--batch-mib {need}` instead"
+            )
+        raise ParameterError(
+            f"{what}, fewer than {MIN_VERIFY_BATCH}: {advice}, or use a smaller [model] subset_size"
         )
-    raise ParameterError(f"{what}: {advice}")
+    if choose + batch * per_dataset > limit:
+        fits = (limit - choose) / 1024**2
+        raise ParameterError(
+            f"{what}; with the {sizes[0] // 2} datasets per value that choose the sets "
+            f"(about {choose / 1024**3:.2f} GiB) this passes the memory limit of "
+            f"{limit / 1024**3:.3g} GiB: pass --batch-mib {math.floor(fits)} or less"
+        )
+    return batch
 
 
 def _verify(
@@ -141,26 +186,29 @@ def _verify_check(
     secret: Secret,
     n: int,
     mech: CalibratedMechanism,
-    max_samples: int | None = None,
-    early_stop: bool | None = None,
+    spec: CheckBudget | None = None,
     missing_report: Mapping[str, Any] | None = None,
     command: str = "release --verify",
 ) -> Any:
     """verify_sequential on datasets resampled from the modelling table (no noise is drawn).
 
-    The first look uses ``VERIFY_SAMPLES`` datasets per value (or ``max_samples`` when
-    smaller); while undecided the check doubles them, up to ``max_samples`` (default
+    The first look uses ``VERIFY_SAMPLES`` datasets per value (or ``spec.max_samples`` when
+    smaller); while undecided the check doubles them, up to ``spec.max_samples`` (default
     ``VERIFY_MAX_SAMPLES``) or ``VERIFY_SECONDS`` (the stated budget), and with
-    ``early_stop`` (default ``VERIFY_EARLY_STOP``) only when the first look is suspicious.
+    ``spec.early_stop`` (default ``VERIFY_EARLY_STOP``) only when the first look is
+    suspicious. The datasets are drawn and counted in batches of ``spec.batch_mib`` MiB
+    (:func:`_verify_batch`).
     ``missing_report``: the model's count of missing values in this table (its
     ``diagnostics["missing"]``), reused when it covers the check's columns. ``command``
     (``"verify"`` or ``"release --verify"``) says which flags a refusal names.
     """
     from ...attacks.verify_sequential import verify_sequential
 
-    budget = VERIFY_MAX_SAMPLES if max_samples is None else max_samples
+    spec = CheckBudget() if spec is None else spec
+    budget = VERIFY_MAX_SAMPLES if spec.max_samples is None else spec.max_samples
     sizes = _look_sizes(budget)
-    _check_verify_memory(len(secret.values), n, len(cfg.query), budget, command)
+    batch = _verify_batch(len(secret.values), n, len(cfg.query), sizes, spec, command)
+    early_stop = VERIFY_EARLY_STOP if spec.early_stop is None else bool(spec.early_stop)
     pool = pool_size(model_frame, n)
     if pool is None and isinstance(secret, ProportionSecret):
         return verify_sequential(
@@ -169,7 +217,8 @@ def _verify_check(
             first=sizes[0],
             max_samples=sizes[-1],
             max_seconds=VERIFY_SECONDS,
-            early_stop=VERIFY_EARLY_STOP if early_stop is None else early_stop,
+            early_stop=early_stop,
+            batch=batch,
         )
 
     def draw(k: int, gen: Any) -> Any:
@@ -191,7 +240,8 @@ def _verify_check(
         first=sizes[0],
         max_samples=sizes[-1],
         max_seconds=VERIFY_SECONDS,
-        early_stop=VERIFY_EARLY_STOP if early_stop is None else bool(early_stop),
+        early_stop=early_stop,
+        batch=batch,
     )
 
 
@@ -250,6 +300,7 @@ def run_verify(
     progress: Callable[[int, int], None] | None = None,
     max_samples: int | None = None,
     early_stop: bool | None = None,
+    batch_mib: float | None = None,
 ) -> VerifyOutcome:
     """Model, calibrate and check a configured release on data, drawing no noise.
 
@@ -271,6 +322,9 @@ def run_verify(
     early_stop : bool, optional
         Stop after the first look unless it is suspicious (default ``VERIFY_EARLY_STOP``;
         ``--no-early-stop`` turns it off): :func:`distpriv.attacks.verify_sequential`.
+    batch_mib : float, optional
+        Memory of one batch of resampled datasets, MiB (``--batch-mib``; default
+        ``VERIFY_BATCH_MIB`` = 256): the check's memory does not grow with its budget.
 
     Returns
     -------
@@ -287,6 +341,8 @@ def run_verify(
         max_samples = check_positive_int(
             max_samples, "max_samples (--max-samples)", minimum=MIN_VERIFY_SAMPLES
         )
+    if batch_mib is not None:
+        batch_mib = check_real(batch_mib, "batch_mib (--batch-mib)", low=0.0, low_inclusive=False)
     cfg = _config(config)
     with _collect_warnings() as caught, _population_set(cfg):
         secret, query, n = _secret(cfg), Query(cfg.query, ranges=cfg.ranges), _subset_size(cfg)
@@ -299,8 +355,7 @@ def run_verify(
             secret,
             n,
             mech,
-            max_samples,
-            early_stop,
+            CheckBudget(max_samples, early_stop, batch_mib),
             missing_report=getattr(model, "diagnostics", {}).get("missing"),
             command="verify",
         )
