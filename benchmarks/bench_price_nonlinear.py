@@ -59,7 +59,7 @@ from distpriv.modeling.regression import logistic_regression_query
 
 from . import bench_price as bp
 from ._panel_populations import PANEL
-from .bench_price_panel import BETA, clopper_pearson
+from .bench_price_panel import BETA, _fmt, _q, clopper_pearson
 
 QUERIES: dict[str, dict[str, Any]] = {
     "adult": {
@@ -266,22 +266,6 @@ def _population(p: Any, query: Any, args: Any) -> Any:
         rng=np.random.default_rng([args.seed, 7]),
         population=True,
     )
-
-
-def _q(x: np.ndarray) -> tuple[float, float, float]:
-    return (
-        float(np.quantile(x, 0.5)),
-        float(np.quantile(x, 0.95, method="higher")),
-        float(np.max(x)),
-    )
-
-
-def _fmt(x: float) -> str:
-    if np.isnan(x):
-        return "n/a"
-    if not np.isfinite(x):
-        return "inf"
-    return f"{x:.3g}" if x < 1e4 else f"{x:.2e}"
 
 
 def report(args: Any) -> None:

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import distpriv as dp
-from distpriv.accounting.pair_profile import gaussian_pair_delta
 from distpriv.central.montecarlo_shapes import (
     EXPM_SHAPE,
     is_monte_carlo,
@@ -24,7 +23,7 @@ from distpriv.datasets.adult import load_adult
 from distpriv.modeling import ProportionSecret, model_query
 from distpriv.modeling.regression import logistic_regression_query
 from distpriv.pipeline.stages.calibrate import choose_for_table
-from support import quiet
+from support import quiet, worst_pair_delta
 
 EPS, DELTA = 1.0, 1e-3
 SECRET = ProportionSecret("income = '>50K'", values=[0.45, 0.55])
@@ -54,25 +53,6 @@ def logistic(sample):
     )
 
 
-def _exact_delta(model, noise):
-    """δ(ε) of the fitted model with the noise, both directions of every pair: the
-    accountant's pair profile, independent of the calibration's search."""
-    out = 0.0
-    for i, j in model.pairs:
-        for a, b in ((i, j), (j, i)):
-            out = max(
-                out,
-                gaussian_pair_delta(
-                    model.means[a],
-                    model.covariances[a] + noise,
-                    model.means[b],
-                    model.covariances[b] + noise,
-                    epsilon=EPS,
-                ),
-            )
-    return out
-
-
 def _is_isotropic(cov):
     return np.allclose(cov, cov[0, 0] * np.eye(cov.shape[0]), rtol=1e-9, atol=0.0)
 
@@ -98,7 +78,7 @@ def test_optimal_g_does_not_return_expm_g_shape_on_a_monte_carlo_model(logistic,
         # Not diag(v) under an expm-g name either: whatever won is named for what it is.
         assert "isotropic" not in method or "repair" in method
     if beta is None:
-        assert _exact_delta(logistic, cov) <= DELTA * (1 + 1e-6)
+        assert worst_pair_delta(logistic, cov, epsilon=EPS) <= DELTA * (1 + 1e-6)
 
 
 def test_the_sampled_covariance_shape_is_a_candidate_and_expm_g_is_not():
