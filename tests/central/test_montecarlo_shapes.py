@@ -135,9 +135,10 @@ def test_analytic_models_keep_expm_g_shape_among_optimal_g_candidates():
     assert "sampled covariance" not in mech.diagnostics["calibration_method"]
 
 
-def test_auto_on_a_monte_carlo_model_never_runs_optimal_g_full_as_expm_g(logistic):
+@pytest.mark.parametrize("objective", ["l2", "relative"])
+def test_auto_on_a_monte_carlo_model_never_runs_optimal_g_full_as_expm_g(logistic, objective):
     choice = quiet(
-        choose_for_table, logistic, epsilon=EPS, delta=DELTA, options={"objective": "l2"}
+        choose_for_table, logistic, epsilon=EPS, delta=DELTA, options={"objective": objective}
     )
     rows = {c.mechanism: c for c in choice.candidates}
     for name in ("optimal-g", "optimal-g-full"):
@@ -145,5 +146,7 @@ def test_auto_on_a_monte_carlo_model_never_runs_optimal_g_full_as_expm_g(logisti
         if c.calibrated is None:
             assert c.reason  # refused or pruned: says why
             continue
-        assert "expm-g" not in str(c.calibrated.diagnostics.get("calibration_method", ""))
+        diag = c.calibrated.diagnostics
+        for key in ("calibration_method", "main_shape"):
+            assert "expm-g" not in str(diag.get(key, ""))
         assert not _is_isotropic(c.calibrated.noise_covariance)

@@ -209,7 +209,10 @@ def _candidates(
     else:  # the objective's isotropic shape, started where its cost is expm-g's
         unit = np.diag(isotropic_shape(weights)).copy()
         start *= math.sqrt(float(np.trace(weights)) / float(np.sum(np.diag(weights) * unit)))
-        cands.append(_isotropic_floor(fvar, start, unit))
+        iso_floor = _isotropic_floor(fvar, start, unit)
+        if sampled:  # diag(v), not expm-g's σ²I: named for what it is
+            iso_floor = ("the model's sampled variances raised to the floor", *iso_floor[1:])
+        cands.append(iso_floor)
     # The program with Σ_Z = F + S: optimal-g on the model whose covariances include F.
     floored_model = GaussianQueryModel(
         gm.means,
