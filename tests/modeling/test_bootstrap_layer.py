@@ -120,3 +120,35 @@ def test_ledger_composition_reads_the_bootstrap_set(sample):
     eps, _, rows = _on_population(model, noise, 0.05, 1e-3, None)
     plain, _, _ = _on_population(model, noise, None, 1e-3, None)
     assert len(rows) == 2 and eps >= plain
+
+
+def test_common_positions_are_prefixes_of_one_iid_array():
+    from distpriv.modeling.bootstrap import common_positions
+
+    counts, n, sizes = (45, 55), 100, (300, 900)
+    pos = common_positions(counts, n, sizes, 4000, np.random.default_rng(0))
+    (a0, b0), (a1, b1) = pos
+    assert a0.shape == (4000, 45) and b0.shape == (4000, 55)
+    assert a1.shape == (4000, 55) and b1.shape == (4000, 45)
+    # Value 0's A rows are value 1's first 45; value 1's B rows value 0's first 45.
+    np.testing.assert_array_equal(a1[:, :45], a0)
+    np.testing.assert_array_equal(b0[:, :45], b1)
+    # Each position is uniform on its stratum (each value's law is unchanged): the share
+    # of the lower half is 1/2 within 5 binomial standard errors.
+    for arr, size in ((a1, sizes[0]), (b0, sizes[1])):
+        assert arr.min() >= 0 and arr.max() < size
+        share = float(np.mean(arr < size // 2))
+        assert abs(share - 0.5) < 5 * np.sqrt(0.25 / arr.size)
+
+
+def test_the_values_share_rows_so_their_draws_are_correlated(sample):
+    # Common random numbers: dataset r of both values shares 90 of its 100 rows, so the
+    # two values' draws of a median are strongly correlated (independent draws: about 0,
+    # within 4/sqrt(200) = 0.28).
+    model = _model(sample, bootstrap=20)
+    s0, s1 = model.samples
+    for k in range(s0.shape[1]):
+        assert np.corrcoef(s0[:, k], s1[:, k])[0, 1] > 0.5
+    # The fitted model is member 0 of the same positions: its moments are those draws'.
+    np.testing.assert_allclose(model.means, np.stack([s0.mean(axis=0), s1.mean(axis=0)]))
+    assert "common random numbers" in model.fitted

@@ -22,6 +22,7 @@ from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..population.exact import PairCheck, pair_deltas, search_tolerance, smallest_scale
 from ._rank_bound import rank_limited_floor
 from .base import CalibratedMechanism
+from .montecarlo_shapes import monte_carlo_families, sampled_covariance
 from .objective import is_identity_like, isotropic_shape
 
 __all__ = ["scale_at_cost"]
@@ -152,6 +153,9 @@ def _optimal(
         except MechanismNotApplicableError:
             continue
         families.append((f"{other}'s noise shape (cheaper than the program's)", fam, s0))
+    sampled = sampled_covariance(paper)
+    if sampled is not None:  # a Monte Carlo model: its own shapes (central/montecarlo_shapes.py)
+        families = monte_carlo_families(families, base, sampled, weights)
     best: tuple[np.ndarray, float, PairCheck, str] | None = None
     errors = []
     for label, fam, start in families:
@@ -175,6 +179,11 @@ def _optimal(
             continue
         if best is None or np.trace(weights @ cov) < np.trace(weights @ best[0]):
             best = (cov, s, chk, label)
+    if best is None and sampled is not None:
+        raise MechanismNotApplicableError(
+            "optimal-g: on this Monte Carlo model no noise shaped by the convex program or by "
+            "the model's sampled covariance meets the target at any scale; use 'expm-g'"
+        )
     if best is None:
         raise MechanismNotApplicableError("; ".join(errors))
     return best

@@ -51,6 +51,7 @@ from ._exact_families import (
 )
 from ._rank_bound import rank_limited_floor
 from .base import CalibratedMechanism
+from .montecarlo_shapes import mark_monte_carlo, sampled_covariance
 from .objective import isotropic_shape
 
 __all__ = ["EXACT_MECHANISMS", "calibrate_exact", "scale_at_cost"]
@@ -58,6 +59,7 @@ __all__ = ["EXACT_MECHANISMS", "calibrate_exact", "scale_at_cost"]
 EXACT_MECHANISMS = ("expm-g", "dirm-g", "eigm", "daum", "optimal-g", "apgm", "noiseless")
 # Diagnostics of the papers' calibration that describe its noise, not the exact one.
 _STALE = (
+    "monte_carlo_sampled_covariance",
     "pair_distances",
     "achieved_delta",
     "allowed_distance",
@@ -209,11 +211,11 @@ def _calibrate_robust(
                 if _fails_at_cost(gm, best[0], paper, epsilon, delta, beta):
                     return best
                 w = _weights_of(paper, gm.dim)
-                unit = isotropic_shape(w)
+                unit, label = _fallback_shape(paper, w)
                 iso = _scale_for_set(
                     gm,
                     unit,
-                    "isotropic noise (expm-g's shape)",
+                    label,
                     epsilon,
                     delta,
                     beta,
@@ -268,7 +270,7 @@ def _fails_at_cost(
     """
     w = _weights_of(paper, gm.dim)
     cost = float(np.sum(w * best))
-    unit = isotropic_shape(w)  # I under E‖Z‖², W⁻¹ otherwise (central/objective.py)
+    unit, _ = _fallback_shape(paper, w)
     per_unit = float(np.sum(w * unit))
     if not (cost > 0 and per_unit > 0):
         return False
@@ -276,6 +278,16 @@ def _fails_at_cost(
     members = population_model(gm, beta=beta, noise_cov=iso, epsilon=epsilon)
     check = pair_deltas(members, iso, epsilon=epsilon, tol=search_tolerance(delta), screen=delta)
     return bool(check.worst > delta)
+
+
+def _fallback_shape(paper: CalibratedMechanism | None, w: np.ndarray) -> tuple[np.ndarray, str]:
+    """The full-rank shape optimal-g falls back to on the set: isotropic for the objective
+    (I under E‖Z‖², W⁻¹ otherwise: central/objective.py), or on a Monte Carlo model its
+    sampled covariance (expm-g's shape is expm-g's: central/montecarlo_shapes.py)."""
+    sampled = sampled_covariance(paper)
+    if sampled is not None:
+        return sampled, "the model's sampled covariance, scaled"
+    return isotropic_shape(w), "isotropic noise (expm-g's shape)"
 
 
 def _weights_of(paper: CalibratedMechanism | None, m: int) -> np.ndarray:
@@ -409,6 +421,8 @@ def calibrate_exact(
         # The papers' assumptions are not those of the exact guarantee: not warned here.
         warnings.simplefilter("ignore", AssumptionWarning)
         paper = None if name == "noiseless" else build(name, calibration="analytic")
+        if name == "optimal-g":
+            mark_monte_carlo(model, gm, paper)
         if robust_beta is not None:
             cov, scale, check, method = _calibrate_robust(
                 name, gm, paper, build, epsilon, delta, robust_beta

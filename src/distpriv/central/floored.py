@@ -75,6 +75,7 @@ from .floor_levels import (
     floor_variances,
     lattice_steps,
 )
+from .montecarlo_shapes import is_monte_carlo
 from .objective import is_identity_like, isotropic_shape
 from .optimal import calibrate_optimal
 from .uncertainty import calibrate_daum, calibrate_eigm
@@ -196,12 +197,22 @@ def _candidates(
     cands: list[_Cand] = []
     iso = calibrate_expm(gm, epsilon=eps, delta=dlt, kind="gaussian", calibration="analytic")
     start = math.sqrt(float(iso.noise_covariance[0, 0]))
+    sampled = is_monte_carlo(model, gm)
+    if sampled:
+        # A Monte Carlo model: its sampled covariance plus the floor, and no expm-g shape
+        # (central/montecarlo_shapes.py).
+        sbar = np.mean(np.asarray(gm.covariances, dtype=float), axis=0)
+        cands.append(_shaped("the model's sampled covariance plus the floor", sbar, fvar))
     if is_identity_like(weights):
-        cands.append(_isotropic_floor(fvar, start))
+        if not sampled:
+            cands.append(_isotropic_floor(fvar, start))
     else:  # the objective's isotropic shape, started where its cost is expm-g's
         unit = np.diag(isotropic_shape(weights)).copy()
         start *= math.sqrt(float(np.trace(weights)) / float(np.sum(np.diag(weights) * unit)))
-        cands.append(_isotropic_floor(fvar, start, unit))
+        iso_floor = _isotropic_floor(fvar, start, unit)
+        if sampled:  # diag(v), not expm-g's σ²I: named for what it is
+            iso_floor = ("the model's sampled variances raised to the floor", *iso_floor[1:])
+        cands.append(iso_floor)
     # The program with Σ_Z = F + S: optimal-g on the model whose covariances include F.
     floored_model = GaussianQueryModel(
         gm.means,

@@ -21,7 +21,7 @@ from ..querymodel import (
     MomentUncertainty,
 )
 from ..util.validation import check_choice, check_positive_int, check_rng
-from .bootstrap import DEFAULT_BOOTSTRAP, bootstrap_uncertainty, check_bootstrap
+from .bootstrap import DEFAULT_BOOTSTRAP, bootstrap_draws, check_bootstrap
 from .data_model import DataQueryModel, ModelDesign, _as_query, _facts_thunk
 from .model_diagnostics import _diagnostics, _warn_non_gaussian
 from .moments import iid_cumulants, row_kurtosis, sum_cumulants, table_moments
@@ -268,12 +268,16 @@ def model_query(
     table, missing_report = table.complete(
         q.columns | vsecret.columns, missing=policy, what="modelling data"
     )
+    # Non-linear statistics of a sample with the bootstrap layer: the fitted draws are made
+    # with the members' common positions (modeling/bootstrap.py), so monte_carlo only sets
+    # up the sampler (and its pool) here, with the fewest draws it accepts.
+    common = not population and boot is not None and not q.is_linear
     mc = monte_carlo(
         table,
         q,
         vsecret,
         subset_size=subset_size,
-        n_samples=draws_n,
+        n_samples=2 if common else draws_n,
         rng=gen,
         pool_size=pool_size,
         replace=not population,
@@ -281,6 +285,13 @@ def model_query(
     sampler, resampling = mc.sampler, mc.resampling
     n, counts = sampler.n, sampler.counts
     samples, means, covs = mc.samples, mc.means, mc.covariances
+    pairs_idx = tuple((vsecret.values.index(a), vsecret.values.index(b)) for a, b in vsecret.pairs)
+    uncertainty: MomentUncertainty | BootstrapUncertainty | None = None
+    if common and boot is not None:
+        both = bootstrap_draws(sampler, pairs_idx, draws=draws_n, resamples=boot, rng=gen)
+        samples, uncertainty = both.samples, both.uncertainty
+        means = np.stack([s.mean(axis=0) for s in samples])
+        covs = np.stack([np.atleast_2d(np.cov(s, rowvar=False, ddof=1)) for s in samples])
     diag_draws = list(samples)
     source = "" if resampling.method == "full" else f", drawn from a row pool ({resampling.note})"
     how = (
@@ -288,16 +299,13 @@ def model_query(
         if population
         else "i.i.d. from the strata of the table (a sample of the population)"
     )
+    crn = ", common random numbers across the values" if common else ""
     fitted = (
         f"sample mean and covariance of {draws_n} Monte Carlo datasets of "
-        f"{n} rows per value, drawn {how}{source} (Chen & Ohrimenko 2023, App. C.1)"
+        f"{n} rows per value, drawn {how}{source}{crn} (Chen & Ohrimenko 2023, App. C.1)"
     )
-    uncertainty: MomentUncertainty | BootstrapUncertainty | None = None
-    pairs_idx = tuple((vsecret.values.index(a), vsecret.values.index(b)) for a, b in vsecret.pairs)
     if not population and sampler.features is not None:
         uncertainty = _feature_uncertainty(sampler)
-    elif not population and boot is not None:
-        uncertainty = bootstrap_uncertainty(sampler, samples, pairs_idx, resamples=boot, rng=gen)
     diagnostics = _diagnostics(means, covs, diag_draws, pairs_idx)
     diagnostics["missing"] = missing_report.to_dict()
     _warn_non_gaussian(diagnostics, vsecret.values, q.names)
