@@ -248,7 +248,7 @@ class BootstrapUncertainty:
     For statistics that are not sums of per-row features (medians, quantiles, a fitted
     regression's coefficients), the moments of f_θ do not decompose over the strata, so
     their uncertainty is estimated by a stratified bootstrap of the modelling table
-    (:func:`distpriv.modeling.bootstrap.bootstrap_uncertainty`): B resamples of the table
+    (:func:`distpriv.modeling.bootstrap.bootstrap_draws`): B resamples of the table
     (rows drawn with replacement within each stratum), the Monte Carlo model rebuilt on
     each with the same draws (index arrays into the resample). Its spread (the table's
     error and the draws') is what :mod:`distpriv.population.confidence`

@@ -46,7 +46,6 @@ __all__ = [
     "MIN_BOOTSTRAP",
     "BootstrapDraws",
     "bootstrap_draws",
-    "bootstrap_uncertainty",
     "check_bootstrap",
     "common_positions",
 ]
@@ -215,19 +214,3 @@ def bootstrap_draws(
     )
     return BootstrapDraws(tuple(fitted), unc)
 
-
-def bootstrap_uncertainty(
-    sampler: Any,
-    samples: tuple[np.ndarray, ...],
-    pairs: tuple[tuple[int, int], ...],
-    *,
-    resamples: int,
-    rng: np.random.Generator,
-    draws: int | None = None,
-) -> BootstrapUncertainty:
-    """The bootstrap uncertainty alone (:func:`bootstrap_draws`), with as many draws per
-    member as ``samples`` has (or ``draws``). Its members' draws are common across θ:
-    it describes a fitted model made the same way (:func:`bootstrap_draws`'s ``samples``);
-    for a model with independent draws per θ it understates the Monte Carlo part."""
-    d = int(samples[0].shape[0]) if draws is None else int(draws)
-    return bootstrap_draws(sampler, pairs, draws=d, resamples=resamples, rng=rng).uncertainty

@@ -4,7 +4,7 @@
 are sums of per-row features with central-limit laws of the strata moments. A statistic
 that is not linear (a median, a quantile, a fitted regression's coefficients) has no such
 decomposition; its model carries a :class:`~distpriv.querymodel.BootstrapUncertainty`
-instead (:func:`distpriv.modeling.bootstrap.bootstrap_uncertainty`): for each pair of Ψ the
+instead (:func:`distpriv.modeling.bootstrap.bootstrap_draws`): for each pair of Ψ the
 covariance V of the error of the fitted mean gap, and for each θ and statistic the standard
 error of the log variance — both from a stratified bootstrap of the modelling table
 (Efron & Tibshirani 1993, ch. 6 and 13), whose members redraw the Monte Carlo datasets
