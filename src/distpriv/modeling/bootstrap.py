@@ -213,4 +213,3 @@ def bootstrap_draws(
         "within each stratum of the secret; common random numbers across the values)",
     )
     return BootstrapDraws(tuple(fitted), unc)
-
