@@ -175,7 +175,7 @@ def run(args: Any) -> None:
         t0 = time.perf_counter()
         for t in range(args.tables):
             for size in sizes:
-                if (pname, size, t) in done:
+                if (pname, size, t) in done or t < args.first:
                     rngs[size].choice(len(frame), size, replace=False)  # the same draws
                     continue
                 rec = one_table(frame, p, pop, size, rngs[size], not args.no_oracle, free, w)
@@ -290,6 +290,7 @@ def main() -> None:
     ap.add_argument("--populations", default=",".join(PANEL))
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--seed", type=int, default=2025)
+    ap.add_argument("--first", type=int, default=0, help="skip tables before this one (same draws)")
     ap.add_argument("--out", required=True, help="JSONL records (appended; read by --report)")
     ap.add_argument("--report", action="store_true", help="summarise the records of --out")
     ap.add_argument("--no-oracle", action="store_true", help="only auto (no oracle's fits)")
