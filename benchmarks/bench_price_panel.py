@@ -32,6 +32,15 @@ spread meets the claim with no noise (true δ(1) of zero noise ≤ δ) has oracl
 report says so and gives no auto / oracle ratio there (its population-known price is the
 lattice floor of its counts).
 
+**Measures.** ``--measure relative`` (the default of the report, since the library's
+objective became unit-free): every noise covariance Σ_Z is priced as tr(W Σ_Z) with W =
+diag(1/v), v each statistic's sampling variance *on the population* (the library's
+``relative_weights`` of the population's own model), the same W for every table of a
+population, so that a price in dollars does not drown a share's. ``--measure l2``: E‖Z‖²,
+the panel's first measure (records from before the relative objective have only it).
+The oracle is then the least over mechanisms of the median fitted tr(W Σ_Z) × the 95 %
+quantile of the least covering factor (a factor on Σ_Z, so it multiplies tr(W Σ_Z)).
+
 Run: ``python -m benchmarks.bench_price_panel [--tables 30] [--populations a,b]
 [--sizes 300,1000,4000] --out FILE.jsonl`` (appends one JSON line per table; populations
 one after another, the sizes interleaved within each), then ``python
@@ -50,6 +59,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import beta as beta_dist
 
+from distpriv.central.objective import relative_weights
 from distpriv.modeling import model_query
 from distpriv.population.sets import population_set, selected_set
 
@@ -72,7 +82,28 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return lo, hi
 
 
-def one_table(frame: Any, p: Any, pop: Any, size: int, rng: Any, oracle: bool, free: bool) -> dict:
+def priced(w: np.ndarray, cov: np.ndarray) -> float:
+    """tr(W Σ_Z) for W = diag(w): the noise's price in units of the population's spread."""
+    return float(np.sum(w * np.diag(cov)))
+
+
+def oracle_parts(model: Any, pop: Any, name: str, w: np.ndarray) -> dict[str, Any]:
+    """``bench_price.oracle_factor``'s fit and factor, with the fit priced by ``w`` too."""
+    try:
+        fit = bp.quiet(bp.calibrate, name, model, epsilon=bp.EPS, delta=bp.DELTA, beta=None)
+    except (bp.DistPrivError, ArithmeticError, np.linalg.LinAlgError):
+        return {"fit": None, "f": None, "fitw": None}
+    f = bp.least_factor(pop, fit.noise_covariance) if fit.noise_rank >= model.dim else np.inf
+    return {
+        "fit": fit.mse(),
+        "f": f if np.isfinite(f) else None,
+        "fitw": priced(w, fit.noise_covariance),
+    }
+
+
+def one_table(
+    frame: Any, p: Any, pop: Any, size: int, rng: Any, oracle: bool, free: bool, w: np.ndarray
+) -> dict:
     """One modelling table's record: auto's price, violation and CPU; the oracle's parts.
 
     ``free``: the population meets the claim with no noise at all (its own sampling
@@ -96,18 +127,15 @@ def one_table(frame: Any, p: Any, pop: Any, size: int, rng: Any, oracle: bool, f
             delta=d,
             viol=bool(d > bp.DELTA * 1.000001),
             noise_sd=np.sqrt(np.clip(np.diag(noise), 0, None)).tolist(),
+            obj=priced(w, noise),
         )
     if oracle:
         c0 = time.process_time()
         for name in bp.GAUSSIAN:
             if free:
-                rec[name] = {"fit": None, "f": 0.0}
+                rec[name] = {"fit": None, "f": 0.0, "fitw": None}
                 continue
-            fit, f = bp.oracle_factor(model, pop, name)
-            rec[name] = {
-                "fit": fit if np.isfinite(fit) else None,
-                "f": f if np.isfinite(f) else None,
-            }
+            rec[name] = oracle_parts(model, pop, name, w)
         rec["cpu_oracle"] = time.process_time() - c0
     return rec
 
@@ -135,6 +163,8 @@ def run(args: Any) -> None:
         )
         own_choice = bp.auto_choice(pop)
         own = None if own_choice is None else own_choice.mechanism.mse()
+        w = relative_weights(pop)
+        own_obj = None if own_choice is None else priced(w, own_choice.mechanism.noise_covariance)
         free = bool(bp.true_delta(pop, np.zeros((len(p.stats),) * 2)) <= bp.DELTA)
         print(
             f"{pname}: {len(frame)} rows, {len(p.stats)} statistics, own {own}"
@@ -145,11 +175,11 @@ def run(args: Any) -> None:
         t0 = time.perf_counter()
         for t in range(args.tables):
             for size in sizes:
-                if (pname, size, t) in done:
+                if (pname, size, t) in done or t < args.first:
                     rngs[size].choice(len(frame), size, replace=False)  # the same draws
                     continue
-                rec = one_table(frame, p, pop, size, rngs[size], not args.no_oracle, free)
-                rec.update(population=pname, table=t, own=own)
+                rec = one_table(frame, p, pop, size, rngs[size], not args.no_oracle, free, w)
+                rec.update(population=pname, table=t, own=own, own_obj=own_obj)
                 with open(args.out, "a") as fh:
                     fh.write(json.dumps(rec) + "\n")
             print(f"  {pname} table {t + 1}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
@@ -172,9 +202,21 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}" if x < 1e4 else f"{x:.2e}"
 
 
+def _as_relative(rec: dict) -> dict:
+    """A record with its prices in tr(W Σ_Z) where ``report`` reads E‖Z‖²."""
+    out = dict(rec, mse=rec.get("obj"), own=rec.get("own_obj"))
+    for name in bp.GAUSSIAN:
+        if name in rec:
+            out[name] = dict(rec[name], fit=rec[name].get("fitw"))
+    return out
+
+
 def report(args: Any) -> None:
     with open(args.out) as fh:
         recs = list(map(json.loads, fh))
+    relative = args.measure == "relative"
+    if relative:
+        recs = [_as_relative(r) for r in recs if "obj" in r or r.get("mse") is None]
     pnames = [p for p in PANEL if any(r["population"] == p for r in recs)]
     head = (
         "| population | rows | tables | violations (95 % CP) | auto/known median, p95, worst "
@@ -230,7 +272,10 @@ def report(args: Any) -> None:
                 f"{int(np.sum(mse / own > 1e4)) if own else '-'} |"
             )
     sets = sorted({r["set"] for r in recs})
-    print(f"\npopulation set: {', '.join(sets)}; records: {len(recs)}\n")
+    print(
+        f"\npopulation set: {', '.join(sets)}; records: {len(recs)}; measure: "
+        f"{'tr(W Sigma_Z), W = 1/population sampling variance' if relative else 'E||Z||^2'}\n"
+    )
     print(
         "| population | rows | tables | p95 auto/known within the bound | median auto/oracle "
         "<= 1 | coverage (CP lower <= beta) | tables > 10x known | tables > 1e4x known |"
@@ -245,9 +290,16 @@ def main() -> None:
     ap.add_argument("--populations", default=",".join(PANEL))
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--seed", type=int, default=2025)
+    ap.add_argument("--first", type=int, default=0, help="skip tables before this one (same draws)")
     ap.add_argument("--out", required=True, help="JSONL records (appended; read by --report)")
     ap.add_argument("--report", action="store_true", help="summarise the records of --out")
     ap.add_argument("--no-oracle", action="store_true", help="only auto (no oracle's fits)")
+    ap.add_argument(
+        "--measure",
+        choices=("relative", "l2"),
+        default="relative",
+        help="price noise by tr(W Sigma_Z), W = 1/population sampling variance, or E||Z||^2",
+    )
     ap.add_argument(
         "--resume", action="store_true", help="skip the tables --out already has (same draws)"
     )

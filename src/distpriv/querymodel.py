@@ -154,6 +154,13 @@ class MomentUncertainty:
         fourth cross moments). ``None`` where the model's path did not compute them; the
         "tight" population set then bounds those correlations instead
         (:mod:`distpriv.population._corr`).
+    shared_strata : bool, optional
+        The strata are virtual and their row covariances are *one* estimate (a mean
+        secret's two tilts of the same rows, :mod:`distpriv.modeling.model_mean`): Ĉ_s is
+        the same matrix for every s and its error is one error, so a population whose
+        strata's variances err differently is not one the data allow (the population
+        sets move every stratum's variances together). Default ``False``: independent
+        strata of distinct rows.
     """
 
     stratum_sizes: tuple[int, ...]
@@ -162,6 +169,7 @@ class MomentUncertainty:
     kurtosis: np.ndarray
     method: str
     shape_correlation: np.ndarray | None
+    shared_strata: bool
 
     def __init__(
         self,
@@ -172,6 +180,7 @@ class MomentUncertainty:
         *,
         method: str = "asymptotic (central limit) covariance of the stratum moments",
         shape_correlation: Any = None,
+        shared_strata: bool = False,
     ) -> None:
         sizes = tuple(int(n) for n in stratum_sizes)
         if len(sizes) < 1 or any(n < 2 for n in sizes):
@@ -206,11 +215,36 @@ class MomentUncertainty:
         object.__setattr__(self, "row_covariances", readonly((cov + cov.transpose(0, 2, 1)) / 2))
         object.__setattr__(self, "kurtosis", readonly(kurt))
         object.__setattr__(self, "method", method)
+        if not isinstance(shared_strata, bool):
+            raise ParameterTypeError(f"shared_strata must be a bool, got {shared_strata!r}")
+        if shared_strata and not np.allclose(cov, cov[:1], rtol=1e-12, atol=0.0):
+            raise ParameterError(
+                "shared_strata=True needs one row covariance for every stratum, got "
+                f"{len(sizes)} different ones"
+            )
+        object.__setattr__(self, "shared_strata", shared_strata)
 
     @property
     def dim(self) -> int:
         """Number m of statistics."""
         return int(self.row_covariances.shape[1])
+
+    def restrict(self, index: Any) -> MomentUncertainty:
+        """The uncertainty of the statistics ``index`` only (the same strata, sub-matrices)."""
+        idx = np.asarray(index, dtype=int)
+        shape = self.shape_correlation
+        if shape is not None:
+            both = np.concatenate([idx, idx + self.dim])
+            shape = shape[:, both][:, :, both]
+        return MomentUncertainty(
+            self.stratum_sizes,
+            self.weights,
+            self.row_covariances[:, idx][:, :, idx],
+            self.kurtosis[:, idx],
+            method=self.method,
+            shape_correlation=shape,
+            shared_strata=self.shared_strata,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
@@ -226,6 +260,7 @@ class MomentUncertainty:
                 if self.shape_correlation is None
                 else {"shape_correlation": self.shape_correlation.tolist()}
             ),
+            **({"shared_strata": True} if self.shared_strata else {}),
         }
 
     @classmethod
@@ -238,6 +273,7 @@ class MomentUncertainty:
             data["kurtosis"],
             method=data["method"],
             shape_correlation=data.get("shape_correlation"),
+            shared_strata=bool(data.get("shared_strata", False)),
         )
 
 

@@ -158,6 +158,15 @@ def _calibrate_robust(
     returned only when every candidate for its own noise passes.
     """
     guess = np.zeros((gm.dim, gm.dim)) if paper is None else paper.noise_covariance
+    if paper is not None and name != "optimal-g":
+        # A shape fixed by the mechanism: its least scale on the set's members of each
+        # noise itself (population/member_search.py: members rebuilt per noise, not kept
+        # from the noises the search passed through).
+        family, start = _family(name, paper)
+        label = "noise shape of the mechanism, least scale"
+        fixed = _least_on_set(gm, family, label, (epsilon, delta, beta), start, name)
+        if fixed is not None:
+            return fixed
     every = population_model(gm, beta=beta, noise_cov=guess, epsilon=epsilon)
     # The checks that only choose members or say whether the members settled run at the
     # search's accuracy (certified upper bounds all the same): the strict check, which the
@@ -206,6 +215,10 @@ def _calibrate_robust(
                 best = _cheaper(shaped, (cov, scale, full, method), paper)
                 if name != "optimal-g":
                     return best
+                # The shape's scale was found on members kept from earlier noises (the
+                # program needs them fixed): its least scale on the members of its own
+                # noise, which can be far smaller (population/member_search.py).
+                best = _cheaper(_scale_for_set(gm, cov, method, epsilon, delta, beta), best, paper)
                 # The members that bind depend on the noise: the isotropic shape is judged
                 # on the members for its own noise (optimal-g never noisier than expm-g).
                 if _fails_at_cost(gm, best[0], paper, epsilon, delta, beta):
@@ -319,8 +332,21 @@ def _scale_for_set(
     start: float = 1.0,
 ) -> tuple[np.ndarray, float, PairCheck, str] | None:
     """Least s with s²·shape meeting the target on the set's worst members for s²·shape."""
-    fam = _scaled(shape)
     label = f"{method}; scaled for the set's members of this noise"
+    return _least_on_set(gm, _scaled(shape), label, (epsilon, delta, beta), start, "optimal-g")
+
+
+def _least_on_set(
+    gm: Any,
+    fam: Callable[[float], np.ndarray],
+    label: str,
+    target: tuple[float, float, float],
+    start: float,
+    name: str,
+) -> tuple[np.ndarray, float, PairCheck, str] | None:
+    """Least s with ``fam(s)`` meeting ``target`` = (ε, δ, β) on the set's worst members for
+    ``fam(s)`` itself; ``None`` when no scale does (or the searches do not settle)."""
+    epsilon, delta, beta = target
     # An active set of members, one full check per round (population/member_search.py);
     # should it not settle, the search on every member of each noise below.
     try:
@@ -331,7 +357,7 @@ def _scale_for_set(
             epsilon=epsilon,
             delta=delta,
             start=start,
-            name="optimal-g",
+            name=name,
         )
     except MechanismNotApplicableError:
         return None
@@ -341,9 +367,7 @@ def _scale_for_set(
     for _ in range(_ROBUST_ROUNDS):
         every = population_model(gm, beta=beta, noise_cov=fam(s), epsilon=epsilon)
         try:
-            s, _ = smallest_scale(
-                every, fam, epsilon=epsilon, delta=delta, start=s, name="optimal-g"
-            )
+            s, _ = smallest_scale(every, fam, epsilon=epsilon, delta=delta, start=s, name=name)
         except MechanismNotApplicableError:
             return None
         check = pair_deltas(

@@ -308,6 +308,7 @@ def _uncertainty(
         np.stack([ref, ref]),
         np.stack([kappa, kappa]),
         method=_UNCERTAINTY_METHOD,
+        shared_strata=True,  # one estimate C̄ for both virtual strata: one error
     )
 
 

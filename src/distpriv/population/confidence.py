@@ -195,7 +195,9 @@ def confidence_set(model: GaussianQueryModel, *, beta: float) -> Any:
     if unc is None:  # pragma: no cover - callers check
         raise ValueError("model has no uncertainty")
     n_strata, m = unc.row_covariances.shape[:2]
-    z = float(ndtri(1.0 - beta / (4.0 * n_strata * m)))
+    # Strata that share one covariance estimate (a mean secret's tilts) err together: one
+    # statement per statistic, not one per stratum and statistic.
+    z = float(ndtri(1.0 - beta / (4.0 * (1 if unc.shared_strata else n_strata) * m)))
     sizes = np.asarray(unc.stratum_sizes, dtype=float)[:, None]
     kurt = np.empty_like(unc.kurtosis)
     for group in strata_groups(unc, model.pairs):  # one proportion secret: one group
@@ -429,7 +431,13 @@ def _corner_parts(model: GaussianQueryModel, beta: float) -> list[_Corner]:
     if len({len(sup) for sup in supports}) != 1:
         supports = [tuple(range(n_strata))] * len(model.pairs)
     for (i, j), support in zip(model.pairs, supports, strict=True):
-        for corner in _support_corners(n_strata, support):
+        corners = _support_corners(n_strata, support)
+        if unc.shared_strata:
+            # One estimate, one error: every stratum at the same end (docs/guarantees.md,
+            # "members the data allow"); a corner with the strata at opposite ends would
+            # give the two hypotheses covariances no population of these rows has.
+            corners = [c for c in corners if len({c[s] for s in support}) == 1]
+        for corner in corners:
             cov_i, cov_j = model.covariances[i].copy(), model.covariances[j].copy()
             scaled = np.empty_like(c_hat)
             for s in range(n_strata):
@@ -488,19 +496,7 @@ def marginal(model: GaussianQueryModel, index: np.ndarray) -> GaussianQueryModel
     (the marginal of every law above: the same strata, the sub-matrices)."""
     idx = np.asarray(index, dtype=int)
     unc = model.uncertainty
-    sub = (
-        None
-        if unc is None
-        else unc.restrict(idx)
-        if isinstance(unc, BootstrapUncertainty)
-        else MomentUncertainty(
-            unc.stratum_sizes,
-            unc.weights,
-            unc.row_covariances[:, idx][:, :, idx],
-            unc.kurtosis[:, idx],
-            method=unc.method,
-        )
-    )
+    sub = None if unc is None else unc.restrict(idx)
     return GaussianQueryModel(
         model.means[:, idx],
         model.covariances[:, idx][:, :, idx],

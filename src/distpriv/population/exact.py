@@ -327,9 +327,13 @@ def _smallest_scale_all(
     start: float,
     name: str,
     known: dict[float, float] | None = None,
+    model_at: Callable[[float], GaussianQueryModel] | None = None,
 ) -> tuple[float, PairCheck]:
     """Least s ≥ 0 with every pair's exact δ(ε) ≤ δ for the noise Σ_Z = ``noise_of(s)``.
 
+    ``model_at``: the pairs to check at scale s, when they move with the noise (a
+    population set's worst members *for* ``noise_of(s)``, :mod:`distpriv.population.
+    member_search`); ``model`` (the fitted one) then only gives the statistics' spread.
     ``noise_of`` must be non-decreasing in the positive semi-definite order (then every
     δ(ε) is non-increasing in s: adding independent noise is post-processing). The search
     brackets the root starting from ``start`` (e.g. the papers' calibration), solves
@@ -347,11 +351,14 @@ def _smallest_scale_all(
     # Brent's method starts by evaluating both ends of the bracket, already known.
     seen: dict[float, float] = dict(known or {})
 
+    def pairs_at(s: float) -> GaussianQueryModel:
+        return model if model_at is None else model_at(s)
+
     def worst(s: float) -> float:
         if s not in seen:
             # Pairs certified below δ/2 cannot be the worst near the root: screened.
             seen[s] = pair_deltas(
-                model, noise_of(s), epsilon=epsilon, tol=search_tol, screen=delta / 2
+                pairs_at(s), noise_of(s), epsilon=epsilon, tol=search_tol, screen=delta / 2
             ).worst
         return seen[s]
 
@@ -369,7 +376,7 @@ def _smallest_scale_all(
         while worst(lo) <= delta:
             hi, lo = lo, lo / 4.0
             if lo < 1e-6 * s0 and worst(0.0) <= delta:
-                check = pair_deltas(model, noise_of(0.0), epsilon=epsilon, screen=delta)
+                check = pair_deltas(pairs_at(0.0), noise_of(0.0), epsilon=epsilon, screen=delta)
                 if check.worst <= delta:
                     return 0.0, check
                 lo = 0.0  # no noise meets the target only to within the search accuracy
@@ -422,7 +429,7 @@ def _smallest_scale_all(
     # The strict check; step up if the search accuracy left the root short, by steps
     # that double (1e-6, 2e-6, … relative): a hair costs one step, 1 % about fifteen.
     for k in range(60):
-        check = pair_deltas(model, noise_of(hi), epsilon=epsilon, screen=delta)
+        check = pair_deltas(pairs_at(hi), noise_of(hi), epsilon=epsilon, screen=delta)
         if check.worst <= delta:
             return hi, check
         hi *= 1.0 + 1e-6 * 2.0**k

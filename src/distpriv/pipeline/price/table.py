@@ -49,7 +49,7 @@ from ...errors import DistPrivError
 from ...population.confidence import DEFAULT_BETA
 from ...population.exact import what_if_accuracy
 from ...population.sets import population_set, selected_set, set_method
-from ...querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
+from ...querymodel import BootstrapUncertainty, GaussianQueryModel
 from .rows import COLLINEAR_R2, StatisticPrice, _safe
 from .words import WEIGHT_PROBE, price_lines, weights_line
 
@@ -151,16 +151,8 @@ def _sub_model(model: GaussianQueryModel, keep: list[int]) -> GaussianQueryModel
     idx = np.asarray(keep)
     unc = model.uncertainty
     sub_unc: Any = None
-    if isinstance(unc, BootstrapUncertainty):
+    if isinstance(unc, BootstrapUncertainty) or unc is not None:
         sub_unc = unc.restrict(idx)
-    elif unc is not None:
-        sub_unc = MomentUncertainty(
-            unc.stratum_sizes,
-            unc.weights,
-            unc.row_covariances[:, idx][:, :, idx],
-            unc.kurtosis[:, idx],
-            method=unc.method,
-        )
     return GaussianQueryModel(
         np.asarray(model.means)[:, idx],
         np.asarray(model.covariances)[:, idx][:, :, idx],
