@@ -64,6 +64,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Release",
     ),
     "modeling": (
+        "CellTable",
         "DataQueryModel",
         "EventSecret",
         "MeanGrid",
@@ -71,6 +72,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ProportionSecret",
         "Query",
         "SeveralSecrets",
+        "histogram_cells",
+        "marginal_cells",
         "model_query",
     ),
     "noise": (
@@ -182,6 +185,7 @@ if TYPE_CHECKING:
     )
     from .guarantees import Assumption, PrivacyGuarantee, Release
     from .modeling import (
+        CellTable,
         DataQueryModel,
         EventSecret,
         MeanGrid,
@@ -189,6 +193,8 @@ if TYPE_CHECKING:
         ProportionSecret,
         Query,
         SeveralSecrets,
+        histogram_cells,
+        marginal_cells,
         model_query,
     )
     from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample

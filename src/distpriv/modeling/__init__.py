@@ -9,6 +9,7 @@ from ..util.lazy import attach
 # Imported on first use (distpriv.util.lazy): `distpriv --help` must not pay for scipy,
 # pandas, DuckDB or sklearn. Submodule -> the names it defines.
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "cells": ("CellTable", "expand_cells", "histogram_cells", "marginal_cells"),
     "expressions": (
         "ParsedExpression",
         "parse_expression",
@@ -43,6 +44,7 @@ __all__ = sorted(name for names in _EXPORTS.values() for name in names)
 if TYPE_CHECKING:
     # The names as attach() resolves them at run time, for type checkers (which do not
     # follow a module __getattr__: without this every public name would be Any).
+    from .cells import CellTable, expand_cells, histogram_cells, marginal_cells
     from .expressions import ParsedExpression, parse_expression
     from .model import DataQueryModel, model_query, stratum_moments
     from .model_several import SeveralQueryModel
