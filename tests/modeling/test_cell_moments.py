@@ -1,0 +1,133 @@
+"""The strata's moments of disjoint cells from one count per stratum and cell
+(modeling/cell_moments.py), against numpy on the materialised rows and the general path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from distpriv.errors import ParameterError
+from distpriv.modeling.cell_moments import cell_stratum, indicator_conditions
+from distpriv.modeling.cells import histogram_cells, marginal_cells
+from distpriv.modeling.expressions import parse_expression
+from distpriv.modeling.moments import STREAM_FROM, table_moments
+from distpriv.modeling.queries import Query
+from distpriv.modeling.tables import Table
+
+
+def _frame(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "x": np.round(rng.gamma(3.0, 10.0, n), 2),
+            "c": rng.choice(list("abcdefg"), n),
+            "g": rng.integers(0, 2, n),
+        }
+    )
+
+
+def _moments(frame: pd.DataFrame, stats: dict[str, str], missing: str = "error"):
+    q = Query(stats)
+    feats = [s.row_parsed for s in q.statistics]
+    pred = parse_expression("g = 1", what="secret", kind="scalar")
+    return table_moments(Table(frame), feats, pred, names=list(q.names), missing=missing)
+
+
+def _reference(frame: pd.DataFrame, stats: dict[str, str], rich: bool):
+    """Moments from the materialised 0/1 features (numpy, two-pass)."""
+    rows = frame[frame.g.to_numpy() == (1 if rich else 0)]
+    x = np.asarray(Query(stats).row_features(Table(rows)), dtype=np.float64)
+    mean = x.mean(axis=0)
+    y = x - mean
+    return mean, y.T @ y, (y**3).sum(axis=0), (y**4).sum(axis=0)
+
+
+@pytest.mark.parametrize("bins", [STREAM_FROM, 120])
+def test_histogram_moments_from_counts_equal_numpy_on_the_rows(bins):
+    frame = _frame(5000, 0)
+    stats = histogram_cells("x", bins=bins, range=[0, 90]).query()
+    got = _moments(frame, stats)
+    assert "per stratum and cell" in got.how  # the count path was taken
+    for stratum, rich in ((got.a, True), (got.b, False)):
+        mean, cross, p3, p4 = _reference(frame, stats, rich)
+        np.testing.assert_allclose(stratum.mean, mean, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(stratum.cross, cross, rtol=1e-10, atol=1e-9)
+        np.testing.assert_allclose(stratum.p3, p3, rtol=1e-10, atol=1e-9)
+        np.testing.assert_allclose(stratum.p4, p4, rtol=1e-10, atol=1e-9)
+        # The cells cover every row: the counts sum to n, the ones are a null direction.
+        assert np.max(np.abs(stratum.cross.sum(axis=1))) <= 1e-9 * np.max(stratum.cross)
+
+
+def test_overlapping_counts_take_the_general_path_with_the_same_moments():
+    frame = _frame(3000, 1)
+    # Cumulative shares: count_if(x >= t) overlap, the check on the data sends them back.
+    stats = {f"ge{t}": f"count_if(x >= {t})" for t in range(0, 2 * STREAM_FROM, 2)}
+    got = _moments(frame, stats)
+    assert "per stratum and cell" not in got.how
+    mean, cross, _, _ = _reference(frame, stats, True)
+    np.testing.assert_allclose(got.a.mean, mean, rtol=1e-12)
+    np.testing.assert_allclose(got.a.cross, cross, rtol=1e-9, atol=1e-8)
+
+
+def test_a_marginal_with_missing_values_dropped_or_refused_as_on_the_general_path():
+    frame = _frame(4000, 2)
+    frame.loc[frame.index[::97], "c"] = None
+    # A two-way table of c and b: 28 disjoint cells, enough for the count path.
+    stats = marginal_cells(
+        ["c", "b"], values={"c": list("abcdefg"), "b": [0, 1, 2, 3]}, others=False
+    ).query()
+    frame["b"] = (frame.x // 20).clip(upper=3).astype(int)
+    with pytest.raises(ParameterError, match="column 'c' of the modelling data has 42 missing"):
+        _moments(frame, stats)
+    got = _moments(frame, stats, missing="drop")
+    assert got.missing.rows_dropped == 42 and "per stratum and cell" in got.how
+    kept = frame.dropna()
+    mean, cross, p3, p4 = _reference(kept, stats, False)
+    np.testing.assert_allclose(got.b.p3, p3, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(got.b.mean, mean, rtol=1e-12)
+    np.testing.assert_allclose(got.b.cross, cross, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(got.b.p4, p4, rtol=1e-10, atol=1e-9)
+
+
+def test_cross_moments_of_the_patterns_equal_brute_force():
+    rng = np.random.default_rng(3)
+    m, n = 6, 400
+    cell = rng.integers(-1, m, n)  # -1: in no cell
+    x = np.zeros((n, m))
+    x[cell >= 0, cell[cell >= 0]] = 1.0
+    counts = np.array([*(np.sum(cell == k) for k in range(m)), np.sum(cell < 0)])
+    n_rows, mean, cross, p3, p4, c3, c4 = cell_stratum(counts, cross=True)
+    y = x - x.mean(axis=0)
+    assert n_rows == n
+    np.testing.assert_allclose(mean, x.mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(cross, y.T @ y, atol=1e-10)
+    np.testing.assert_allclose(p3, (y**3).sum(axis=0), atol=1e-10)
+    np.testing.assert_allclose(p4, (y**4).sum(axis=0), atol=1e-10)
+    np.testing.assert_allclose(c3, np.einsum("rj,rl->jl", y, y**2), atol=1e-10)
+    np.testing.assert_allclose(c4, np.einsum("rl,rk->lk", y**2, y**2), atol=1e-10)
+
+
+def test_only_count_if_indicators_are_recognised():
+    q = Query({"a": "count_if(x > 1)", "b": "count_if(c = 'a')"})
+    assert indicator_conditions([s.row_parsed for s in q.statistics]) is not None
+    for other in ("sum(x)", "count(*)", "count(x)", "avg(CAST(x > 1 AS INTEGER))"):
+        q = Query({"a": "count_if(x > 1)", "b": other})
+        assert indicator_conditions([s.row_parsed for s in q.statistics]) is None
+
+
+def test_the_lattices_of_counts_come_from_one_aggregate_pass_as_from_the_rows(monkeypatch):
+    from distpriv.modeling import lattice
+
+    frame = _frame(800, 4)
+    # Bins with rows, two empty outer cells and a count holding every row (a constant 1).
+    stats = {**histogram_cells("x", edges=[0, 30, 1000]).query(), "all": "count_if(x >= 0)"}
+    fast = lattice.query_lattices(frame, Query(stats), 50)
+
+    def rows_only(table, query):
+        return None
+
+    monkeypatch.setattr(lattice, "_indicator_values", rows_only)
+    slow = lattice.query_lattices(frame, Query(stats), 50)
+    assert fast == slow
+    assert [lat.step for lat in fast] == [1, 1, None, None, None]  # empty or constant: none
