@@ -131,3 +131,16 @@ def test_the_lattices_of_counts_come_from_one_aggregate_pass_as_from_the_rows(mo
     slow = lattice.query_lattices(frame, Query(stats), 50)
     assert fast == slow
     assert [lat.step for lat in fast] == [1, 1, None, None, None]  # empty or constant: none
+
+
+def test_an_overlap_after_the_probed_rows_is_found_by_the_full_pass():
+    frame = _frame(3000, 5)
+    frame["i"] = np.arange(len(frame))
+    stats = histogram_cells("x", bins=STREAM_FROM, range=[0, 90]).query()
+    # Disjoint on the first 1,000 rows (the probe), overlapping a bin further down.
+    stats["late"] = "count_if(i >= 2000 AND x < 20)"
+    got = _moments(frame, stats)
+    assert "per stratum and cell" not in got.how
+    mean, cross, _, _ = _reference(frame, stats, False)
+    np.testing.assert_allclose(got.b.mean, mean, rtol=1e-12)
+    np.testing.assert_allclose(got.b.cross, cross, rtol=1e-9, atol=1e-8)
