@@ -144,3 +144,25 @@ def test_an_overlap_after_the_probed_rows_is_found_by_the_full_pass():
     mean, cross, _, _ = _reference(frame, stats, False)
     np.testing.assert_allclose(got.b.mean, mean, rtol=1e-12)
     np.testing.assert_allclose(got.b.cross, cross, rtol=1e-9, atol=1e-8)
+
+
+@pytest.mark.parametrize("replace", [True, False])
+def test_drawn_cell_counts_have_the_law_of_the_drawn_rows(replace):
+    from distpriv.modeling.secrets import ProportionSecret
+    from distpriv.modeling.strata import StratifiedSampler
+
+    frame = _frame(600, 6)
+    q = Query(histogram_cells("x", bins=STREAM_FROM, range=[0, 90]).query())
+    secret = ProportionSecret("g = 1", [0.3, 0.5])
+    n, draws = 40, 40_000
+    fast = StratifiedSampler(frame, q, secret, n, replace=replace, only_values=True)
+    rows = StratifiedSampler(frame, q, secret, n, replace=replace)
+    assert fast.features is None and rows.features is not None  # no rows x m array
+    for index in range(2):
+        a = fast.draw(index, draws, np.random.default_rng(7))
+        b = rows.draw(index, draws, np.random.default_rng(8))
+        assert np.all(a.sum(axis=1) == n)  # the cells partition every drawn dataset
+        # Same law: means within 5 standard errors, covariances close (both estimated).
+        se = np.sqrt(np.var(b, axis=0) * 2 / draws) + 1e-12
+        assert np.max(np.abs(a.mean(axis=0) - b.mean(axis=0)) / se) < 5
+        np.testing.assert_allclose(np.cov(a.T), np.cov(b.T), atol=0.05 * np.max(np.var(b, axis=0)))

@@ -31,7 +31,13 @@ from sqlglot import exp
 from .expressions import ParsedExpression
 from .tables import Table
 
-__all__ = ["CellCounts", "cell_counts", "cell_stratum", "indicator_conditions"]
+__all__ = [
+    "CellCounts",
+    "cell_counts",
+    "cell_stratum",
+    "indicator_conditions",
+    "stratum_cell_counts",
+]
 
 
 def indicator_conditions(features: Sequence[ParsedExpression]) -> list[str] | None:
@@ -185,3 +191,25 @@ def cell_stratum(counts: np.ndarray, *, cross: bool) -> StratumTuple:
         c3 = (w * y).T @ (y * y)
         c4 = (w * y * y).T @ (y * y)
     return n_rows, mu, cov, p3, p4, c3, c4
+
+
+def stratum_cell_counts(
+    table: Table, query: Any, predicate: str
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rows per cell (and, last, in no cell) of the rows satisfying ``predicate`` and of the
+    others, shape (m + 1,) each; None unless the statistics are disjoint counts.
+
+    ``table`` is the one the draws come from (its missing values already handled); a NULL
+    predicate counts as false, as in the strata of
+    :class:`~distpriv.modeling.strata.StratifiedSampler`.
+    """
+    conds = indicator_conditions([s.row_parsed for s in query.statistics])
+    if conds is None:
+        return None
+    pred = table.safe_sql(predicate, "secret predicate", "scalar")
+    head = [f"CAST(coalesce(CAST(({pred}) AS BOOLEAN), false) AS INTEGER) AS s", "0 AS bad"]
+    got = cell_counts(table, conds, head, 0, what="the cells' counts per stratum")
+    if got is None:
+        return None
+    empty = np.zeros(len(conds) + 1, dtype=np.int64)
+    return got.counts.get((1, 0), empty), got.counts.get((0, 0), empty)
