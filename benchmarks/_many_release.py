@@ -96,6 +96,13 @@ def row_features(kind: str, m: int) -> list[str]:
     return [s.row_expression or "" for s in Query(statistics(kind, m)).statistics]
 
 
+#: [mechanism] calibration of the configurations ("" for the default, exact), set by the
+#: command line (``--calibration``).
+CALIBRATION = {"value": ""}
+#: Wall seconds a command may take before it is stopped and reported as such.
+TIMEOUT = {"value": 3600.0}
+
+
 def write_config(directory: Path, kind: str, m: int, model: Path, released: Path) -> Path:
     if kind == "histogram":
         query = f'histogram = {{ column = "fnlwgt", bins = {m - 2}, range = [{LO}, {HI}] }}\n'
@@ -108,6 +115,7 @@ def write_config(directory: Path, kind: str, m: int, model: Path, released: Path
         "[secret]\npredicate = \"income = '>50K'\"\nvalues = [0.45, 0.55]\n"
         "[model]\nsubset_size = 1000\n"
         '[mechanism]\nname = "expm-g"\nepsilon = 1.0\ndelta = 1e-3\n'
+        + (f'calibration = "{CALIBRATION["value"]}"\n' if CALIBRATION["value"] else "")
     )
     return path
 
@@ -173,13 +181,17 @@ def child_pass(path: str, kind: str, m: int, sample: int, *, moments: bool = Tru
 
 
 def _run(args: list[str]) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_many_stats", "--child", *args],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        check=False,
-    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchmarks.bench_many_stats", "--child", *args],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            check=False,
+            timeout=TIMEOUT["value"],
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"stopped after {TIMEOUT['value']:.0f} s wall (a loaded machine)"}
     if proc.returncode != 0:
         return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -205,6 +205,8 @@ def main() -> int:
     parser.add_argument("--release", action="store_true", help="end to end (release, verify)")
     parser.add_argument("--release-rows", default="1000000,10000000")
     parser.add_argument("--no-verify", action="store_true")
+    parser.add_argument("--calibration", default="", help="[mechanism] calibration (--release)")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="wall s per command")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child and args.child[0] in ("command", "pass", "pass1"):
@@ -243,6 +245,8 @@ def main() -> int:
             f"{os.cpu_count()} cpus; CPU s of each process (DuckDB threads included), peak RSS MB"
         )
         kinds = args.kinds.split(",") if args.kinds != ",".join(KINDS) else list(e2e.KINDS)
+        e2e.CALIBRATION["value"], e2e.TIMEOUT["value"] = args.calibration, args.timeout
+        say(f"calibration: {args.calibration or 'default (exact)'}; expm-g, eps 1, delta 1e-3")
         rows = [int(v) for v in args.release_rows.split(",")]
         ok = e2e.run(rows, ms, kinds, args.sample_statements, say, not args.no_verify)
         if args.out:
