@@ -166,3 +166,33 @@ def test_drawn_cell_counts_have_the_law_of_the_drawn_rows(replace):
         se = np.sqrt(np.var(b, axis=0) * 2 / draws) + 1e-12
         assert np.max(np.abs(a.mean(axis=0) - b.mean(axis=0)) / se) < 5
         np.testing.assert_allclose(np.cov(a.T), np.cov(b.T), atol=0.05 * np.max(np.var(b, axis=0)))
+
+
+def test_a_200_cell_histogram_model_is_the_multinomial_law_of_its_strata():
+    """The data path at m = 200 (one statement of m² aggregates crashed DuckDB from
+    m = 177): the model's mean and covariance against the closed form of counts of n rows
+    drawn i.i.d. from each stratum, from the strata's cell shares computed by numpy."""
+    from distpriv.modeling import model_query
+    from distpriv.modeling.secrets import ProportionSecret
+
+    frame = _frame(6000, 9)
+    cells = histogram_cells("x", bins=198, range=[0, 99])
+    n = 50
+    secret = ProportionSecret("g = 1", [0.4, 0.6])
+    model = model_query(frame, cells.query(), secret, subset_size=n, bootstrap=None)
+    assert model.means.shape == (2, 200)
+    edges = np.histogram_bin_edges([0, 99], bins=198, range=(0, 99))
+    for i, p in enumerate((0.4, 0.6)):
+        mean, cov = np.zeros(200), np.zeros((200, 200))
+        for rows, k in (
+            (frame[frame.g == 1], round(p * n)),
+            (frame[frame.g == 0], n - round(p * n)),
+        ):
+            x = rows.x.to_numpy()
+            share = np.append(np.histogram(x, edges)[0], [(x < 0).sum(), (x > 99).sum()]) / len(x)
+            mean += k * share
+            # i.i.d. rows from a population the table samples: the unbiased (N − 1) estimate.
+            cov += k * (np.diag(share) - np.outer(share, share)) * len(x) / (len(x) - 1)
+        np.testing.assert_allclose(model.means[i], mean, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(model.covariances[i], cov, rtol=1e-10, atol=1e-12)
+        assert abs(model.means[i].sum() - n) < 1e-9  # the counts sum to n
