@@ -4,6 +4,12 @@ Usage::
 
     python -m benchmarks.bench_many_stats [--rows 1000000] [--m 100,200,500,1000]
                                           [--sample-statements 6] [--out FILE]
+    python -m benchmarks.bench_many_stats --release [--release-rows 1000000,10000000]
+                                          [--m …] [--kinds histogram,shares,averages]
+
+``--release`` measures the commands end to end instead (``release`` and ``verify`` on a
+resampled Adult Parquet table, against one DuckDB pass of the statistics and their second
+moments): :mod:`benchmarks._many_release` describes that setting.
 
 Setting. A synthetic Parquet table of ``--rows`` rows (numpy seed 0, written to a temporary
 directory): ``x`` continuous (normal), ``a`` an integer in 0..999, ``g`` the secret's flag
@@ -196,8 +202,23 @@ def main() -> int:
     parser.add_argument("--sample-statements", type=int, default=6)
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--out", default=None, help="also write the printed lines here")
+    parser.add_argument("--release", action="store_true", help="end to end (release, verify)")
+    parser.add_argument("--release-rows", default="1000000,10000000")
+    parser.add_argument("--no-verify", action="store_true")
+    parser.add_argument("--calibration", default="", help="[mechanism] calibration (--release)")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="wall s per command")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child and args.child[0] in ("command", "pass", "pass1"):
+        from benchmarks import _many_release as e2e
+
+        if args.child[0] == "command":
+            res = e2e.child_command(json.loads(args.child[1]))
+        else:
+            path, kind, m, sample = args.child[1:5]
+            res = e2e.child_pass(path, kind, int(m), int(sample), moments=args.child[0] == "pass")
+        print(json.dumps(res))
+        return 0
     if args.child:
         what, path, kind, m = args.child[:4]
         if what == "ours":
@@ -214,6 +235,23 @@ def main() -> int:
         lines.append(text)
 
     ms = [int(v) for v in args.m.split(",")]
+    if args.release:
+        import duckdb
+
+        from benchmarks import _many_release as e2e
+
+        say(
+            f"bench_many_stats --release: resampled Adult Parquet, duckdb {duckdb.__version__}, "
+            f"{os.cpu_count()} cpus; CPU s of each process (DuckDB threads included), peak RSS MB"
+        )
+        kinds = args.kinds.split(",") if args.kinds != ",".join(KINDS) else list(e2e.KINDS)
+        e2e.CALIBRATION["value"], e2e.TIMEOUT["value"] = args.calibration, args.timeout
+        say(f"calibration: {args.calibration or 'default (exact)'}; expm-g, eps 1, delta 1e-3")
+        rows = [int(v) for v in args.release_rows.split(",")]
+        ok = e2e.run(rows, ms, kinds, args.sample_statements, say, not args.no_verify)
+        if args.out:
+            Path(args.out).write_text("\n".join(lines) + "\n")
+        return 0 if ok else 1
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "many.parquet"

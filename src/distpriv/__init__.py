@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     )
     from .guarantees import Assumption, PrivacyGuarantee, Release
     from .modeling import (
+        CellTable,
         DataQueryModel,
         EventSecret,
         MeanGrid,
@@ -79,6 +80,8 @@ if TYPE_CHECKING:
         ProportionSecret,
         Query,
         SeveralSecrets,
+        histogram_cells,
+        marginal_cells,
         model_query,
     )
     from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample

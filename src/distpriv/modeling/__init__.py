@@ -11,6 +11,7 @@ from ..util.lazy import attach_declared
 # this file and imports each submodule on first use (`distpriv --help` must not pay for scipy,
 # pandas, DuckDB or sklearn).
 if TYPE_CHECKING:
+    from .cells import CellTable, expand_cells, histogram_cells, marginal_cells
     from .expressions import ParsedExpression, parse_expression
     from .model import DataQueryModel, model_query, stratum_moments
     from .model_several import SeveralQueryModel

@@ -272,10 +272,12 @@ def query_lattices(data: Any, query: Any, subset_size: int) -> tuple[Lattice, ..
             _refuse(s.name, "declared", f"not a linear statistic ({s.expression})")
             for s in query.statistics
         )
-    feats = np.asarray(query.row_features(table), dtype=float)
+    values = _indicator_values(table, query)
+    feats = np.asarray(query.row_features(table), dtype=float) if values is None else None
     out = []
     for k, stat in enumerate(query.statistics):
-        col = detect_lattice(feats[:, k], name=stat.name, min_distinct=1, source="declared")
+        vals = feats[:, k] if feats is not None else values[k]  # type: ignore[index]
+        col = detect_lattice(vals, name=stat.name, min_distinct=1, source="declared")
         if col.step is None:
             # A constant per-row feature makes a constant statistic: nothing to pin.
             out.append(_refuse(stat.name, "declared", f"per-row feature: {col.detail}"))
@@ -288,6 +290,27 @@ def query_lattices(data: Any, query: Any, subset_size: int) -> tuple[Lattice, ..
             how = f"sum over {n} rows of a feature on step {col.step:.12g}"
         out.append(Lattice(stat.name, step, origin % step, "declared", how))
     return tuple(out)
+
+
+def _indicator_values(table: Any, query: Any) -> list[np.ndarray] | None:
+    """The values (0 and/or 1) each count's 0/1 indicator takes on the table, from one pass
+    of aggregates: a histogram's thousand cells on 10⁷ rows would otherwise be
+    materialised as a rows × m array (80 GB). None unless every statistic is a count_if."""
+    from .cell_moments import indicator_conditions
+    from .moment_sums import run_chunked
+
+    conds = indicator_conditions([s.row_parsed for s in query.statistics])
+    if conds is None:
+        return None
+    query.check_columns(table)
+    groups, _ = run_chunked(
+        table, [f"count_if({c})" for c in conds], what="the lattices of the statistics"
+    )
+    rows, ones = groups.get((), (0, np.zeros(len(conds))))
+    return [
+        np.array([v for v, present in ((0.0, k < rows), (1.0, k > 0)) if present])
+        for k in np.asarray(ones, dtype=np.int64)
+    ]
 
 
 def lattice_steps(lattices: Any) -> np.ndarray:

@@ -15,6 +15,8 @@ import numpy as np
 
 from ..errors import ParameterError, ParameterTypeError
 from ..util.validation import check_positive_int
+from .cell_moments import stratum_cell_counts
+from .moments import STREAM_FROM
 from .queries import Query
 from .sampling import chunk_rows, sample_subsets
 from .secrets import ProportionSecret
@@ -44,6 +46,12 @@ class StratifiedSampler:
         replacement) from each stratum, the law of a dataset drawn from a large population
         of which the table is a sample (no finite-population correction against
         a modelling sample).
+    only_values : bool
+        The caller needs F on drawn datasets only (not :attr:`features` nor :meth:`rows`):
+        when the statistics are disjoint counts (a histogram's or a marginal's cells,
+        checked on the table), each dataset's counts are drawn from the strata's cell
+        counts — multinomial (``replace``) or multivariate hypergeometric, the exact law
+        of the sum of the drawn rows' 0/1 indicators — in memory O(m), not O(rows · m).
     """
 
     def __init__(
@@ -55,6 +63,7 @@ class StratifiedSampler:
         *,
         role: str = "table",
         replace: bool = False,
+        only_values: bool = False,
     ) -> None:
         self.replace = bool(replace)
         if not isinstance(secret, ProportionSecret):
@@ -87,15 +96,21 @@ class StratifiedSampler:
                     f"subset_size={self.n} with p={p} needs {self.n - k} rows not satisfying "
                     f"the predicate; the {role} has {self.rows_b.size}"
                 )
-        self.features = query.row_features(self.table) if query.is_linear else None
-        if self.features is None and query.function is None:
+        # Per-stratum cell counts (m + 1: the last, rows in no cell) of disjoint counts.
+        self._cells: tuple[np.ndarray, np.ndarray] | None = None
+        if only_values and query.is_linear and query.dim >= STREAM_FROM:
+            self._cells = stratum_cell_counts(self.table, query, secret.predicate)
+        linear = query.is_linear and self._cells is None
+        self.features = query.row_features(self.table) if linear else None
+        if self.features is None and self._cells is None and query.function is None:
             query.evaluate_subsets(self.table, np.arange(min(self.n, self.table.n_rows))[None, :])
         self.scale: np.ndarray | None = None
         self._columns: tuple[np.ndarray, np.ndarray] | None = None
-        if self.features is not None:
+        if query.is_linear:
             self.scale = np.array(
                 [1.0 / self.n if s.scale == "mean" else 1.0 for s in query.statistics]
             )
+        if self.features is not None:
             # One contiguous row of features per statistic and stratum: gathering k values
             # from a contiguous column is about twice as fast as k rows of an (N, m) array.
             self._columns = (
@@ -144,6 +159,9 @@ class StratifiedSampler:
         step = chunk_rows(self.n) if chunk is None else max(1, int(chunk))
         for start in range(0, count, step):
             c = min(step, count - start)
+            if self._cells is not None and self.scale is not None:
+                yield self._cell_draws(k, c, rng) * self.scale
+                continue
             if self._columns is None:
                 yield self.query.evaluate_subsets(self.table, self.rows(index, c, rng))
                 continue
@@ -157,6 +175,19 @@ class StratifiedSampler:
             if self.scale is None:  # pragma: no cover - an invariant, not user input
                 raise RuntimeError("per-row columns without a linear query's scale")
             yield out * self.scale
+
+    def _cell_draws(self, k: int, count: int, rng: np.random.Generator) -> np.ndarray:
+        """Counts of ``count`` datasets (k rows from stratum A, n − k from B), (count, m)."""
+        out = np.zeros((count, self.query.dim))
+        if self._cells is None:  # pragma: no cover - an invariant, not user input
+            raise RuntimeError("cell draws without the strata's cell counts")
+        for cells, size in zip(self._cells, (k, self.n - k), strict=True):
+            if self.replace:
+                drawn = rng.multinomial(size, cells / cells.sum(), size=count)
+            else:
+                drawn = rng.multivariate_hypergeometric(cells, size, size=count)
+            out += drawn[:, :-1]
+        return out
 
     def draw(self, index: int, count: int, rng: np.random.Generator) -> np.ndarray:
         """F on ``count`` datasets at the index-th value, shape (count, m), drawn in chunks."""

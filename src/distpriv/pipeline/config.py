@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..central import MECHANISMS, mechanism_info
-from ..errors import ConfigError
+from ..errors import ConfigError, ParameterError
 from .plan import (
     DEFAULT_BETA,
     DEFAULT_BOOTSTRAP,
@@ -325,16 +325,29 @@ def _mechanism(data: dict[str, Any], where: str) -> tuple[str, float, float, dic
     return name, float(epsilon), float(delta), mech
 
 
-def _query(data: dict[str, Any], where: str) -> dict[str, str]:
+def _query(data: dict[str, Any], where: str, model_source: str, split_seed: int) -> dict[str, str]:
     query = data.get("query")
     if not isinstance(query, dict) or not query:
         raise ConfigError(f"{where}: [query] must map statistic names to SQL aggregates")
     for name, expr in query.items():
         if not name.strip():  # TOML allows "" = "...": a statistic no report could name
             raise ConfigError(f"{where}: [query] statistic names must not be empty, got {name!r}")
-        if not isinstance(expr, str):
+        if not isinstance(expr, str) and name not in ("histogram", "marginal"):
             raise ConfigError(f"{where}: [query] {name} must be a SQL string, got {expr!r}")
-    return dict(query)
+    if "histogram" not in query and "marginal" not in query:
+        return dict(query)
+    # Histograms and marginals expand to their cells here; a range or values they do not
+    # list come from the modelling table (opened only then).
+    from ..modeling.cells import expand_cells
+    from .stages.data import open_table
+
+    def model_table() -> Any:
+        return open_table(model_source, split_seed=split_seed, what=f"{where}: [data] model")
+
+    try:
+        return expand_cells(query, table=model_table, where=f"{where}: [query]")[0]
+    except ParameterError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def load_release_config(path: str | Path) -> ReleaseConfig:
@@ -463,7 +476,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         auxiliary_source=_source(dat.get("auxiliary"), "auxiliary", base, where),
         test_source=_source(dat.get("test"), "test", base, where),
         missing=missing,
-        query=_query(data, where),
+        query=_query(data, where, model_source, split_seed),
         secret=dict(sec),
         model=dict(mod),
         mechanism=name,

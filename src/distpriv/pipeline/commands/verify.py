@@ -266,7 +266,7 @@ def _sampler_draw(
     table, _ = model_frame.complete(
         used, missing=policy, what="modelling data", counts=counts, rows_missing=rows_missing
     )
-    sampler = StratifiedSampler(table, query, secret, n, replace=True)
+    sampler = StratifiedSampler(table, query, secret, n, replace=True, only_values=True)
 
     def draw(k: int, gen: Any) -> SampledQueryModel:
         return SampledQueryModel(
