@@ -199,3 +199,39 @@ def test_flag_errors(setting, capsys):
     status, out, err = run(["ledger", "show", str(setting / "missing.ledger")], capsys)
     assert status != 0 and out == "" and "does not exist" in err
     assert not (setting / "missing.ledger").exists()
+
+
+@pytest.mark.parametrize(
+    "predicate",
+    [
+        "income='>50K'",
+        "'>50K' = income",
+        "(income = '>50K')",
+        "lower(income) = '>50k'",
+        "INCOME = '>50K'",
+        "income <> '>50K'",  # the complement: one minus the share of the others
+    ],
+)
+def test_a_respelled_secret_is_refused_by_the_budget_from_the_command_line(
+    setting, capsys, predicate
+):
+    """The account is the property, not its text: through the CLI, a release whose budget
+    admits one release refuses the same release under a respelled (or complementary)
+    predicate, and records nothing."""
+    eps1, eps2 = composed_epsilons(setting, (1, 2))
+    budget = f"{(eps1 + eps2) / 2:.6f},1e-3"
+    led = setting / f"respelled-{abs(hash(predicate))}.ledger"
+    status, out, err = run(
+        ["release", str(setting / "release.toml"), "--ledger", str(led), "--budget", budget],
+        capsys,
+    )
+    assert status == 0, err
+    respelled = setting / f"respelled-{abs(hash(predicate))}.toml"
+    text = CONFIG.replace("predicate = \"income = '>50K'\"", f'predicate = "{predicate}"')
+    assert text != CONFIG
+    respelled.write_text(text)
+    before = led.read_bytes()
+    status, out, err = run(["release", str(respelled), "--ledger", str(led)], capsys)
+    assert status != 0 and out == ""
+    assert err.count("\n") == 1 and "refused" in err and "budget" in err, err
+    assert led.read_bytes() == before
