@@ -63,6 +63,7 @@ the *shape* of the noise.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,6 +98,13 @@ _SHIFTS = 8
 _SHIFT_RANGE = 1e-6
 # Resolvent directions only while they stay below this share of the dimensions.
 _RESOLVENT_BUDGET = 0.4
+# Restricted programs larger than this (k × k) go to SCS first, smaller ones to Clarabel
+# (interior point: exact to 1e-8 and fast while the cones are small; 1.2 s at k = 25,
+# p = 10 against SCS's 0.24 s, 54 s against 0.74 s at k = 40).
+_CLARABEL_MAX_K = 12
+# SCS to 1e-8 (absolute and relative): on the random programs above its objective agrees
+# with Clarabel's to 1e-8 relative, constraints met to 1e-7.
+_SOLVER_OPTIONS = {"SCS": {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iters": 20_000}}
 
 
 @dataclass(frozen=True)
@@ -184,9 +192,17 @@ def _small_program(wq: np.ndarray, bounds: list[np.ndarray]) -> np.ndarray:
     cons = [y - (b + b.T) / 2 >> 0 for b in bounds]
     prob = cp.Problem(cp.Minimize(cp.trace(((wq + wq.T) / 2) @ y)), cons)
     status = "unsolved"
-    for solver in ("CLARABEL", "SCS"):
+    # Clarabel factors the KKT system of the p + 1 cones with dense fill-in: 54 s at
+    # k = 40, p = 10, where SCS (first order, one k × k eigendecomposition per cone and
+    # iteration) takes 0.7 s to the same objective within 1e-8 relative. The answer is only
+    # a shape: the caller restores every constraint exactly and the exact accountant
+    # verifies the published noise, so SCS's feasibility tolerance costs no privacy.
+    order = ("SCS", "CLARABEL") if k > _CLARABEL_MAX_K else ("CLARABEL", "SCS")
+    for solver in order:
         try:
-            prob.solve(solver=solver)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                prob.solve(solver=solver, **_SOLVER_OPTIONS.get(solver, {}))
         except (cp.error.SolverError, ValueError, ArithmeticError):
             continue
         status = f"{solver}: {prob.status}"
