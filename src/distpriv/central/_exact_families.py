@@ -152,16 +152,12 @@ def _optimal(
         except MechanismNotApplicableError:
             continue
         families.append((f"{other}'s noise shape (cheaper than the program's)", fam, s0))
-    hinted = _hinted_first(gm, families, hint, epsilon, delta)
-    if hinted is not None:
-        families, at_hint = hinted
     best: tuple[np.ndarray, float, PairCheck, str] | None = None
     errors = []
     for label, fam, start in families:
         known = None
         if hint is not None and hint[0] == label and hint[1] > 0:
             start = hint[1]
-            known = {start: at_hint} if hinted is not None else None
         if best is not None:
             # Prune: at the scale where this shape costs as much as the best so far, it
             # must already meet the target, or its least scale would cost more.
@@ -182,36 +178,6 @@ def _optimal(
     if best is None:
         raise MechanismNotApplicableError("; ".join(errors))
     return best
-
-
-def _hinted_first(
-    gm: Any,
-    families: list[tuple[str, Callable[[float], np.ndarray], float]],
-    hint: tuple[str, float] | None,
-    epsilon: float,
-    delta: float,
-) -> tuple[list[tuple[str, Callable[[float], np.ndarray], float]], float] | None:
-    """The families with the previous round's shape first, and its δ at its last scale.
-
-    Why: searched first from its last scale (a short bracket), that shape sets the cost the
-    others are pruned against, by one check each instead of a full search (on Adult's 100
-    cumulative shares the searches were two thirds of optimal-g's time, eight rounds of
-    the set's members). Only when it still meets the target at that scale on this round's
-    members — a shape the new members rule out keeps its place, where it is searched only
-    if it passes at the best cost (no walk up to huge scales). The pruning is exact, so the
-    least cost over the families, and the choice, are the same in either order.
-    """
-    if hint is None or hint[1] <= 0:
-        return None
-    first = [f for f in families if f[0] == hint[0]]
-    if not first:
-        return None
-    check = pair_deltas(
-        gm, first[0][1](hint[1]), epsilon=epsilon, tol=search_tolerance(delta), screen=delta
-    )
-    if check.worst > delta:
-        return None
-    return [*first, *(f for f in families if f[0] != hint[0])], check.worst
 
 
 def _weighted_eigm(
