@@ -496,7 +496,10 @@ def _search_best(
                     gm, fam, epsilon=epsilon, delta=delta, start=start, name=name
                 )
         except MechanismNotApplicableError as exc:
-            errors.append(f"{label}: {exc}")
+            cause = str(exc)
+            if robust_beta is not None:
+                cause = set_refusal(name, gm, (fam, start), target, (epsilon, delta), cause)
+            errors.append(f"{label}: {cause}")
             continue
         cost = float(np.trace(weights @ fam(s)))
         if best is None or cost < best[0]:
@@ -511,6 +514,47 @@ def _search_best(
         lambda f: noise_of(s * math.sqrt(f)), target, epsilon=epsilon, delta=delta, name=name
     )
     return noise, label, s, check
+
+
+def set_refusal(
+    name: str,
+    gm: GaussianQueryModel,
+    family: tuple[Callable[[float], np.ndarray], float],
+    target: Callable[[np.ndarray], GaussianQueryModel],
+    privacy: tuple[float, float],
+    message: str,
+) -> str:
+    """Why a noise family failed on the population set, naming the real cause.
+
+    The search on the (1 − β) set's worst members says "no scale meets the target"; when
+    the fitted model alone certifies the family, the cause is not the shape but a member
+    of the set (the sampling uncertainty of the modelling table's moments): that member
+    and its pair are named, at the scale the fitted model needs. Otherwise ``message``
+    (the fitted model refuses too, so the shape is the cause) is returned as is.
+
+    Parameters
+    ----------
+    family : (callable, float)
+        Σ_Z(s), shape (m, m), and the scale the search starts from.
+    target : callable
+        Noise covariance → the model it is checked on (the set's worst members).
+    privacy : (float, float)
+        (ε, δ).
+    """
+    fam, start = family
+    epsilon, delta = privacy
+    try:
+        s, _ = smallest_scale(gm, fam, epsilon=epsilon, delta=delta, start=start, name=name)
+    except MechanismNotApplicableError:
+        return message
+    members = pair_deltas(target(fam(s)), fam(s), epsilon=epsilon, screen=delta)
+    return (
+        f"the fitted model is certified by this shape at scale {s:.6g}, but the population "
+        f"confidence set (beta: the modelling table's moments are estimates) is not: at that "
+        f"scale its worst member gives {members.describe()}, and no scale of the shape "
+        f"brings that member below delta = {delta:g} ({message}); use beta=None (the "
+        "fitted moments only, a weaker premise), a larger modelling table, or 'expm-g'"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
