@@ -54,8 +54,9 @@ from ..population.pair_pruning import dominating_pairs
 from ..querymodel import GaussianQueryModel
 from ._common import gaussian_assumption
 from ._exact_families import _family, scale_at_cost
+from .floor_candidates import candidates
 from .floor_levels import check_floor, continuous_floor, lattice_steps
-from .floored import DEFAULT_FLOOR, FLOORED_MECHANISMS, _candidates
+from .floored import DEFAULT_FLOOR, FLOORED_MECHANISMS
 from .registry import mechanism_info
 
 __all__ = [
@@ -89,7 +90,7 @@ def floored_family(
     """The one noise family Σ_Z(s) of daum-floor or dirm-g-floor, and its start (else None).
 
     What :func:`~distpriv.central.floored.calibrate_floored` searches with
-    ``calibration="exact"`` (its ``_candidates``: DauM's direction or DirM's span plus the
+    ``calibration="exact"`` (its ``candidates``: DauM's direction or DirM's span plus the
     fixed floor diag(F)), the least s meeting the target. optimal-g-full has several
     families: None.
 
@@ -113,7 +114,7 @@ def floored_family(
     fvar = continuous_floor(gm, lattice_steps(lattice, gm.dim), check_floor(floor))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AssumptionWarning)
-        cands, _ = _candidates(name, model, gm, fvar, dict(options), epsilon, delta)
+        cands, _ = candidates(name, model, gm, fvar, dict(options), epsilon, delta)
     ((_, fam, start, _),) = cands
     return fam, start
 

@@ -49,7 +49,7 @@ from ..errors import (
     ParameterError,
     PrivacyLeakWarning,
 )
-from ..noise import Noise, gaussian_of_covariance
+from ..noise import Noise
 from ..population.confidence import checked_members
 from ..population.exact import (
     EXACT_THEOREM,
@@ -66,8 +66,9 @@ from ..population.member_search import smallest_scale_on_set
 from ..querymodel import GaussianQueryModel
 from ._common import FALLBACK_NOTE, QueryModel, gaussian_assumption
 from .base import CalibratedMechanism
-from .exact_calibration import calibrate_exact, scale_at_cost
-from .expected_value import calibrate_dirm, calibrate_expm
+from .exact_calibration import scale_at_cost
+from .expected_value import calibrate_dirm
+from .floor_candidates import Cand, candidates, floor_noise
 from .floor_levels import (
     CONTINUOUS_FLOOR,
     check_floor,
@@ -75,10 +76,8 @@ from .floor_levels import (
     floor_variances,
     lattice_steps,
 )
-from .montecarlo_shapes import is_monte_carlo
-from .objective import is_identity_like, isotropic_shape
 from .optimal import calibrate_optimal
-from .uncertainty import calibrate_daum, calibrate_eigm
+from .uncertainty import calibrate_daum
 
 __all__ = [
     "DEFAULT_FLOOR",
@@ -110,155 +109,6 @@ _POST = (
 )
 
 
-def _psd_noise(cov: np.ndarray) -> Noise:
-    """Gaussian noise with covariance ``cov`` (its rank judged at unit diagonal, so that a
-    statistic in small units is not dropped for being small: noise.unit_free_rank)."""
-    return gaussian_of_covariance(cov)
-
-
-def _floor_noise(fvar: np.ndarray) -> Noise:
-    m = fvar.shape[0]
-    keep = fvar > 0
-    if not np.any(keep):
-        return Noise.none(m)
-    return Noise.along("gaussian", np.eye(m)[:, keep], np.sqrt(fvar[keep]))
-
-
-# A candidate: (label, family s -> Σ_Z(s), start, noise_of(s)).
-_Cand = tuple[str, Callable[[float], np.ndarray], float, Callable[[float], Noise]]
-
-
-def _directional(label: str, basis: np.ndarray, fvar: np.ndarray, start: float) -> _Cand:
-    proj = basis @ basis.T
-    fmat = np.diag(fvar)
-
-    def noise_of(s: float) -> Noise:
-        main = (
-            Noise.along("gaussian", basis, np.full(basis.shape[1], s))
-            if basis.shape[1] and s > 0
-            else Noise.none(fvar.shape[0])
-        )
-        return main.plus(_floor_noise(fvar))
-
-    return label, (lambda s: s * s * proj + fmat), start, noise_of
-
-
-def _shaped(label: str, shape: np.ndarray, fvar: np.ndarray) -> _Cand:
-    fmat = np.diag(fvar)
-    return (
-        label,
-        lambda s: s * s * shape + fmat,
-        1.0,
-        lambda s: _psd_noise(s * s * shape).plus(_floor_noise(fvar)),
-    )
-
-
-def _isotropic_floor(fvar: np.ndarray, start: float, unit: np.ndarray | None = None) -> _Cand:
-    """diag(max(F, s² u)): u = 1 (expm-g's shape) under E‖Z‖², u the diagonal of W⁻¹ (each
-    statistic's sampling variance under the relative objective: central/objective.py)."""
-    u = np.ones(fvar.shape[0]) if unit is None else unit
-
-    def noise_of(s: float) -> Noise:
-        return Noise.along("gaussian", np.eye(fvar.shape[0]), np.sqrt(np.maximum(fvar, s * s * u)))
-
-    return (
-        "isotropic noise raised to the floor (expm-g's shape)",
-        lambda s: np.diag(np.maximum(fvar, s * s * u)),
-        start,
-        noise_of,
-    )
-
-
-def _candidates(
-    name: str,
-    model: QueryModel,
-    gm: GaussianQueryModel,
-    fvar: np.ndarray,
-    opts: dict[str, Any],
-    eps: float,
-    dlt: float,
-    beta: float | None = None,
-) -> tuple[list[_Cand], CalibratedMechanism]:
-    """The noise families to calibrate, and the main mechanism the papers' way."""
-    if name == "daum-floor":
-        paper = calibrate_daum(model, epsilon=eps, delta=dlt, calibration="analytic", **opts)
-        d = paper.diagnostics
-        start = math.sqrt(max(float(d["noise_variance"]), float(d["directional_expm_variance"])))
-        v = np.asarray(d["direction"]).reshape(-1, 1)
-        return [_directional("DauM's direction plus the floor", v, fvar, start)], paper
-    if name == "dirm-g-floor":
-        paper = calibrate_dirm(model, epsilon=eps, delta=dlt, kind="gaussian")
-        basis = np.asarray(paper.diagnostics["directions"])
-        comps = paper.noise.components
-        start = float(comps[0].scales[0]) if comps and basis.shape[1] else 1.0
-        return [_directional("DirM's span plus the floor", basis, fvar, start)], paper
-    paper = calibrate_optimal(model, epsilon=eps, delta=dlt, calibration="analytic", **opts)
-    weights = np.asarray(paper.diagnostics["weights"])
-    cands: list[_Cand] = []
-    iso = calibrate_expm(gm, epsilon=eps, delta=dlt, kind="gaussian", calibration="analytic")
-    start = math.sqrt(float(iso.noise_covariance[0, 0]))
-    sampled = is_monte_carlo(model, gm)
-    if sampled:
-        # A Monte Carlo model: its sampled covariance plus the floor, and no expm-g shape
-        # (central/montecarlo_shapes.py).
-        sbar = np.mean(np.asarray(gm.covariances, dtype=float), axis=0)
-        cands.append(_shaped("the model's sampled covariance plus the floor", sbar, fvar))
-    if is_identity_like(weights):
-        if not sampled:
-            cands.append(_isotropic_floor(fvar, start))
-    else:  # the objective's isotropic shape, started where its cost is expm-g's
-        unit = np.diag(isotropic_shape(weights)).copy()
-        start *= math.sqrt(float(np.trace(weights)) / float(np.sum(np.diag(weights) * unit)))
-        iso_floor = _isotropic_floor(fvar, start, unit)
-        if sampled:  # diag(v), not expm-g's σ²I: named for what it is
-            iso_floor = ("the model's sampled variances raised to the floor", *iso_floor[1:])
-        cands.append(iso_floor)
-    # The program with Σ_Z = F + S: optimal-g on the model whose covariances include F.
-    floored_model = GaussianQueryModel(
-        gm.means,
-        gm.covariances + np.diag(fvar),
-        pairs=gm.pairs,
-        labels=gm.labels,
-        statistics=gm.statistics,
-    )
-    prog = calibrate_optimal(
-        floored_model, epsilon=eps, delta=dlt, calibration="analytic", weights=weights
-    )
-    if np.trace(prog.noise_covariance) > 0:
-        cands.append(_shaped("convex program over Sigma_Z >= F", prog.noise_covariance, fvar))
-    if np.trace(paper.noise_covariance) > 0:
-        cands.append(_shaped("optimal-g's shape plus the floor", paper.noise_covariance, fvar))
-    # optimal-g's exact calibration (its program's noise scaled, or repaired isotropically,
-    # or DauM's/EigM's shape: central/exact_calibration.py), with the floor added.
-    exact = _optimal_exact(model, gm, weights, eps, dlt, beta)
-    if exact is not None and np.trace(exact.noise_covariance) > 0:
-        shape = exact.noise_covariance
-        cands.append(_shaped("optimal-g's exact noise plus the floor", shape, fvar))
-        if covers_floor(shape, fvar):  # already at or above the floor: a candidate as is
-            cands.append(_fixed("optimal-g's exact noise (at or above the floor)", shape))
-    try:
-        dm = calibrate_daum(gm, epsilon=eps, delta=dlt, calibration="analytic")
-    except MechanismNotApplicableError:
-        dm = None
-    if dm is not None:
-        d = dm.diagnostics
-        start = math.sqrt(max(float(d["noise_variance"]), float(d["directional_expm_variance"])))
-        v = np.asarray(d["direction"]).reshape(-1, 1)
-        cands.append(_directional("DauM's direction plus the floor", v, fvar, start))
-    return cands, paper
-
-
-def covers_floor(cov: np.ndarray, fvar: np.ndarray) -> bool:
-    """Σ_Z ⪰ F = diag(fvar), up to rounding relative to the largest entry."""
-    gap = float(np.linalg.eigvalsh(cov - np.diag(fvar))[0])
-    return gap >= -1e-12 * max(float(np.abs(cov).max()), float(fvar.max(initial=0.0)))
-
-
-def _fixed(label: str, cov: np.ndarray) -> _Cand:
-    """A covariance already verified: checked as is, never scaled (start −1 marks it)."""
-    return label, (lambda s: s * s * cov), -1.0, (lambda s: _psd_noise(s * s * cov))
-
-
 def _population(model: Any, gm: Any, beta: float | None) -> tuple[Any, ...]:
     """The population premise (population/confidence.py), when that module exists."""
     try:
@@ -267,31 +117,6 @@ def _population(model: Any, gm: Any, beta: float | None) -> tuple[Any, ...]:
         return ()
     premise = population_premise(model, gm, beta=beta)
     return () if premise is None else (premise,)
-
-
-def _optimal_exact(
-    model: QueryModel,
-    gm: GaussianQueryModel,
-    weights: np.ndarray,
-    eps: float,
-    dlt: float,
-    beta: float | None = None,
-) -> CalibratedMechanism | None:
-    """optimal-g with the exact calibration (rank one or not), or None if it fails."""
-    builders: dict[str, Callable[..., CalibratedMechanism]] = {
-        "optimal-g": lambda **kw: calibrate_optimal(model, weights=weights, **kw),
-        "daum": lambda **kw: calibrate_daum(model, **kw),
-        "eigm": lambda **kw: calibrate_eigm(model, **kw),
-    }
-
-    def build(other: str, *, calibration: str) -> CalibratedMechanism:
-        return builders[other](epsilon=eps, delta=dlt, calibration=calibration)
-
-    try:
-        extra = {} if beta is None else {"beta": beta}
-        return calibrate_exact("optimal-g", model, gm, build, epsilon=eps, delta=dlt, **extra)
-    except MechanismNotApplicableError:
-        return None
 
 
 def calibrate_floored(
@@ -356,7 +181,7 @@ def calibrate_floored(
         # The papers' assumptions are not those of the exact guarantee: not warned here.
         warnings.simplefilter("ignore", AssumptionWarning)
         if calibration == "exact":
-            cands, paper = _candidates(name, model, gm, fvar, dict(options), epsilon, delta, beta)
+            cands, paper = candidates(name, model, gm, fvar, dict(options), epsilon, delta, beta)
             weights = (
                 np.asarray(paper.diagnostics["weights"]) if name == "optimal-g-full" else np.eye(m)
             )
@@ -366,7 +191,7 @@ def calibrate_floored(
         else:
             paper = _MAIN_BUILD[name](model, epsilon, delta, calibration, options)
             label, scale = "the papers' calibration of the main shape plus the floor", 1.0
-            noise = paper.noise.plus(_floor_noise(fvar))
+            noise = paper.noise.plus(floor_noise(fvar))
     return _assemble(
         name,
         model,
@@ -453,7 +278,7 @@ def _population_search(
 def _search_best(
     name: str,
     gm: GaussianQueryModel,
-    cands: list[_Cand],
+    cands: list[Cand],
     weights: np.ndarray,
     epsilon: float,
     delta: float,
