@@ -131,7 +131,8 @@ def make_plans(
                 t, crit = _choose(sign * tr[a], sign * tr[b], eps, eps)
                 if best is None or crit > best.criterion:
                     best = SetTest(name, t, crit, sign, fn)
-            assert best is not None  # the Gaussian likelihood ratio is always a candidate
+            if best is None:  # the Gaussian likelihood ratio is always a candidate
+                raise RuntimeError("the data-level check scored no candidate set")
             tests = [best]
             if decoder is not None and best.name != "lattice decoding":
                 tr, fn = scores["lattice decoding"]
@@ -223,7 +224,8 @@ class Tally:
                     )
                     self.expected_sums[pi, ti] += (float(ha.sum()), float(hb.sum()))
                     continue
-                assert test.score is not None
+                if test.score is None:  # only the expected-hit test has no score
+                    raise RuntimeError(f"the counted set {test.name!r} has no score")
                 for col, h in enumerate((plan.a, plan.b)):
                     # NaN scores compare False: never in the set.
                     inside = test.sign * scored(test.score, h) > test.threshold

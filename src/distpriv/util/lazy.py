@@ -117,7 +117,8 @@ def declared_exports(init_file: str) -> tuple[dict[str, tuple[str, ...]], tuple[
     """
     with open(init_file, encoding="utf-8") as fh:
         tree = compile(fh.read(), init_file, "exec", _ast.PyCF_ONLY_AST)
-    assert isinstance(tree, _ast.Module)  # what compile gives in "exec" mode
+    if not isinstance(tree, _ast.Module):  # what compile gives in "exec" mode
+        raise ImportError(f"{init_file}: not a module")
     exports: dict[str, list[str]] = {}
     modules: list[str] = []
     for node in tree.body:
