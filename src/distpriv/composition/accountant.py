@@ -65,41 +65,27 @@ GAUSSIAN_THEOREM = (
 
 @dataclass(frozen=True)
 class ComposedGuarantee:
-    """The guarantee of several releases of one dataset, composed exactly.
+    """The guarantee of several releases of one dataset, composed exactly."""
 
-    Attributes
-    ----------
-    epsilon : float
-        Composed ε at ``delta`` (largest over the pairs and both directions; ``inf`` when
-        some pair is distinguishable with certainty).
-    delta : float
-        The reference δ (the budget's δ when there is a budget, else the newest release's).
-    n_releases : int
-    family : {"gaussian", "laplace"}
-    theorem : str
-    pairs : tuple of (str, str)
-    alone : dict
-        ``epsilon`` (at ``delta``) and ``delta`` of the newest release alone, by the same
-        computation.
-    budget : dict or None
-        The budget checked, with ``delta_at_epsilon``: the composed δ at the budget's ε.
-    per_pair : tuple of dict
-        ``pair``, ``direction``, ``epsilon`` (and ``delta_at_budget``) of the composition.
-    notes : tuple of str
-    accounts : tuple of dict
-        A ledger's accounts of the data after this release (one per secret, its own first).
-    """
-
+    #: Composed ε at ``delta`` (largest over the pairs and both directions; ``inf`` when
+    #: some pair is distinguishable with certainty).
     epsilon: float
+    #: The reference δ (the budget's δ when there is a budget, else the newest release's).
     delta: float
     n_releases: int
+    #: {"gaussian", "laplace"}
     family: str
     theorem: str
     pairs: tuple[tuple[str, str], ...]
+    #: ``epsilon`` (at ``delta``) and ``delta`` of the newest release alone, by the same
+    #: computation.
     alone: dict[str, float]
+    #: The budget checked, with ``delta_at_epsilon``: the composed δ at the budget's ε.
     budget: dict[str, float] | None = None
+    #: ``pair``, ``direction``, ``epsilon`` (and ``delta_at_budget``) of the composition.
     per_pair: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: A ledger's accounts of the data after this release (one per secret, its own first).
     accounts: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
     def within(self, budget: Any) -> bool:
