@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 
 __all__ = ["VERDICTS", "DataLevelCheck", "DirectionCheck", "NullControl", "advice"]
 
@@ -63,9 +64,7 @@ class DirectionCheck:
                 "lower": self.lower,
                 "selected": self.selected,
                 "tests": dict(self.tests),
-                "n_mixture": self.n_mixture,
-                "n_train": self.n_train,
-                "n_eval": self.n_eval,
+                **field_values(self, "n_mixture n_train n_eval"),
             }
         )
 
@@ -169,27 +168,16 @@ class DataLevelCheck:
         """JSON-safe dict."""
         return to_jsonable(
             {
-                "mechanism": self.mechanism,
-                "epsilon": self.epsilon,
-                "target_delta": self.target_delta,
-                "verdict": self.verdict,
-                "advice": self.advice,
-                "delta_estimate": self.delta_estimate,
-                "delta_lower": self.delta_lower,
-                "delta_upper": self.delta_upper,
-                "detectable_delta": self.detectable_delta,
-                "power": self.power,
-                "consistent": self.consistent,
+                **field_values(
+                    self,
+                    "mechanism epsilon target_delta verdict advice"
+                    " delta_estimate delta_lower delta_upper detectable_delta power consistent",
+                ),
                 "null_control": None if self.null is None else self.null.to_dict(),
-                "recovery": self.recovery,
-                "confidence": self.confidence,
-                "noise_rank": self.noise_rank,
+                **field_values(self, "recovery confidence noise_rank"),
                 "per_pair": [p.to_dict() for p in self.per_pair],
                 "notes": list(self.notes),
-                "n_samples": self.n_samples,
-                "looks": self.looks,
-                "max_looks": self.max_looks,
-                "stopped": self.stopped,
+                **field_values(self, "n_samples looks max_looks stopped"),
             }
         )
 

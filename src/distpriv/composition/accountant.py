@@ -40,6 +40,7 @@ from scipy.linalg import block_diag
 from ..errors import CompositionError, ParameterError
 from ..population.confidence import DEFAULT_BETA, marginal, population_model, set_method
 from ..querymodel import MomentUncertainty
+from ..util.records import field_values
 from ..util.threads import on_one_blas_thread
 from ..util.validation import check_delta
 from .events import ReleaseSpec, noise_from_dict, noise_to_dict
@@ -111,11 +112,7 @@ class ComposedGuarantee:
 
         return to_jsonable(
             {
-                "epsilon": self.epsilon,
-                "delta": self.delta,
-                "n_releases": self.n_releases,
-                "family": self.family,
-                "theorem": self.theorem,
+                **field_values(self, "epsilon delta n_releases family theorem"),
                 "pairs": [list(p) for p in self.pairs],
                 "alone": self.alone,
                 "budget": self.budget,

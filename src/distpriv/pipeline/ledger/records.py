@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import LedgerError, ParameterError, ParameterTypeError
+from ...util.records import field_values
 from ...util.text import parse_decimal
 from ...util.validation import check_privacy
 from .identity import MEANING_PREFIX, secret_aliases, secret_key, stored_aliases
@@ -196,20 +197,9 @@ class LedgerEntry:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
         return {
-            "id": self.id,
-            "time_utc": self.time_utc,
-            "version": self.version,
-            "data_account": self.data_account,
-            "secret_key": self.secret_key,
-            "secret": self.secret,
+            **field_values(self, "id time_utc version data_account secret_key secret"),
             "statistics": [list(s) for s in self.statistics],
-            "model": self.model,
-            "mechanism": self.mechanism,
-            "noise": self.noise,
-            "guarantee": self.guarantee,
-            "alone": self.alone,
-            "composed": self.composed,
-            "released": self.released,
+            **field_values(self, "model mechanism noise guarantee alone composed released"),
         }
 
 
