@@ -149,9 +149,7 @@ class PrivacyGuarantee:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
         return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "notion": self.notion,
+            **field_values(self, "epsilon delta notion"),
             "pairs": [list(p) for p in self.pairs],
             **field_values(self, "mechanism theorem calibration holds"),
             "assumptions": [a.to_dict() for a in self.assumptions],

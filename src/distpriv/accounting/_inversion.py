@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -195,42 +196,20 @@ def _oscillatory_tail(
     # of a second of CPU), and most profiles never reach this tail.
     from scipy.integrate import IntegrationWarning, quad
 
-    eabs, erel, limit = tol / 8.0, 0.0, 2000
+    def integral(f: Callable[[float], float], **weight: Any) -> tuple[float, float]:
+        # One set of tolerances for the plain and the QAWO-weighted integrals.
+        val, err = quad(f, t0, t1, epsabs=tol / 8.0, epsrel=0.0, limit=2000, **weight)
+        return float(val), float(err)
+
     if abs(omega) * (t1 - t0) < 50.0:
         # Few oscillations: the integrand itself, Re[A(t) e^{iωt}] (A alone is not it).
-        val, err = quad(
-            lambda t: (amp(t) * complex(np.exp(1j * omega * t))).real,
-            t0,
-            t1,
-            epsabs=eabs,
-            epsrel=erel,
-            limit=limit,
-        )
-        return float(val), float(err)
+        return integral(lambda t: (amp(t) * complex(np.exp(1j * omega * t))).real)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IntegrationWarning)
         # Re[A e^{iωt}] = Re A cos ωt − Im A sin ωt.
-        c_val, c_err = quad(
-            lambda t: amp(t).real,
-            t0,
-            t1,
-            weight="cos",
-            wvar=omega,
-            epsabs=eabs,
-            epsrel=erel,
-            limit=limit,
-        )
-        s_val, s_err = quad(
-            lambda t: amp(t).imag,
-            t0,
-            t1,
-            weight="sin",
-            wvar=omega,
-            epsabs=eabs,
-            epsrel=erel,
-            limit=limit,
-        )
-    return float(c_val - s_val), float(c_err + s_err)
+        c_val, c_err = integral(lambda t: amp(t).real, weight="cos", wvar=omega)
+        s_val, s_err = integral(lambda t: amp(t).imag, weight="sin", wvar=omega)
+    return c_val - s_val, c_err + s_err
 
 
 def _chernoff_bound(loss: _Loss, epsilon: float) -> float:

@@ -39,7 +39,7 @@ from ._audit_setup import (
     _verify_samples,
     check_audit_size,  # noqa: F401 (re-exported, not in __all__)
 )
-from .audit_kinds import audit_target
+from .audit_kinds import AuditTarget, audit_target
 from .audit_report import (
     AuditAttackResult,
     AuditReport,
@@ -170,6 +170,33 @@ def _summarise(
     strongest = max(results, key=lambda r: r.accuracy).attack
     return MechanismAudit(
         name, claim_eps, claim_delta, results, eps_lb, strongest, verdict, fb, verification
+    )
+
+
+def _audit_report(
+    st: _Setting,
+    audits: tuple[MechanismAudit, ...],
+    seed: int | None,
+    notes: Sequence[str],
+    kind: tuple[AuditTarget, Any] | None,
+) -> AuditReport:
+    """The report of one audited pair (of :func:`audit` and of each pair of ``audit_pairs``).
+
+    ``kind`` is the pair's :class:`~distpriv.attacks.audit_kinds.AuditTarget` (``None`` for
+    a proportion secret): it names the pair's two values in the report.
+    """
+    labels = None if kind is None else (kind[0].label(st.pair[0]), kind[0].label(st.pair[1]))
+    return AuditReport(
+        audits,
+        st.pair,
+        st.repetitions,
+        st.n_shadow,
+        st.n_test,
+        st.confidence,
+        st.classifiers,
+        seed,
+        tuple(notes),
+        labels,
     )
 
 
@@ -304,15 +331,4 @@ def audit(
         checks = _verifications(mechs, samples, verify_n_eval, gen, notes)
     out = tuple(_summarise(m, mech, tally, st.confidence, checks.get(m)) for m, mech in mechs)
     seed = rng if isinstance(rng, int) and not isinstance(rng, bool) else None
-    return AuditReport(
-        out,
-        st.pair,
-        st.repetitions,
-        st.n_shadow,
-        st.n_test,
-        st.confidence,
-        st.classifiers,
-        seed,
-        tuple(notes),
-        None if kind is None else (kind[0].label(st.pair[0]), kind[0].label(st.pair[1])),
-    )
+    return _audit_report(st, out, seed, notes, kind)

@@ -39,7 +39,7 @@ from ..modeling.secret_several import AttributeValue, SeveralSecrets
 from ..modeling.strata import StratifiedSampler
 from ..util.validation import check_positive_int, check_real, check_rng
 from ._audit_setup import _likelihood_ratios, _resolve_mechanisms, _validate, check_audit_size
-from .audit import LIKELIHOOD_RATIO, _repetition, _summarise, _Tally
+from .audit import LIKELIHOOD_RATIO, _audit_report, _repetition, _summarise, _Tally
 from .audit_kinds import audit_target, model_rows
 from .audit_pairs_report import PairsAuditReport
 from .audit_report import AuditReport
@@ -346,23 +346,7 @@ def audit_pairs(
         for (kind, st), tally in zip(jobs, tallies, strict=True):
             own = [] if kind is None else kind[0].notes(n, aux, tst, st.pair)
             out = tuple(_summarise(m, mech, tally, st.confidence, None) for m, mech in mechs)
-            labels = (
-                None if kind is None else (kind[0].label(st.pair[0]), kind[0].label(st.pair[1]))
-            )
-            reports.append(
-                AuditReport(
-                    out,
-                    st.pair,
-                    st.repetitions,
-                    st.n_shadow,
-                    st.n_test,
-                    st.confidence,
-                    st.classifiers,
-                    seed,
-                    tuple(own),
-                    labels,
-                )
-            )
+            reports.append(_audit_report(st, out, seed, own, kind))
             groups.append(g)
     spec = parse_pairs(pairs)
     notes.append(

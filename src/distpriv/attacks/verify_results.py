@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 
 __all__ = ["VERDICTS", "DataLevelCheck", "DirectionCheck", "NullControl", "advice"]
 
@@ -21,47 +22,34 @@ POWER = 0.8
 
 @dataclass(frozen=True)
 class DirectionCheck:
-    """The data-level check of one pair in one direction (θ_i → θ_j).
+    """The data-level check of one pair in one direction (θ_i → θ_j)."""
 
-    Attributes
-    ----------
-    pair : (str, str)
-        Labels (θ_i, θ_j); δ bounds P_i(S) − e^ε P_j(S).
-    estimate : float
-        Held-out estimate of P_i(S) − e^ε P_j(S) ≤ δ_{i→j}(ε) for the chosen set S
-        (clipped at 0).
-    interval : (float, float)
-        Interval of that quantity (joint ``confidence``): Clopper–Pearson for a counted
-        set, empirical Bernstein for the expected-hit half-space
-        (:mod:`distpriv.attacks.verify_expected`).
-    lower : float
-        Certified lower bound on δ_{i→j}(ε) (the largest over the evaluated sets), ≥ 0.
-    selected : str
-        Name of the chosen set.
-    tests : dict
-        Held-out certified lower bound of each evaluated set (the chosen one and, when it
-        runs, ``"lattice decoding"``).
-    n_mixture, n_train, n_eval : int
-        Samples of θ_i in the fit, train and evaluation splits.
-    rates : (float, float)
-        Observed P_i(S) and P_j(S) of the chosen set on the evaluation draws (the mean
-        expected hits for the half-space).
-    lower_1se : float
-        About one standard error below the estimate (the same bound at one-sided
-        confidence 0.84 for a counted set; mean − sd/√n for expected hits): above the
-        target it makes the verdict "inconclusive".
-    """
-
+    #: Labels (θ_i, θ_j); δ bounds P_i(S) − e^ε P_j(S).
     pair: tuple[str, str]
+    #: Held-out estimate of P_i(S) − e^ε P_j(S) ≤ δ_{i→j}(ε) for the chosen set S
+    #: (clipped at 0).
     estimate: float
+    #: Interval of that quantity (joint ``confidence``): Clopper–Pearson for a counted
+    #: set, empirical Bernstein for the expected-hit half-space
+    #: (:mod:`distpriv.attacks.verify_expected`).
     interval: tuple[float, float]
+    #: Certified lower bound on δ_{i→j}(ε) (the largest over the evaluated sets), ≥ 0.
     lower: float
+    #: Name of the chosen set.
     selected: str
+    #: Held-out certified lower bound of each evaluated set (the chosen one and, when it
+    #: runs, ``"lattice decoding"``).
     tests: dict[str, float]
+    #: Samples of θ_i in the fit, train and evaluation splits.
     n_mixture: int
     n_train: int
     n_eval: int
+    #: Observed P_i(S) and P_j(S) of the chosen set on the evaluation draws (the mean
+    #: expected hits for the half-space).
     rates: tuple[float, float] = (0.0, 0.0)
+    #: About one standard error below the estimate (the same bound at one-sided
+    #: confidence 0.84 for a counted set; mean − sd/√n for expected hits): above the
+    #: target it makes the verdict "inconclusive".
     lower_1se: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,36 +64,25 @@ class DirectionCheck:
                 "lower": self.lower,
                 "selected": self.selected,
                 "tests": dict(self.tests),
-                "n_mixture": self.n_mixture,
-                "n_train": self.n_train,
-                "n_eval": self.n_eval,
+                **field_values(self, "n_mixture n_train n_eval"),
             }
         )
 
 
 @dataclass(frozen=True)
 class NullControl:
-    """The same check on draws from the fitted Gaussian model, whose δ is exact.
+    """The same check on draws from the fitted Gaussian model, whose δ is exact."""
 
-    Attributes
-    ----------
-    exact : tuple of float
-        Exact δ_{i→j}(ε) of the fitted Gaussian model plus noise, per direction (in the
-        order of ``DataLevelCheck.per_pair``).
-    estimates : tuple of float
-        The check's estimate on the null draws, per direction.
-    intervals : tuple of (float, float)
-    bias : float
-        Estimate − exact in the direction of the largest exact δ (the measured bias of
-        the method there; negative means the chosen set misses part of δ).
-    covered : bool
-        Every exact δ lies inside its interval.
-    """
-
+    #: Exact δ_{i→j}(ε) of the fitted Gaussian model plus noise, per direction (in the
+    #: order of ``DataLevelCheck.per_pair``).
     exact: tuple[float, ...]
+    #: The check's estimate on the null draws, per direction.
     estimates: tuple[float, ...]
     intervals: tuple[tuple[float, float], ...]
+    #: Estimate − exact in the direction of the largest exact δ (the measured bias of
+    #: the method there; negative means the chosen set misses part of δ).
     bias: float
+    #: Every exact δ lies inside its interval.
     covered: bool
 
     @property
@@ -129,66 +106,45 @@ class NullControl:
 
 @dataclass(frozen=True)
 class DataLevelCheck:
-    """δ(ε) of the mechanism's actual outputs f_θ + Z, checked on resampled f_θ.
-
-    Attributes
-    ----------
-    mechanism : str
-    epsilon, target_delta : float
-        The mechanism's guarantee (the ε at which δ is checked, and its claimed δ).
-    delta_estimate : float
-        Largest held-out estimate over pairs and directions (a lower estimate of δ: it
-        is unbiased for the chosen set's P_i(S) − e^ε P_j(S)).
-    delta_lower : float
-        Certified lower bound on the largest δ_{i→j}(ε), at joint ``confidence``.
-    delta_upper : float
-        Upper end of the estimate's interval in that direction (NOT an upper bound on δ).
-    verdict : {"violation", "inconclusive", "no evidence"}
-    detectable_delta : float
-        A δ this large in any direction would have been certified with probability
-        ≥ ``power`` (for sets as good as the chosen ones).
-    power : float
-    null : NullControl or None
-        None when the noise has no Gaussian form (Laplace), so no exact reference.
-    recovery : float or None
-        Share of evaluation releases whose statistics the lattice decoder recovered
-        exactly (None when it did not run).
-    confidence : float
-    noise_rank : int
-        Dimension of the noise's range (m when it covers every direction).
-    per_pair : tuple of DirectionCheck
-    notes : tuple of str
-    n_samples : int
-        Resampled datasets per value the verdict rests on (the smallest over values).
-    looks : int
-        Looks taken by a sequential check (1 for a fixed-size check).
-    max_looks : int
-        Looks the sequential check was allowed (its bounds are Bonferroni-corrected over
-        all of them, so the confidence holds whenever it stopped).
-    stopped : str
-        Why a sequential check stopped ("certified", "below the target", "first look
-        clear" (its early stop), "sample budget", "time budget"), or "" for a fixed-size
-        check.
-    """
+    """δ(ε) of the mechanism's actual outputs f_θ + Z, checked on resampled f_θ."""
 
     mechanism: str
+    #: The mechanism's guarantee (the ε at which δ is checked, and its claimed δ).
     epsilon: float
     target_delta: float
+    #: Largest held-out estimate over pairs and directions (a lower estimate of δ: it
+    #: is unbiased for the chosen set's P_i(S) − e^ε P_j(S)).
     delta_estimate: float
+    #: Certified lower bound on the largest δ_{i→j}(ε), at joint ``confidence``.
     delta_lower: float
+    #: Upper end of the estimate's interval in that direction (NOT an upper bound on δ).
     delta_upper: float
+    #: {"violation", "inconclusive", "no evidence"}
     verdict: str
+    #: A δ this large in any direction would have been certified with probability
+    #: ≥ ``power`` (for sets as good as the chosen ones).
     detectable_delta: float
     power: float
+    #: None when the noise has no Gaussian form (Laplace), so no exact reference.
     null: NullControl | None
+    #: Share of evaluation releases whose statistics the lattice decoder recovered
+    #: exactly (None when it did not run).
     recovery: float | None
     confidence: float
+    #: Dimension of the noise's range (m when it covers every direction).
     noise_rank: int
     per_pair: tuple[DirectionCheck, ...]
     notes: tuple[str, ...]
+    #: Resampled datasets per value the verdict rests on (the smallest over values).
     n_samples: int = 0
+    #: Looks taken by a sequential check (1 for a fixed-size check).
     looks: int = 1
+    #: Looks the sequential check was allowed (its bounds are Bonferroni-corrected over
+    #: all of them, so the confidence holds whenever it stopped).
     max_looks: int = 1
+    #: Why a sequential check stopped ("certified", "below the target", "first look
+    #: clear" (its early stop), "sample budget", "time budget"), or "" for a fixed-size
+    #: check.
     stopped: str = ""
 
     @property
@@ -212,27 +168,16 @@ class DataLevelCheck:
         """JSON-safe dict."""
         return to_jsonable(
             {
-                "mechanism": self.mechanism,
-                "epsilon": self.epsilon,
-                "target_delta": self.target_delta,
-                "verdict": self.verdict,
-                "advice": self.advice,
-                "delta_estimate": self.delta_estimate,
-                "delta_lower": self.delta_lower,
-                "delta_upper": self.delta_upper,
-                "detectable_delta": self.detectable_delta,
-                "power": self.power,
-                "consistent": self.consistent,
+                **field_values(
+                    self,
+                    "mechanism epsilon target_delta verdict advice"
+                    " delta_estimate delta_lower delta_upper detectable_delta power consistent",
+                ),
                 "null_control": None if self.null is None else self.null.to_dict(),
-                "recovery": self.recovery,
-                "confidence": self.confidence,
-                "noise_rank": self.noise_rank,
+                **field_values(self, "recovery confidence noise_rank"),
                 "per_pair": [p.to_dict() for p in self.per_pair],
                 "notes": list(self.notes),
-                "n_samples": self.n_samples,
-                "looks": self.looks,
-                "max_looks": self.max_looks,
-                "stopped": self.stopped,
+                **field_values(self, "n_samples looks max_looks stopped"),
             }
         )
 

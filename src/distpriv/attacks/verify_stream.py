@@ -160,31 +160,22 @@ def make_plans(
 
 @dataclass
 class Tally:
-    """The evaluation split's counts so far, added to one batch at a time.
-
-    Attributes
-    ----------
-    plans : list of Plan
-    e_eps : float
-        e^ε.
-    hits : ndarray, shape (plans, tests, 2)
-        Counted sets: releases of θ_a and of θ_b inside the set.
-    moments : dict
-        Expected-hit sets: running moments of D_k = h(f_{a,k}) − e^ε h(f_{b,k}).
-    expected_sums : ndarray, shape (plans, tests, 2)
-        Σ h(f_a), Σ h(f_b) (the observed P_a(S), P_b(S) once divided by the count).
-    n : list of int
-        Evaluation datasets per value.
-    recovered : list of int
-        Releases whose statistics the lattice decoder recovered exactly, per value.
-    """
+    """The evaluation split's counts so far, added to one batch at a time."""
 
     plans: list[Plan]
+    #: e^ε.
     e_eps: float
+    #: ndarray, shape (plans, tests, 2)
+    #: Counted sets: releases of θ_a and of θ_b inside the set.
     hits: np.ndarray = field(init=False)
+    #: Expected-hit sets: running moments of D_k = h(f_{a,k}) − e^ε h(f_{b,k}).
     moments: dict[tuple[int, int], RunningMoments] = field(init=False)
+    #: ndarray, shape (plans, tests, 2)
+    #: Σ h(f_a), Σ h(f_b) (the observed P_a(S), P_b(S) once divided by the count).
     expected_sums: np.ndarray = field(init=False)
+    #: Evaluation datasets per value.
     n: list[int] = field(init=False)
+    #: Releases whose statistics the lattice decoder recovered exactly, per value.
     recovered: list[int] = field(init=False)
 
     def __post_init__(self) -> None:

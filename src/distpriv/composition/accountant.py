@@ -40,6 +40,7 @@ from scipy.linalg import block_diag
 from ..errors import CompositionError, ParameterError
 from ..population.confidence import DEFAULT_BETA, marginal, population_model, set_method
 from ..querymodel import MomentUncertainty
+from ..util.records import field_values
 from ..util.threads import on_one_blas_thread
 from ..util.validation import check_delta
 from .events import ReleaseSpec, noise_from_dict, noise_to_dict
@@ -65,41 +66,27 @@ GAUSSIAN_THEOREM = (
 
 @dataclass(frozen=True)
 class ComposedGuarantee:
-    """The guarantee of several releases of one dataset, composed exactly.
+    """The guarantee of several releases of one dataset, composed exactly."""
 
-    Attributes
-    ----------
-    epsilon : float
-        Composed ε at ``delta`` (largest over the pairs and both directions; ``inf`` when
-        some pair is distinguishable with certainty).
-    delta : float
-        The reference δ (the budget's δ when there is a budget, else the newest release's).
-    n_releases : int
-    family : {"gaussian", "laplace"}
-    theorem : str
-    pairs : tuple of (str, str)
-    alone : dict
-        ``epsilon`` (at ``delta``) and ``delta`` of the newest release alone, by the same
-        computation.
-    budget : dict or None
-        The budget checked, with ``delta_at_epsilon``: the composed δ at the budget's ε.
-    per_pair : tuple of dict
-        ``pair``, ``direction``, ``epsilon`` (and ``delta_at_budget``) of the composition.
-    notes : tuple of str
-    accounts : tuple of dict
-        A ledger's accounts of the data after this release (one per secret, its own first).
-    """
-
+    #: Composed ε at ``delta`` (largest over the pairs and both directions; ``inf`` when
+    #: some pair is distinguishable with certainty).
     epsilon: float
+    #: The reference δ (the budget's δ when there is a budget, else the newest release's).
     delta: float
     n_releases: int
+    #: {"gaussian", "laplace"}
     family: str
     theorem: str
     pairs: tuple[tuple[str, str], ...]
+    #: ``epsilon`` (at ``delta``) and ``delta`` of the newest release alone, by the same
+    #: computation.
     alone: dict[str, float]
+    #: The budget checked, with ``delta_at_epsilon``: the composed δ at the budget's ε.
     budget: dict[str, float] | None = None
+    #: ``pair``, ``direction``, ``epsilon`` (and ``delta_at_budget``) of the composition.
     per_pair: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: A ledger's accounts of the data after this release (one per secret, its own first).
     accounts: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
     def within(self, budget: Any) -> bool:
@@ -125,11 +112,7 @@ class ComposedGuarantee:
 
         return to_jsonable(
             {
-                "epsilon": self.epsilon,
-                "delta": self.delta,
-                "n_releases": self.n_releases,
-                "family": self.family,
-                "theorem": self.theorem,
+                **field_values(self, "epsilon delta n_releases family theorem"),
                 "pairs": [list(p) for p in self.pairs],
                 "alone": self.alone,
                 "budget": self.budget,

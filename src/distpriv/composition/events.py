@@ -16,21 +16,13 @@ __all__ = ["ReleaseSpec", "noise_from_dict", "noise_to_dict"]
 
 @dataclass(frozen=True)
 class ReleaseSpec:
-    """One release as the composition sees it: its statistics and its noise law.
-
-    Attributes
-    ----------
-    statistics : tuple of (name, SQL expression)
-    noise : Noise
-        The noise added to these m statistics (components in orthonormal bases).
-    mechanism : str
-    delta : float
-        The δ the release was calibrated for (used as the reference δ when none is given).
-    """
+    """One release as the composition sees it: its statistics and its noise law."""
 
     statistics: tuple[tuple[str, str], ...]
+    #: The noise added to these m statistics (components in orthonormal bases).
     noise: Noise
     mechanism: str
+    #: The δ the release was calibrated for (used as the reference δ when none is given).
     delta: float = 0.0
 
     def __post_init__(self) -> None:

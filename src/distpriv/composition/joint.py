@@ -25,38 +25,28 @@ __all__ = ["JointModelling", "joint_model"]
 
 @dataclass(frozen=True)
 class JointModelling:
-    """How the joint model of the stacked releases is built from their modelling table.
+    """How the joint model of the stacked releases is built from their modelling table."""
 
-    Attributes
-    ----------
-    model_data : table
-        The modelling data of the newest release.
-    subset_size : int
-        n, rows of the released dataset.
-    method : {"analytic", "montecarlo"}
-        Exact moments (linear statistics only) or Monte Carlo datasets; statistics that
-        are not linear are always modelled by Monte Carlo, and the Laplace family always
-        uses ``n_samples`` Monte Carlo datasets.
-    n_samples : int
-        Monte Carlo datasets per value of the secret.
-    rng : int, Generator or None
-        Randomness of the modelling (never of any published noise).
-    population : bool
-        The modelling table is the whole population (finite-population correction), as
-        for :func:`distpriv.model_query`.
-    build : callable, optional
-        ``build(query, secret, method)``: the caller's builder of the joint model (the
-        pipeline's one builder, with the release's own model specification: method, Monte
-        Carlo datasets, seed, population, missing-value rule, bootstrap, row pool);
-        without one, :func:`distpriv.model_query` with the fields above.
-    """
-
+    #: The modelling data of the newest release.
     model_data: Any
+    #: n, rows of the released dataset.
     subset_size: int
+    #: {"analytic", "montecarlo"}
+    #: Exact moments (linear statistics only) or Monte Carlo datasets; statistics that
+    #: are not linear are always modelled by Monte Carlo, and the Laplace family always
+    #: uses ``n_samples`` Monte Carlo datasets.
     method: str = "analytic"
+    #: Monte Carlo datasets per value of the secret.
     n_samples: int = 1000
+    #: Randomness of the modelling (never of any published noise).
     rng: np.random.Generator | int | None = None
+    #: The modelling table is the whole population (finite-population correction), as
+    #: for :func:`distpriv.model_query`.
     population: bool = False
+    #: ``build(query, secret, method)``: the caller's builder of the joint model (the
+    #: pipeline's one builder, with the release's own model specification: method, Monte
+    #: Carlo datasets, seed, population, missing-value rule, bootstrap, row pool);
+    #: without one, :func:`distpriv.model_query` with the fields above.
     build: Callable[[Any, Any, str], Any] | None = None
 
     def model(self, query: Any, secret: Any, method: str) -> Any:

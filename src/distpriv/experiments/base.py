@@ -99,9 +99,7 @@ class ExperimentResult:
                 "columns": self.columns,
                 "rows": [list(r) for r in self.rows],
                 "comparisons": [c.to_dict() for c in self.comparisons],
-                "figures": self.figures,
-                "checks": self.checks,
-                "notes": self.notes,
+                **field_values(self, "figures checks notes"),
             }
         )
 

@@ -32,6 +32,7 @@ from ..distances import winf_distance
 from ..divergences import check_distribution, max_divergence
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 from ..util.validation import RngLike, check_choice, readonly
 from .domains import Domain
 from .mechanisms import MatrixMechanism, _distances
@@ -284,9 +285,7 @@ class CouplingMechanism:
                 "kind": "coupling",
                 "method": self.method,
                 "states": list(self.labels),
-                "n_inputs": self.n_inputs,
-                "n_outputs": self.n_outputs,
-                "winf": self.winf,
+                **field_values(self, "n_inputs n_outputs winf"),
             }
         )
 
@@ -402,9 +401,7 @@ class CouplingGuarantee:
         return to_jsonable(
             {
                 "theorem": "Kawamoto & Murakami 2019b, Thm 3",
-                "closeness": self.closeness,
-                "per_state": self.per_state,
-                "bounds": self.bounds,
+                **field_values(self, "closeness per_state bounds"),
             }
         )
 

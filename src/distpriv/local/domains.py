@@ -22,6 +22,7 @@ from scipy.spatial.distance import cdist
 from ..divergences import check_distribution, check_stochastic_matrix
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import to_jsonable
+from ..util.records import field_values
 from ..util.validation import check_array, check_choice, check_positive_int, check_real, readonly
 
 __all__ = ["METRICS", "Domain", "Grid", "LocalScenario", "build_grid", "lift"]
@@ -207,9 +208,7 @@ class Grid:
         """JSON-safe summary: extent, cell size and the number of regions per depth."""
         return to_jsonable(
             {
-                "extent": self.extent,
-                "cell": self.cell,
-                "max_depth": self.max_depth,
+                **field_values(self, "extent cell max_depth"),
                 "n_regions": len(self),
                 "regions_per_depth": np.bincount(self.depth, minlength=self.max_depth + 1),
             }

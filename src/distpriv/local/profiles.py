@@ -31,6 +31,7 @@ from ..divergences import (
 )
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import Assumption, PrivacyGuarantee, to_jsonable
+from ..util.records import field_values
 from ..util.validation import check_array, check_delta
 from .mechanisms import MatrixMechanism
 
@@ -73,9 +74,7 @@ class Divergences:
         """JSON-safe dict."""
         return to_jsonable(
             {
-                "delta": self.delta,
-                "forward": self.forward,
-                "backward": self.backward,
+                **field_values(self, "delta forward backward"),
                 "worst": {n: self.worst(n) for n in self.forward},
                 "standard_errors": self.errors,
             }

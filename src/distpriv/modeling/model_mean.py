@@ -70,17 +70,11 @@ _UNCERTAINTY_METHOD = (
 
 @dataclass(frozen=True)
 class EventLabels:
-    """How a mean secret's model is labelled when it models mean events at grid values.
+    """How a mean secret's model is labelled when it models mean events at grid values."""
 
-    Attributes
-    ----------
-    secret : EventSecret
-        The secret the model carries (its values and pairs are the grid secret's).
-    premise_note : str
-        What the model's premise adds (how far the law departs between grid values).
-    """
-
+    #: The secret the model carries (its values and pairs are the grid secret's).
     secret: Any
+    #: What the model's premise adds (how far the law departs between grid values).
     premise_note: str = ""
 
 

@@ -65,28 +65,31 @@ class _Outcome:
 
 
 @dataclass(frozen=True, repr=False)
-class ReleaseOutcome(_Outcome):
+class _ReportOutcome(_Outcome):
+    """An outcome that also carries the command's in-memory report object."""
+
+    #: The command's in-memory result object, for callers that need the objects (what may
+    #: be published is ``public``).
+    report: Any = None
+
+
+@dataclass(frozen=True, repr=False)
+class ReleaseOutcome(_ReportOutcome):
     """Result of :func:`distpriv.pipeline.run_release`.
 
     ``report`` is the in-memory :class:`~distpriv.pipeline.ReleaseReport` (release,
     mechanism, model, true value) for callers that need the objects.
     """
 
-    report: Any = None
-
 
 @dataclass(frozen=True, repr=False)
-class AuditOutcome(_Outcome):
+class AuditOutcome(_ReportOutcome):
     """Result of :func:`distpriv.pipeline.run_audit`; ``report`` is the AuditReport."""
 
-    report: Any = None
-
 
 @dataclass(frozen=True, repr=False)
-class DemoOutcome(_Outcome):
+class DemoOutcome(_ReportOutcome):
     """Result of :func:`distpriv.pipeline.run_demo`; ``report`` is the DemoReport."""
-
-    report: Any = None
 
 
 @dataclass(frozen=True, repr=False)
@@ -97,7 +100,5 @@ class CalibrateOutcome(_Outcome):
 
 
 @dataclass(frozen=True, repr=False)
-class VerifyOutcome(_Outcome):
+class VerifyOutcome(_ReportOutcome):
     """Result of :func:`distpriv.pipeline.run_verify`; ``report`` is the DataLevelCheck."""
-
-    report: Any = None

@@ -56,37 +56,28 @@ DEFAULT_POPULATION_SET = "box"
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """How the query model of a release is built from its modelling table.
+    """How the query model of a release is built from its modelling table."""
 
-    Attributes
-    ----------
-    subset_size : int
-        n, rows of the released dataset (the model describes datasets of n rows).
-    method : {"analytic", "montecarlo"}
-        Exact moments of linear statistics, or Monte Carlo datasets. Mechanisms that need
-        the samples view (the Wasserstein mechanisms) get Monte Carlo whatever this says
-        (:meth:`for_mechanism`).
-    n_samples : int
-        Monte Carlo datasets per value of the secret.
-    seed : int or None
-        Randomness of the modelling (never of any published noise); ``None``: fresh
-        entropy from the operating system.
-    population : bool
-        The modelling table is the whole population (finite-population correction against
-        it, exact moments); by default it is a sample and the model carries the uncertainty
-        of its moments.
-    missing : {"error", "drop"}
-        The NULL policy of the statistics' and the secret's columns.
-    bootstrap : int or None
-        Resamples of the population layer of non-linear statistics; ``None``: off.
-    """
-
+    #: n, rows of the released dataset (the model describes datasets of n rows).
     subset_size: int
+    #: {"analytic", "montecarlo"}
+    #: Exact moments of linear statistics, or Monte Carlo datasets. Mechanisms that need
+    #: the samples view (the Wasserstein mechanisms) get Monte Carlo whatever this says
+    #: (:meth:`for_mechanism`).
     method: str = DEFAULT_METHOD
+    #: Monte Carlo datasets per value of the secret.
     n_samples: int = DEFAULT_N_SAMPLES
+    #: Randomness of the modelling (never of any published noise); ``None``: fresh
+    #: entropy from the operating system.
     seed: int | None = DEFAULT_SEED
+    #: The modelling table is the whole population (finite-population correction against
+    #: it, exact moments); by default it is a sample and the model carries the uncertainty
+    #: of its moments.
     population: bool = False
+    #: {"error", "drop"}
+    #: The NULL policy of the statistics' and the secret's columns.
     missing: str = DEFAULT_MISSING
+    #: Resamples of the population layer of non-linear statistics; ``None``: off.
     bootstrap: int | None = DEFAULT_BOOTSTRAP
 
     def for_mechanism(self, mechanism: str) -> ModelSpec:
@@ -100,28 +91,20 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class CalibrationSpec:
-    """What is calibrated: the mechanism and the guarantee asked of it.
+    """What is calibrated: the mechanism and the guarantee asked of it."""
 
-    Attributes
-    ----------
-    mechanism : str
-        A registered mechanism (:data:`distpriv.MECHANISMS`) or ``"auto"``.
-    epsilon, delta : float
-        The (ε, δ) of distribution privacy asked for every pair of the secret's Ψ.
-    beta : float or None
-        Confidence 1 − β that the guarantee holds on the population (``None``: on the
-        fitted moments only).
-    population_set : {"box", "joint", "tight"}
-        The population confidence set (:func:`distpriv.population_set`).
-    options : mapping
-        The mechanism's own options (read-only), without ``beta``.
-    """
-
+    #: A registered mechanism (:data:`distpriv.MECHANISMS`) or ``"auto"``.
     mechanism: str
+    #: The (ε, δ) of distribution privacy asked for every pair of the secret's Ψ.
     epsilon: float
     delta: float = 0.0
+    #: Confidence 1 − β that the guarantee holds on the population (``None``: on the
+    #: fitted moments only).
     beta: float | None = DEFAULT_BETA
+    #: {"box", "joint", "tight"}
+    #: The population confidence set (:func:`distpriv.population_set`).
     population_set: str = DEFAULT_POPULATION_SET
+    #: The mechanism's own options (read-only), without ``beta``.
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
@@ -134,72 +117,46 @@ class CalibrationSpec:
 
 @dataclass(frozen=True)
 class LedgerSpec:
-    """Where a release is recorded and what it may spend.
+    """Where a release is recorded and what it may spend."""
 
-    Attributes
-    ----------
-    enabled : bool
-        ``False``: record nothing (the report says so).
-    path : str or None
-        The ledger file; ``None``: the default beside the configuration.
-    budget : tuple of (float, float) or None
-        (ε, δ) the account of this data and secret may reach.
-    data_name : str or None
-        Key the data by this name instead of by its keyed fingerprint.
-    """
-
+    #: ``False``: record nothing (the report says so).
     enabled: bool = True
+    #: The ledger file; ``None``: the default beside the configuration.
     path: str | None = None
+    #: (ε, δ) the account of this data and secret may reach.
     budget: tuple[float, float] | None = None
+    #: Key the data by this name instead of by its keyed fingerprint.
     data_name: str | None = None
 
 
 @dataclass(frozen=True)
 class OutputSpec:
-    """What the reports of a release include.
-
-    Attributes
-    ----------
-    title : str
-    include_true : bool
-        The true values of the statistics in the curator's private diagnostics.
-    insecure_seed : int or None
-        A reproducible, NOT private noise seed (experiments and tests only).
-    """
+    """What the reports of a release include."""
 
     title: str = ""
+    #: The true values of the statistics in the curator's private diagnostics.
     include_true: bool = False
+    #: A reproducible, NOT private noise seed (experiments and tests only).
     insecure_seed: int | None = None
 
 
 @dataclass(frozen=True)
 class AuditSpec:
-    """The defaults of ``distpriv audit`` for this configuration (Chen & Ohrimenko 2023 §5.3).
+    """The defaults of ``distpriv audit`` for this configuration (Chen & Ohrimenko 2023 §5.3)."""
 
-    Attributes
-    ----------
-    mechanisms : tuple of str
-        Mechanisms to attack; empty: the configured one.
-    repetitions : int
-        Attacks per mechanism and pair.
-    n_shadow, n_test : int
-        Shadow datasets the attacker trains on, and test datasets per value of the secret.
-    classifiers : tuple of str
-    confidence : float
-        Level of the accuracy's interval.
-    seed : int or None
-        Randomness of the audit (its datasets and its noise: the audit publishes nothing).
-    pairs : str or int or None
-        Which pairs of the secret to attack; ``None``: ``"auto"``.
-    """
-
+    #: Mechanisms to attack; empty: the configured one.
     mechanisms: tuple[str, ...] = ()
+    #: Attacks per mechanism and pair.
     repetitions: int = 10
+    #: Shadow datasets the attacker trains on, and test datasets per value of the secret.
     n_shadow: int = 200
     n_test: int = 200
     classifiers: tuple[str, ...] = ("logistic",)
+    #: Level of the accuracy's interval.
     confidence: float = 0.95
+    #: Randomness of the audit (its datasets and its noise: the audit publishes nothing).
     seed: int | None = None
+    #: Which pairs of the secret to attack; ``None``: ``"auto"``.
     pairs: Any = None
 
 

@@ -17,6 +17,7 @@ from ...central import MECHANISMS, mechanism_info
 from ...errors import AssumptionWarning, MechanismNotApplicableError
 from ...guarantees import to_jsonable
 from ...modeling import ProportionSecret, Query, model_query
+from ...util.records import field_values
 from ...util.validation import check_positive_int, check_privacy, check_rng
 from ...util.version import __version__
 from ..stages.calibrate import calibrate_for
@@ -85,16 +86,11 @@ class DemoReport:
         return to_jsonable(
             {
                 "version": __version__,
-                "seed": self.seed,
-                "epsilon": self.epsilon,
-                "delta": self.delta,
-                "subset_size": self.subset_size,
-                "n_samples": self.n_samples,
-                "statistics": self.statistics,
-                "true_value": self.true_value,
-                "mean_difference_l2": self.mean_difference_l2,
-                "undefended_attack": self.undefended_attack,
-                "attack_repetitions": self.attack_repetitions,
+                **field_values(
+                    self,
+                    "seed epsilon delta subset_size n_samples statistics true_value"
+                    " mean_difference_l2 undefended_attack attack_repetitions",
+                ),
                 "rows": [r.to_dict() for r in self.rows],
                 "warnings": self.warnings,
             }

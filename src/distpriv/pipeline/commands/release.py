@@ -60,44 +60,31 @@ class _NamedStatistics:
 
 @dataclass(frozen=True)
 class ReleaseReport:
-    """A protected release with everything the curator needs to audit it.
+    """A protected release with everything the curator needs to audit it."""
 
-    Attributes
-    ----------
-    release : Release
-        The noisy statistics and their guarantee (what may be published).
-    mechanism : CalibratedMechanism
-    model : DataQueryModel
-        The query model the mechanism was calibrated on (curator only: its moments and
-        stratum sizes are facts about the modelling table that no guarantee covers).
-    true_value : ndarray, shape (m,)
-        F(data), never published.
-    n_rows : int
-        Rows of the released dataset.
-    choice : AutoChoice or None
-        ``mechanism="auto"``: the comparison of the candidates.
-    warnings : tuple of (str, str)
-        (one-line text, category name) of each distinct warning raised while the release
-        was made (they are also emitted as Python warnings). :meth:`to_dict` states those
-        that the public report of ``distpriv release`` states, in the same public words
-        (:func:`distpriv.pipeline.report.public_warnings`); :meth:`diagnostics` all of them.
-    secret : Secret or None
-        The secret as given (``None``: the model's).
-    ledger : dict or None
-        The public ``"ledger"`` block (:func:`~distpriv.release_with_ledger` sets it).
-    beta : float or None
-        The calibration's confidence on the population (per-attribute guarantees).
-    """
-
+    #: The noisy statistics and their guarantee (what may be published).
     release: Release
     mechanism: CalibratedMechanism
+    #: The query model the mechanism was calibrated on (curator only: its moments and
+    #: stratum sizes are facts about the modelling table that no guarantee covers).
     model: DataQueryModel = field(repr=False)
+    #: ndarray, shape (m,)
+    #: F(data), never published.
     true_value: np.ndarray = field(repr=False)  # never in a display that may be shared
+    #: Rows of the released dataset.
     n_rows: int
+    #: ``mechanism="auto"``: the comparison of the candidates.
     choice: Any = field(default=None, repr=False)
+    #: (one-line text, category name) of each distinct warning raised while the release
+    #: was made (they are also emitted as Python warnings). :meth:`to_dict` states those
+    #: that the public report of ``distpriv release`` states, in the same public words
+    #: (:func:`distpriv.pipeline.report.public_warnings`); :meth:`diagnostics` all of them.
     warnings: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    #: The secret as given (``None``: the model's).
     secret: Any = field(default=None, repr=False)  # as given (default: the model's)
+    #: The public ``"ledger"`` block (:func:`~distpriv.release_with_ledger` sets it).
     ledger: dict[str, Any] | None = field(default=None, repr=False)  # the public block
+    #: The calibration's confidence on the population (per-attribute guarantees).
     beta: float | None = field(default=0.05, repr=False)  # the calibration's, per attribute
 
     def _repr_html_(self) -> str:

@@ -71,22 +71,15 @@ MIN_VERIFY_BATCH = 100
 
 @dataclass(frozen=True)
 class CheckBudget:
-    """What bounds the data-level check of ``distpriv verify`` / ``release --verify``.
+    """What bounds the data-level check of ``distpriv verify`` / ``release --verify``."""
 
-    Attributes
-    ----------
-    max_samples : int or None
-        Sample budget, datasets per value at the last look (``--max-samples``; None:
-        ``VERIFY_MAX_SAMPLES``).
-    early_stop : bool or None
-        ``--no-early-stop`` sets False (None: ``VERIFY_EARLY_STOP``).
-    batch_mib : float or None
-        Memory of one batch of resampled datasets in MiB (``--batch-mib``; None:
-        ``VERIFY_BATCH_MIB``).
-    """
-
+    #: Sample budget, datasets per value at the last look (``--max-samples``; None:
+    #: ``VERIFY_MAX_SAMPLES``).
     max_samples: int | None = None
+    #: ``--no-early-stop`` sets False (None: ``VERIFY_EARLY_STOP``).
     early_stop: bool | None = None
+    #: Memory of one batch of resampled datasets in MiB (``--batch-mib``; None:
+    #: ``VERIFY_BATCH_MIB``).
     batch_mib: float | None = None
 
 

@@ -26,67 +26,48 @@ __all__ = ["PendingRelease", "ReleaseAccounts", "ledgered_draw"]
 
 @dataclass(frozen=True)
 class PendingRelease:
-    """A release calibrated and computed, waiting for its noise.
+    """A release calibrated and computed, waiting for its noise."""
 
-    Attributes
-    ----------
-    mechanism : CalibratedMechanism
-        Calibrated on the release's own model.
-    value : ndarray, shape (m,)
-        F(data), not yet noised (private).
-    query : Query
-    secret : Secret
-    model_data : table
-        The modelling data (the joint model of the composition is built from it).
-    model_spec : ModelSpec
-        How the release's query model was built (datasets of ``subset_size`` rows, the
-        mechanism's method, Monte Carlo datasets and seed — randomness of the modelling,
-        never of the noise —, population, missing-value rule, bootstrap): the joint model
-        of the composition is built the same way, by the same builder
-        (:func:`distpriv.pipeline.stages.model.build_query_model`).
-    model : DataQueryModel, optional
-        The model ``mechanism`` was calibrated on: the first release of this data and
-        secret is composed on it rather than on the table modelled again.
-    beta : float or None
-        The calibration's confidence on the population: the composition is evaluated on
-        the worst members of the same confidence set (:func:`distpriv.composition.compose`);
-        ``None``: on the fitted moments.
-    noise_rng : int, Generator or None
-        ``None``: the secure sampler (:meth:`CalibratedMechanism.release`).
-    """
-
+    #: Calibrated on the release's own model.
     mechanism: Any
+    #: ndarray, shape (m,)
+    #: F(data), not yet noised (private).
     value: Any
     query: Any
     secret: Any
+    #: The modelling data (the joint model of the composition is built from it).
     model_data: Any
+    #: How the release's query model was built (datasets of ``subset_size`` rows, the
+    #: mechanism's method, Monte Carlo datasets and seed — randomness of the modelling,
+    #: never of the noise —, population, missing-value rule, bootstrap): the joint model
+    #: of the composition is built the same way, by the same builder
+    #: (:func:`distpriv.pipeline.stages.model.build_query_model`).
     model_spec: ModelSpec
+    #: The model ``mechanism`` was calibrated on: the first release of this data and
+    #: secret is composed on it rather than on the table modelled again.
     model: Any = None
+    #: The calibration's confidence on the population: the composition is evaluated on
+    #: the worst members of the same confidence set (:func:`distpriv.composition.compose`);
+    #: ``None``: on the fitted moments.
     beta: float | None = 0.05
+    #: ``None``: the secure sampler (:meth:`CalibratedMechanism.release`).
     noise_rng: Any = None
 
 
 @dataclass(frozen=True)
 class ReleaseAccounts:
-    """The keyed accounts a release is recorded and composed under.
+    """The keyed accounts a release is recorded and composed under."""
 
-    Attributes
-    ----------
-    data, model : str
-        Keyed accounts (:func:`~distpriv.pipeline.ledger.identity.data_account`) of the
-        released and the modelling data.
-    meanings : tuple of str
-        The secret's keyed meaning on the released rows, per attribute
-        (:func:`~distpriv.modeling.secret_identity.secret_accounts`): the account the
-        release is recorded under, whatever the secret's spelling.
-    aliases : tuple of str
-        Other accounts of the same rows (their first-version fingerprint): earlier releases
-        recorded under them count too.
-    """
-
+    #: Keyed accounts (:func:`~distpriv.pipeline.ledger.identity.data_account`) of the
+    #: released and the modelling data.
     data: str
     model: str
+    #: The secret's keyed meaning on the released rows, per attribute
+    #: (:func:`~distpriv.modeling.secret_identity.secret_accounts`): the account the
+    #: release is recorded under, whatever the secret's spelling.
     meanings: tuple[str, ...] = ()
+    #: Other accounts of the same rows (their first-version fingerprint): earlier releases
+    #: recorded under them count too.
     aliases: tuple[str, ...] = ()
 
 

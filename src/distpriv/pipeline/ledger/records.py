@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import LedgerError, ParameterError, ParameterTypeError
+from ...util.records import field_values
 from ...util.text import parse_decimal
 from ...util.validation import check_privacy
 from .identity import MEANING_PREFIX, secret_aliases, secret_key, stored_aliases
@@ -138,54 +139,37 @@ def check_ledger_path(path: str | os.PathLike[str], what: str = "--ledger") -> N
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One recorded release (a row of the ledger).
+    """One recorded release (a row of the ledger)."""
 
-    Attributes
-    ----------
-    id : int
-        Position in the ledger (increasing with time).
-    time_utc, version : str
-        When (ISO 8601, UTC) and by which distpriv version it was released.
-    data_account : str
-        ``"hmac-sha256:<hex>"``: the released data's keyed identity under the ledger's key
-        (:func:`~distpriv.pipeline.ledger.identity.data_account`), never an unkeyed hash.
-    secret_key : str
-        The secret's account: its keyed meaning on the released rows
-        (``"meaning-hmac-sha256:<hex>"``,
-        :func:`~distpriv.modeling.secret_identity.secret_accounts`), or, for rows
-        recorded without one, its text key (:func:`secret_key`).
-    secret : dict
-        ``predicate``, ``values``, ``pairs`` of the release.
-    statistics : tuple of (name, expression)
-    model : dict
-        How the query model was built (``subset_size``, ``method``, ``n_samples``,
-        ``model_data``).
-    mechanism : str
-    noise : dict
-        ``covariance`` (m × m) and ``components`` (kind, basis, scales): the noise law.
-    guarantee : dict
-        :meth:`PrivacyGuarantee.to_dict` of the release alone.
-    alone : dict
-        ``epsilon``, ``delta`` of the release alone under the exact joint computation.
-    composed : dict
-        The composed guarantee of this and every earlier release of the same group.
-    released : list of float
-        The published values.
-    """
-
+    #: Position in the ledger (increasing with time).
     id: int
+    #: When (ISO 8601, UTC) and by which distpriv version it was released.
     time_utc: str
     version: str
+    #: ``"hmac-sha256:<hex>"``: the released data's keyed identity under the ledger's key
+    #: (:func:`~distpriv.pipeline.ledger.identity.data_account`), never an unkeyed hash.
     data_account: str
+    #: The secret's account: its keyed meaning on the released rows
+    #: (``"meaning-hmac-sha256:<hex>"``,
+    #: :func:`~distpriv.modeling.secret_identity.secret_accounts`), or, for rows
+    #: recorded without one, its text key (:func:`secret_key`).
     secret_key: str
+    #: ``predicate``, ``values``, ``pairs`` of the release.
     secret: dict[str, Any]
     statistics: tuple[tuple[str, str], ...]
+    #: How the query model was built (``subset_size``, ``method``, ``n_samples``,
+    #: ``model_data``).
     model: dict[str, Any]
     mechanism: str
+    #: ``covariance`` (m × m) and ``components`` (kind, basis, scales): the noise law.
     noise: dict[str, Any]
+    #: :meth:`PrivacyGuarantee.to_dict` of the release alone.
     guarantee: dict[str, Any]
+    #: ``epsilon``, ``delta`` of the release alone under the exact joint computation.
     alone: dict[str, Any]
+    #: The composed guarantee of this and every earlier release of the same group.
     composed: dict[str, Any]
+    #: The published values.
     released: list[float]
 
     @classmethod
@@ -213,20 +197,9 @@ class LedgerEntry:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
         return {
-            "id": self.id,
-            "time_utc": self.time_utc,
-            "version": self.version,
-            "data_account": self.data_account,
-            "secret_key": self.secret_key,
-            "secret": self.secret,
+            **field_values(self, "id time_utc version data_account secret_key secret"),
             "statistics": [list(s) for s in self.statistics],
-            "model": self.model,
-            "mechanism": self.mechanism,
-            "noise": self.noise,
-            "guarantee": self.guarantee,
-            "alone": self.alone,
-            "composed": self.composed,
-            "released": self.released,
+            **field_values(self, "model mechanism noise guarantee alone composed released"),
         }
 
 

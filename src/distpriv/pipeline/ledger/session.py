@@ -59,22 +59,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class LedgeredRelease:
-    """A release made through a ledger: the report, its row, and the composed guarantee.
-
-    Attributes
-    ----------
-    report : distpriv.modeling.release.ReleaseReport
-    entry : LedgerEntry
-        The row recorded for it.
-    composed : distpriv.composition.accountant.ComposedGuarantee
-    budget : Budget or None
-        The budget that was checked (the recorded one, or the one given with the first
-        release of this data and secret).
-    """
+    """A release made through a ledger: the report, its row, and the composed guarantee."""
 
     report: Any
+    #: The row recorded for it.
     entry: LedgerEntry
     composed: Any
+    #: The budget that was checked (the recorded one, or the one given with the first
+    #: release of this data and secret).
     budget: Budget | None
 
     def ledger_summary(self) -> dict[str, Any]:
@@ -102,32 +94,23 @@ class LedgeredRelease:
 
 @dataclass(frozen=True)
 class DataIdentity:
-    """What a session keys a release's accounts from, under the ledger's identity key.
+    """What a session keys a release's accounts from, under the ledger's identity key."""
 
-    Attributes
-    ----------
-    released_frame : table, optional
-        The released rows; not needed when the fingerprints are given or computed by
-        ``fingerprints`` (or the data has a name).
-    data_fingerprint, model_fingerprint : str, optional
-        The keyed multiset fingerprints of the released and modelling tables under the
-        ledger's key, when the caller computed them in the engine; otherwise computed from
-        the frames (:func:`~.identity.table_fingerprint`).
-    fingerprints : callable(key) -> (str, str), optional
-        Computes both under a given key; called again if another process created a lazily
-        opened ledger first (its key differs, :class:`~.store.LedgerCreatedElsewhere`).
-    secret_accounts : callable(key) -> tuple of str, optional
-        The secret's keyed meaning on the released rows, computed in the engine
-        (:func:`~distpriv.modeling.secret_identity.secret_accounts`).
-    legacy_fingerprint : callable(key) -> str, optional
-        The released rows' first-version fingerprint (earlier releases were keyed by it).
-    """
-
+    #: The released rows; not needed when the fingerprints are given or computed by
+    #: ``fingerprints`` (or the data has a name).
     released_frame: Any = None
+    #: The keyed multiset fingerprints of the released and modelling tables under the
+    #: ledger's key, when the caller computed them in the engine; otherwise computed from
+    #: the frames (:func:`~.identity.table_fingerprint`).
     data_fingerprint: str | None = None
     model_fingerprint: str | None = None
+    #: Computes both under a given key; called again if another process created a lazily
+    #: opened ledger first (its key differs, :class:`~.store.LedgerCreatedElsewhere`).
     fingerprints: Callable[[bytes], tuple[str, str]] | None = None
+    #: The secret's keyed meaning on the released rows, computed in the engine
+    #: (:func:`~distpriv.modeling.secret_identity.secret_accounts`).
     secret_accounts: Callable[[bytes], tuple[str, ...]] | None = None
+    #: The released rows' first-version fingerprint (earlier releases were keyed by it).
     legacy_fingerprint: Callable[[bytes], str] | None = None
 
 

@@ -21,28 +21,18 @@ __all__ = ["AutoChoice", "Candidate"]
 
 @dataclass(frozen=True)
 class Candidate:
-    """One mechanism calibrated at the requested (ε, δ), or why it could not be.
+    """One mechanism calibrated at the requested (ε, δ), or why it could not be."""
 
-    Attributes
-    ----------
-    mechanism : str
-        Registry name.
-    mse : float
-        Expected (weighted) squared error E[Zᵀ W Z]; ``nan`` when not calibrated.
-    verified : bool
-        The guarantee holds on the model and meets the request.
-    epsilon, delta : float
-        The guarantee's headline (``nan`` when not calibrated).
-    reason : str
-        Why it is not a candidate (empty when it is).
-    calibrated : CalibratedMechanism or None
-    """
-
+    #: Registry name.
     mechanism: str
+    #: Expected (weighted) squared error E[Zᵀ W Z]; ``nan`` when not calibrated.
     mse: float
+    #: The guarantee holds on the model and meets the request.
     verified: bool
+    #: The guarantee's headline (``nan`` when not calibrated).
     epsilon: float
     delta: float
+    #: Why it is not a candidate (empty when it is).
     reason: str
     calibrated: CalibratedMechanism | None = field(default=None, repr=False, compare=False)
     # Dimension of the noise's range, and whether only partial noise kept it from verifying
@@ -77,28 +67,19 @@ class Candidate:
 
 @dataclass(frozen=True)
 class AutoChoice:
-    """The chosen mechanism and the comparison that led to it.
+    """The chosen mechanism and the comparison that led to it."""
 
-    Attributes
-    ----------
-    mechanism : CalibratedMechanism
-        The chosen, calibrated mechanism.
-    candidates : tuple of Candidate
-        Every mechanism considered, in registry order.
-    epsilon, delta : float
-        The request.
-    weights : tuple of float or None
-        Diagonal of W in E[Zᵀ W Z] (``None``: W = I).
-    objective : str
-        What W is: ``"relative"`` (1/sampling variance), ``"l2"`` (I) or
-        ``"declared weights"``.
-    """
-
+    #: The chosen, calibrated mechanism.
     mechanism: CalibratedMechanism
+    #: Every mechanism considered, in registry order.
     candidates: tuple[Candidate, ...]
+    #: The request.
     epsilon: float
     delta: float
+    #: Diagonal of W in E[Zᵀ W Z] (``None``: W = I).
     weights: tuple[float, ...] | None = None
+    #: What W is: ``"relative"`` (1/sampling variance), ``"l2"`` (I) or
+    #: ``"declared weights"``.
     objective: str = DEFAULT_OBJECTIVE
 
     @property

@@ -60,31 +60,20 @@ def release_config(config: str | Path | ReleaseConfig, insecure_seed: int | None
 
 @dataclass(frozen=True)
 class ReleaseInputs:
-    """What the data stage of a release hands on to the model and calibration stages.
-
-    Attributes
-    ----------
-    secret : Secret
-    query : Query
-    n : int
-        Rows of the released dataset (the model's subset size).
-    model_frame, released : Table
-        The modelling and released tables, in their engines.
-    source : str
-        Where the released table came from (``--data`` or ``[data] release``).
-    overlap : int
-        Released rows also in the modelling table (curator-private).
-    evaluation : Evaluation
-        F(data) on the released table, with the rows it used and the missing values.
-    """
+    """What the data stage of a release hands on to the model and calibration stages."""
 
     secret: Secret
     query: Query
+    #: Rows of the released dataset (the model's subset size).
     n: int
+    #: The modelling and released tables, in their engines.
     model_frame: Table
     released: Table
+    #: Where the released table came from (``--data`` or ``[data] release``).
     source: str
+    #: Released rows also in the modelling table (curator-private).
     overlap: int
+    #: F(data) on the released table, with the rows it used and the missing values.
     evaluation: Any
 
 
