@@ -163,11 +163,11 @@ def test_a_new_ledger_created_by_another_process_during_a_release_is_joined(
     real = LedgerSession.draw
     raced = []
 
-    def draw(self, **kwargs):
+    def draw(self, *args, **kwargs):
         if not raced:  # the other process wins the creation, with its own key and a budget
             raced.append(Ledger(led))
             raced[0].set_budget("hmac-sha256:" + "0" * 64, "other secret", Budget(1.0, 0.0))
-        return real(self, **kwargs)
+        return real(self, *args, **kwargs)
 
     monkeypatch.setattr(LedgerSession, "draw", draw)
     with warnings.catch_warnings():

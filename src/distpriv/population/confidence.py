@@ -497,10 +497,12 @@ def marginal(model: GaussianQueryModel, index: np.ndarray) -> GaussianQueryModel
     idx = np.asarray(index, dtype=int)
     unc = model.uncertainty
     sub = None if unc is None else unc.restrict(idx)
+    # Ψ by label: index pairs would be read as labels where the labels are numbers (a mean
+    # secret's values), pairing the wrong hypotheses or dropping a pair.
     return GaussianQueryModel(
         model.means[:, idx],
         model.covariances[:, idx][:, :, idx],
-        model.pairs,
+        [(model.labels[i], model.labels[j]) for i, j in model.pairs],
         labels=model.labels,
         statistics=None if model.statistics is None else [model.statistics[k] for k in idx],
         fitted=model.fitted,

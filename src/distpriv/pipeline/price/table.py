@@ -46,10 +46,10 @@ import numpy as np
 
 from ...central import CalibratedMechanism, calibrate, mechanism_info
 from ...errors import DistPrivError
-from ...population.confidence import DEFAULT_BETA
+from ...population.confidence import DEFAULT_BETA, marginal
 from ...population.exact import what_if_accuracy
 from ...population.sets import population_set, selected_set, set_method
-from ...querymodel import BootstrapUncertainty, GaussianQueryModel
+from ...querymodel import GaussianQueryModel
 from .rows import COLLINEAR_R2, StatisticPrice, _safe
 from .words import WEIGHT_PROBE, price_lines, weights_line
 
@@ -148,20 +148,7 @@ def _r_squared(model: GaussianQueryModel) -> tuple[np.ndarray, float]:
 
 def _sub_model(model: GaussianQueryModel, keep: list[int]) -> GaussianQueryModel:
     """The model of the statistics ``keep`` (moments and their uncertainty restricted)."""
-    idx = np.asarray(keep)
-    unc = model.uncertainty
-    sub_unc: Any = None
-    if isinstance(unc, BootstrapUncertainty) or unc is not None:
-        sub_unc = unc.restrict(idx)
-    return GaussianQueryModel(
-        np.asarray(model.means)[:, idx],
-        np.asarray(model.covariances)[:, idx][:, :, idx],
-        [(model.labels[i], model.labels[j]) for i, j in model.pairs],
-        labels=model.labels,
-        statistics=[model.statistics[k] for k in keep],
-        fitted=model.fitted,
-        uncertainty=sub_unc,
-    )
+    return marginal(model, np.asarray(keep, dtype=int))
 
 
 def _restrict(options: dict[str, Any], keep: list[int], m: int) -> dict[str, Any]:
