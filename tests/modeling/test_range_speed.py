@@ -179,7 +179,14 @@ def test_member_active_set_gives_the_full_search_answer(small_range, monkeypatch
     fast = quiet(dp.calibrate, name, small_range, epsilon=EPS, delta=DELTA, beta=BETA)
     _slow_paths(monkeypatch)
     slow = quiet(dp.calibrate, name, small_range, epsilon=EPS, delta=DELTA, beta=BETA)
-    assert fast.noise.mse() == pytest.approx(slow.noise.mse(), rel=1e-4)
+    # The full search keeps the members built for earlier, larger noises (a member sits on
+    # the boundary of the statement for the noise it was built for), so it can stop above
+    # the least scale; the active set rebuilds them for every noise it tries: never more
+    # noise than the full search, and no less than the members of its own noise allow.
+    assert fast.noise.mse() <= slow.noise.mse() * (1 + 1e-4)
+    lower = 0.98**2 * fast.noise_covariance
+    below = population_model(small_range, beta=BETA, noise_cov=lower)
+    assert pair_deltas(below, lower, epsilon=EPS).worst > DELTA
     # The same guarantee, verified by the exact accountant on every member of the set for
     # the published noise (no screen, no domination), both directions.
     cov = fast.noise_covariance
