@@ -31,6 +31,7 @@ from .plan import (
     OutputSpec,
     ReleasePlan,
 )
+from .sources import BUILTIN_PREFIX, DUCKDB_PREFIX, SPARK_PREFIX
 from .toml_file import check_keys, nearest, read_toml
 
 __all__ = [
@@ -43,12 +44,6 @@ __all__ = [
 # Release and audit configurations (distpriv release / distpriv audit)
 # ---------------------------------------------------------------------------------------
 
-# Data sources with this prefix name the bundled Adult splits; anything else is a path.
-BUILTIN_PREFIX = "adult:"
-# "spark:<table>": a table of the active (or a new local) Spark session's catalog;
-# "duckdb:<database file>#<table>": a table of a DuckDB database file (opened read-only).
-SPARK_PREFIX = "spark:"
-DUCKDB_PREFIX = "duckdb:"
 
 _RELEASE_TOP = {
     "title",

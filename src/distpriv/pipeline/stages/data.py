@@ -35,8 +35,8 @@ from ...modeling.facts import (
 )
 from ...modeling.lattice import query_lattices
 from ...modeling.tables import Table, as_table, sample_table
-from ..config import BUILTIN_PREFIX, DUCKDB_PREFIX, SPARK_PREFIX
 from ..scope import command_cache
+from ..sources import BUILTIN_PREFIX, DUCKDB_PREFIX, SPARK_PREFIX
 
 if TYPE_CHECKING:  # imported where frames are made: ``distpriv verify`` never needs pandas
     import pandas as pd
