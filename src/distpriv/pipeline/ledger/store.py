@@ -21,13 +21,11 @@ import os
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...errors import (
     BudgetExceededError,
-    CompositionError,
     LedgerError,
     ParameterError,
     ParameterTypeError,
@@ -37,14 +35,11 @@ from ...util.version import __version__
 from ..scope import note_record
 from ._tempfile import held_temp_ledger, ledger_directory
 from .accounts import (
-    account_summary,
     budget_of,
     close_keys,
+    compose_into_accounts,
     known_keys,
-    other_accounts,
     rows_of,
-    shown_key,
-    text_key,
 )
 from .identity import MEANING_PREFIX, legacy_secret_key, secret_aliases, secret_key
 from .records import Budget, LedgerEntry, NewRelease, same_release
@@ -448,77 +443,6 @@ class Ledger:
         }
         self._append(con, "budgets", BUDGET_COLUMNS, row)
 
-    @staticmethod
-    def _other_accounts(
-        con: sqlite3.Connection,
-        new: NewRelease,
-        earlier: Sequence[LedgerEntry],
-        data_rows: Sequence[LedgerEntry],
-        own: Sequence[frozenset[str]],
-        composed: Any,
-        compose_account: Callable[[Sequence[LedgerEntry], Budget | None, LedgerEntry], Any] | None,
-    ) -> Any:
-        """Compose the release into every other account of the data and check its budget.
-
-        Returns ``composed`` with ``accounts``: one dict per account of the data after this
-        release, this release's own first.
-
-        Raises
-        ------
-        CompositionError
-            Another account that the release cannot be composed into (or no
-            ``compose_account`` while the data has other accounts): the release would be
-            left out of it.
-        BudgetExceededError
-            Another account's composed guarantee would exceed its budget.
-        """
-        others = other_accounts(data_rows, own)
-        if others and compose_account is None:
-            names = ", ".join(repr(text_key(row)) for _, row in others)
-            raise CompositionError(
-                f"release refused: it counts in the account(s) of {names} of the same data "
-                "too, and no composition into other accounts was given (compose_account); "
-                "nothing was released or recorded"
-            )
-        if compose_account is None:  # and no other account
-            return composed
-        listing = hasattr(composed, "accounts")  # False for a stand-in (tests)
-        listed = [
-            {
-                "account": shown_key(k),
-                "secret": secret_key(t),
-                "this_release": True,
-                **account_summary(composed),
-            }
-            for k, t in zip(new.secret_keys, new.text_keys, strict=False)
-            if listing
-        ]
-        for keys, row in others:
-            acct_budget = budget_of(con, new.data_ids, close_keys(data_rows, keys))
-            other = compose_account(earlier, acct_budget, row)
-            name = text_key(row)
-            shown = shown_key(row.secret_key)
-            if isinstance(other, str) or other is None:
-                # The release counts in that account too, budget or not: an account it
-                # cannot be composed into would leave it out (fail closed, no override).
-                why = other or "no composition for this secret"
-                raise CompositionError(
-                    f"release refused: it counts in the account of the secret {name!r} of "
-                    f"the same data too, and cannot be composed into it: {why}; nothing was "
-                    "released or recorded"
-                )
-            if acct_budget is not None and not other.within(acct_budget):
-                raise BudgetExceededError(
-                    f"release refused: it counts in the account of the secret {name!r} of "
-                    f"the same data too, whose composed guarantee would be "
-                    f"{other.describe()}, beyond its budget ({acct_budget.epsilon:g}, "
-                    f"{acct_budget.delta:g}); nothing was released or recorded"
-                )
-            if listing:
-                summary = account_summary(other)
-                listed.append({"account": shown, "secret": name, "this_release": False} | summary)
-        return replace(composed, accounts=tuple(listed)) if listing else composed
-
     def guarded_release(
         self,
         new: NewRelease,
@@ -609,7 +533,7 @@ class Ledger:
                     f"beyond the budget ({effective.epsilon:g}, {effective.delta:g}); nothing "
                     "was released or recorded"
                 )
-            composed = self._other_accounts(
+            composed = compose_into_accounts(
                 con, new, earlier, data_rows, closed, composed, compose_account
             )
             self._still_ours()  # a new ledger another process made meanwhile: retry there
