@@ -253,7 +253,7 @@ def synthetic(m: int, k: int, seed: int = 0, dof: float = 0.0) -> tuple[Any, np.
     before the scale500 branch).
     """
     from distpriv import GaussianQueryModel, max_mahalanobis_distance
-    from distpriv.querymodel import MomentUncertainty
+    from distpriv.moment_uncertainty import MomentUncertainty
 
     rng = np.random.default_rng(seed)
     df = m + 10 if dof <= 0 else max(m + 10, round(dof * m))

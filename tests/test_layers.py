@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "noise": 3,
     "guarantees": 4,
     "querymodel": 4,
+    "moment_uncertainty": 4,  # how well a data-built model's moments are known
     "population": 5,  # the population's confidence sets: used by every central calibration
     "central": 6,
     "local": 7,

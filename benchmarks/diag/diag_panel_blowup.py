@@ -46,7 +46,7 @@ from scipy.linalg import eigh
 import distpriv.population.confidence as robust
 from distpriv.accounting import gaussian_pair_delta
 from distpriv.modeling import model_query
-from distpriv.querymodel import MomentUncertainty
+from distpriv.moment_uncertainty import MomentUncertainty
 
 from .. import bench_price as bp
 from .._panel_populations import PANEL

@@ -84,6 +84,7 @@ if TYPE_CHECKING:
         marginal_cells,
         model_query,
     )
+    from .moment_uncertainty import BootstrapUncertainty, MomentUncertainty
     from .noise import GridRounding, Noise, NoiseComponent, grid_rounding, secure_sample
     from .pipeline import (
         Budget,
@@ -97,12 +98,7 @@ if TYPE_CHECKING:
         run_release,
     )
     from .population import POPULATION_SETS, population_set
-    from .querymodel import (
-        BootstrapUncertainty,
-        GaussianQueryModel,
-        MomentUncertainty,
-        SampledQueryModel,
-    )
+    from .querymodel import GaussianQueryModel, SampledQueryModel
     from .report import render_html
     from .util.version import __version__
 

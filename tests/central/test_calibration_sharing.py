@@ -17,9 +17,9 @@ import pytest
 
 from distpriv import GaussianQueryModel, max_mahalanobis_distance
 from distpriv.accounting import calibration_cache as cc
+from distpriv.moment_uncertainty import MomentUncertainty
 from distpriv.population.confidence import population_model
 from distpriv.population.exact import pair_deltas
-from distpriv.querymodel import MomentUncertainty
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 

@@ -23,8 +23,8 @@ from scipy.stats import binom, kurtosis
 import distpriv as dp
 from distpriv.modeling import ProportionSecret, model_query
 from distpriv.modeling.shape_moments import shape_correlation_from_rows
+from distpriv.moment_uncertainty import MomentUncertainty
 from distpriv.population.confidence import population_model, population_set
-from distpriv.querymodel import MomentUncertainty
 from support import quiet
 
 from .test_population_coverage import (

@@ -24,9 +24,9 @@ import distpriv as dp
 from distpriv.datasets.adult import load_adult
 from distpriv.errors import ParameterError
 from distpriv.modeling import MeanSecret, ProportionSecret, model_query
+from distpriv.moment_uncertainty import MomentUncertainty
 from distpriv.population.confidence import confidence_set, population_model
 from distpriv.population.exact import pair_deltas
-from distpriv.querymodel import MomentUncertainty
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 # Units from 1e5 (fnlwgt, kurtosis 9) to a share: the table where the kept members overshot.

@@ -23,8 +23,9 @@ from distpriv.accounting import gaussian_pair_delta
 from distpriv.datasets.adult import load_adult
 from distpriv.errors import ConfigError, DistPrivError
 from distpriv.modeling import ProportionSecret, model_query
+from distpriv.moment_uncertainty import MomentUncertainty
 from distpriv.population.confidence import confidence_set, gap_bound, population_set
-from distpriv.querymodel import GaussianQueryModel, MomentUncertainty
+from distpriv.querymodel import GaussianQueryModel
 
 EPS, DELTA, BETA = 1.0, 1e-3, 0.05
 TABLES = 20  # modelling tables per size

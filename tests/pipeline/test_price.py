@@ -12,8 +12,8 @@ import pytest
 
 import distpriv as dp
 from distpriv import GaussianQueryModel, calibrate
+from distpriv.moment_uncertainty import MomentUncertainty
 from distpriv.pipeline.price.table import price_report
-from distpriv.querymodel import MomentUncertainty
 
 EPS, DELTA = 1.0, 1e-3
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..querymodel import BootstrapUncertainty
+from ..moment_uncertainty import BootstrapUncertainty
 from .objective import is_identity_like
 
 __all__ = [

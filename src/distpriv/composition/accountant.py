@@ -38,8 +38,8 @@ import numpy as np
 from scipy.linalg import block_diag
 
 from ..errors import CompositionError, ParameterError
+from ..moment_uncertainty import MomentUncertainty
 from ..population.confidence import DEFAULT_BETA, marginal, population_model, set_method
-from ..querymodel import MomentUncertainty
 from ..util.records import field_values
 from ..util.threads import on_one_blas_thread
 from ..util.validation import check_delta

@@ -26,7 +26,7 @@ The common positions make the two θs of a pair share most rows of each dataset,
 Monte Carlo errors of their moments cancel in the mean gap and in the variance ratio that
 the set must cover (with independent draws per θ they were the larger part of the layer's
 price on a released logistic regression). The
-result is a :class:`~distpriv.querymodel.BootstrapUncertainty`, which the calibration turns
+result is a :class:`~distpriv.moment_uncertainty.BootstrapUncertainty`, which the calibration turns
 into a (1 − β) set (:mod:`distpriv.population.bootstrap`).
 """
 
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError
-from ..querymodel import BootstrapUncertainty
+from ..moment_uncertainty import BootstrapUncertainty
 from .sampling import chunk_rows
 
 __all__ = [

@@ -13,12 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError, ParameterTypeError
-from ..querymodel import (
-    BootstrapUncertainty,
-    GaussianQueryModel,
-    MomentUncertainty,
-    SampledQueryModel,
-)
+from ..moment_uncertainty import BootstrapUncertainty, MomentUncertainty
+from ..querymodel import GaussianQueryModel, SampledQueryModel
 from .queries import Query
 from .resampling import Resampling
 from .secrets import ProportionSecret

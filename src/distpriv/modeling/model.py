@@ -16,10 +16,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..errors import ParameterError, ParameterTypeError
-from ..querymodel import (
-    BootstrapUncertainty,
-    MomentUncertainty,
-)
+from ..moment_uncertainty import BootstrapUncertainty, MomentUncertainty
 from ..util.validation import check_choice, check_positive_int, check_rng
 from .bootstrap import DEFAULT_BOOTSTRAP, bootstrap_draws, check_bootstrap
 from .data_model import DataQueryModel, ModelDesign, _as_query, _facts_thunk

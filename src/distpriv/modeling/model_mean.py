@@ -30,7 +30,7 @@ estimated with the asymptotic error N(0, n² Cov(IF_i − IF_j) / N) (the delta 
 der Vaart, *Asymptotic Statistics*, Thm 20.8), and each θ's variances with the
 kurtosis factor of :mod:`distpriv.population.confidence` at the tilt's effective sample size
 1/Σ w_r². :func:`_uncertainty` writes these as a
-:class:`~distpriv.querymodel.MomentUncertainty` whose confidence set contains them (an
+:class:`~distpriv.moment_uncertainty.MomentUncertainty` whose confidence set contains them (an
 equivalent, slightly larger set), so :mod:`distpriv.population.confidence` covers them with 1 − β.
 """
 
@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AssumptionWarning, ParameterError
-from ..querymodel import MomentUncertainty
+from ..moment_uncertainty import MomentUncertainty
 from ..util.roots import brentq  # scipy.optimize's, without its import cost
 from ..util.validation import check_positive_int
 from .data_model import DataQueryModel, ModelDesign, _facts_thunk
@@ -251,7 +251,7 @@ def _uncertainty(
     x: np.ndarray, s: np.ndarray, fit: MeanFit, secret: MeanSecret, n: int
 ) -> MomentUncertainty:
     """The model's moment uncertainty in the stratum form of
-    :class:`~distpriv.querymodel.MomentUncertainty` (module docstring).
+    :class:`~distpriv.moment_uncertainty.MomentUncertainty` (module docstring).
 
     Two virtual strata "lo" and "hi" with weights (n(1 − t_θ), n t_θ),
     t_θ = (v_θ − v_lo)/(v_hi − v_lo), and equal row covariances C̄ (the mean over θ of the

@@ -8,7 +8,7 @@ the model is exactly :func:`~distpriv.modeling.model.model_query` of its own
 :class:`~distpriv.modeling.secrets.ProportionSecret`, and the several-attribute model is
 the blocks stacked, with pairs only within a block.
 
-The population layer (:class:`~distpriv.querymodel.MomentUncertainty`) expresses this
+The population layer (:class:`~distpriv.moment_uncertainty.MomentUncertainty`) expresses this
 directly: its strata are each attribute's two strata (rows with / without the attribute's
 property; the strata of different attributes overlap, those of one attribute are
 disjoint), and a hypothesis of attribute i weighs only i's two strata. A pair's mean gap
@@ -27,7 +27,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..querymodel import MomentUncertainty
+from ..moment_uncertainty import MomentUncertainty
 from ..util.validation import check_choice
 from .data_model import DataQueryModel, ModelDesign, _as_query, _facts_thunk
 from .model_diagnostics import _diagnostics

@@ -3,7 +3,7 @@
 :mod:`distpriv.population.confidence` covers the sampling uncertainty of a model whose statistics
 are sums of per-row features with central-limit laws of the strata moments. A statistic
 that is not linear (a median, a quantile, a fitted regression's coefficients) has no such
-decomposition; its model carries a :class:`~distpriv.querymodel.BootstrapUncertainty`
+decomposition; its model carries a :class:`~distpriv.moment_uncertainty.BootstrapUncertainty`
 instead (:func:`distpriv.modeling.bootstrap.bootstrap_draws`): for each pair of Ψ the
 covariance V of the error of the fitted mean gap, and for each θ and statistic the standard
 error of the log variance — both from a stratified bootstrap of the modelling table
@@ -50,7 +50,8 @@ import numpy as np
 from scipy.special import fdtri, stdtrit
 
 from ..guarantees import Assumption
-from ..querymodel import BootstrapUncertainty, GaussianQueryModel
+from ..moment_uncertainty import BootstrapUncertainty
+from ..querymodel import GaussianQueryModel
 
 __all__ = [
     "BootstrapConfidenceSet",
@@ -132,7 +133,7 @@ def bootstrap_population_model(
     Parameters
     ----------
     model : GaussianQueryModel
-        With a :class:`~distpriv.querymodel.BootstrapUncertainty`.
+        With a :class:`~distpriv.moment_uncertainty.BootstrapUncertainty`.
     beta : float
     noise_cov : ndarray, shape (m, m)
         The noise the mean gaps are made worst for.

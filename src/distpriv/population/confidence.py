@@ -12,7 +12,7 @@ Two sets (:func:`population_set`): the *joint* set of :mod:`distpriv.population.
 (the default; one statement per pair in the gap's distance and the strata's variances, the
 worst member by optimisation) and the *box* set below, which is selectable and used where
 the joint search would be too costly (:func:`set_method`). The box set, from
-:class:`~distpriv.querymodel.MomentUncertainty` (a dataset under θ takes w_θs rows from
+:class:`~distpriv.moment_uncertainty.MomentUncertainty` (a dataset under θ takes w_θs rows from
 stratum s; m_s, C_s are the per-row mean and covariance of stratum s, estimated from N_s
 rows):
 
@@ -79,7 +79,8 @@ from scipy.special import gammaincinv, ndtri
 
 from ..accounting.calibration_cache import active_cache, fingerprint
 from ..guarantees import Assumption
-from ..querymodel import BootstrapUncertainty, GaussianQueryModel, MomentUncertainty
+from ..moment_uncertainty import BootstrapUncertainty, MomentUncertainty
+from ..querymodel import GaussianQueryModel
 from ..util.validation import check_real
 from . import _stack as rs
 

@@ -89,7 +89,8 @@ from scipy.special import ndtri
 
 from ..accounting.pair_profile import pair_profiles_unchecked
 from ..errors import ParameterError
-from ..querymodel import GaussianQueryModel, MomentUncertainty
+from ..moment_uncertainty import MomentUncertainty
+from ..querymodel import GaussianQueryModel
 from ._corr import corr_signs
 from ._stack import (
     _worst_shift_stack,
@@ -386,7 +387,7 @@ def joint_members(
     Parameters
     ----------
     model : GaussianQueryModel
-        With a :class:`~distpriv.querymodel.MomentUncertainty`.
+        With a :class:`~distpriv.moment_uncertainty.MomentUncertainty`.
     kurtosis : ndarray, shape (S, m)
         Each stratum's kurtosis of each statistic as the set uses it (the largest over the
         strata of the attribute, :func:`distpriv.population.confidence.confidence_set`).
