@@ -24,12 +24,14 @@ from .plan import (
     DEFAULT_N_SAMPLES,
     DEFAULT_POPULATION_SET,
     DEFAULT_SEED,
+    MIN_VERIFY_SAMPLES,
     AuditSpec,
     CalibrationSpec,
     LedgerSpec,
     ModelSpec,
     OutputSpec,
     ReleasePlan,
+    VerifySpec,
 )
 from .sources import BUILTIN_PREFIX, DUCKDB_PREFIX, SPARK_PREFIX
 from .toml_file import check_keys, nearest, read_toml
@@ -57,6 +59,7 @@ _RELEASE_TOP = {
     "audit",
     "ledger",
     "ranges",
+    "verify",
 }
 _RELEASE_DATA = {
     "model", "release", "split_seed", "auxiliary", "test", "missing",
@@ -88,6 +91,9 @@ _RELEASE_SECRET = frozenset().union(*(allowed for allowed, _ in SECRET_KEYS.valu
 _RELEASE_MODEL = {"subset_size", "method", "n_samples", "seed", "population", "bootstrap"}
 _RELEASE_OUTPUT = {"include_true"}
 _LEDGER = {"path", "budget", "data_name", "enabled"}
+# What bounds the data-level check (distpriv verify, release --verify): the flags'
+# configuration twins (--max-samples, --no-early-stop, --batch-mib).
+_VERIFY = {"max_samples", "early_stop", "batch_mib"}
 _AUDIT = {
     "mechanisms", "repetitions", "classifiers", "confidence", "n_shadow", "n_test", "seed",
     "pairs",  # which pairs of the secret the audit attacks (attacks/audit_pairs.py)
@@ -124,6 +130,8 @@ class ReleaseConfig:
     path: str
     ledger: dict[str, Any] = field(default_factory=dict)
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # [verify]: what bounds the data-level check, checked (VerifySpec).
+    verify: VerifySpec = field(default_factory=VerifySpec)
     # [mechanism] population_set: the population confidence set the commands calibrate,
     # compose and report with (distpriv.population_set; "box" by default).
     population_set: str = DEFAULT_POPULATION_SET
@@ -170,6 +178,7 @@ def _plan(cfg: ReleaseConfig) -> ReleasePlan:
         output=OutputSpec(
             title=cfg.title, include_true=cfg.include_true, insecure_seed=cfg.insecure_seed
         ),
+        verify=cfg.verify,
         audit=AuditSpec(
             mechanisms=tuple(aud.get("mechanisms") or ()),
             repetitions=aud.get("repetitions", audit_defaults.repetitions),
@@ -389,6 +398,10 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         repetitions = 10
         seed = 0
         pairs = "auto"                    # all | binding | first | N per attribute | auto
+        [verify]                          # optional: what bounds the data-level check
+        max_samples = 160000              # datasets per value at its last look (--max-samples)
+        early_stop = true                 # more only when suspicious (--no-early-stop)
+        batch_mib = 256                   # memory of one batch of datasets (--batch-mib)
         [ledger]                          # optional: judge releases together (docs/composition.md)
         path = "curator.ledger"           # default: distpriv-ledger.sqlite next to this file
         enabled = true                    # false: record nothing (the report says so)
@@ -415,6 +428,7 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
     out = _table(data, "output", _RELEASE_OUTPUT, where, required=False)
     aud = _table(data, "audit", _AUDIT, where, required=False)
     led = _table(data, "ledger", _LEDGER, where, required=False)
+    verify = _verify(_table(data, "verify", _VERIFY, where, required=False), where)
     name, epsilon, delta, options = _mechanism(data, where)
     population_set = options.pop("population_set", DEFAULT_POPULATION_SET)
     kind = sec.get("kind", "proportion")
@@ -485,6 +499,39 @@ def load_release_config(path: str | Path) -> ReleaseConfig:
         ranges=_ranges(data, where),
         population_set=population_set,
         allow_overlap=dat.get("allow_overlap", False),
+        verify=verify,
+    )
+
+
+def _verify(table: dict[str, Any], where: str) -> VerifySpec:
+    """The ``[verify]`` table, checked: the same bounds as its command-line twins."""
+    max_samples, early_stop, batch_mib = (
+        table.get(k) for k in ("max_samples", "early_stop", "batch_mib")
+    )
+    if max_samples is not None and (
+        isinstance(max_samples, bool)
+        or not isinstance(max_samples, int)
+        or max_samples < MIN_VERIFY_SAMPLES
+    ):
+        raise ConfigError(
+            f"{where}: [verify] max_samples must be an integer of at least "
+            f"{MIN_VERIFY_SAMPLES}, got {max_samples!r}"
+        )
+    if early_stop is not None and not isinstance(early_stop, bool):
+        raise ConfigError(f"{where}: [verify] early_stop must be true or false, got {early_stop!r}")
+    if batch_mib is not None and (
+        isinstance(batch_mib, bool)
+        or not isinstance(batch_mib, int | float)
+        or not math.isfinite(batch_mib)
+        or batch_mib <= 0
+    ):
+        raise ConfigError(
+            f"{where}: [verify] batch_mib must be a positive number of MiB, got {batch_mib!r}"
+        )
+    return VerifySpec(
+        max_samples=max_samples,
+        early_stop=early_stop,
+        batch_mib=None if batch_mib is None else float(batch_mib),
     )
 
 

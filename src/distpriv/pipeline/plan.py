@@ -17,6 +17,7 @@ Layout::
       ledger       LedgerSpec       where releases are recorded and the budget they spend
       output       OutputSpec       what the reports include
       audit        AuditSpec        the defaults of ``distpriv audit``
+      verify       VerifySpec       what bounds the data-level check (``verify``, ``--verify``)
 """
 
 from __future__ import annotations
@@ -34,12 +35,14 @@ __all__ = [
     "DEFAULT_N_SAMPLES",
     "DEFAULT_POPULATION_SET",
     "DEFAULT_SEED",
+    "MIN_VERIFY_SAMPLES",
     "AuditSpec",
     "CalibrationSpec",
     "LedgerSpec",
     "ModelSpec",
     "OutputSpec",
     "ReleasePlan",
+    "VerifySpec",
     "keyword_plan",
 ]
 
@@ -52,6 +55,9 @@ DEFAULT_MISSING = "error"
 DEFAULT_BOOTSTRAP: int | None = 50
 DEFAULT_BETA: float | None = 0.05
 DEFAULT_POPULATION_SET = "box"
+# Smallest sample budget of the data-level check: it splits each value's datasets three
+# ways (fit, train, evaluation); below a thousand its bounds say nothing at delta = 1e-3.
+MIN_VERIFY_SAMPLES = 1_000
 
 
 @dataclass(frozen=True)
@@ -161,6 +167,39 @@ class AuditSpec:
 
 
 @dataclass(frozen=True)
+class VerifySpec:
+    """What bounds the data-level check of ``distpriv verify`` and ``release --verify``.
+
+    From the configuration's ``[verify]`` table; a command-line flag given beside it wins.
+    ``None`` is the check's own default (``distpriv.pipeline.commands.verify``: its sample
+    budget, early stop and batch memory are tuned there, with the reasons).
+    """
+
+    #: Resampled datasets per value at the check's last look (``--max-samples``,
+    #: ``[verify] max_samples``).
+    max_samples: int | None = None
+    #: Draw more only when the first look is suspicious (``--no-early-stop``,
+    #: ``[verify] early_stop``).
+    early_stop: bool | None = None
+    #: Memory of one batch of resampled datasets, MiB (``--batch-mib``,
+    #: ``[verify] batch_mib``).
+    batch_mib: float | None = None
+
+    def overridden(
+        self,
+        max_samples: int | None = None,
+        early_stop: bool | None = None,
+        batch_mib: float | None = None,
+    ) -> VerifySpec:
+        """This spec with the flags that were given (not ``None``) in place of its values."""
+        return VerifySpec(
+            self.max_samples if max_samples is None else max_samples,
+            self.early_stop if early_stop is None else early_stop,
+            self.batch_mib if batch_mib is None else batch_mib,
+        )
+
+
+@dataclass(frozen=True)
 class ReleasePlan:
     """Every setting of a release: built once, passed to every stage."""
 
@@ -169,6 +208,7 @@ class ReleasePlan:
     ledger: LedgerSpec = field(default_factory=LedgerSpec)
     output: OutputSpec = field(default_factory=OutputSpec)
     audit: AuditSpec = field(default_factory=AuditSpec)
+    verify: VerifySpec = field(default_factory=VerifySpec)
 
     def with_mechanism(self, mechanism: str) -> ReleasePlan:
         """The same plan for another mechanism (the audit's candidates, ``auto``'s)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from ..config import ReleaseConfig
 from ..outcomes import (
     VerifyOutcome,
 )
+from ..plan import MIN_VERIFY_SAMPLES, VerifySpec
 from ..price.table import price_for_options
 from ..report import PRIVATE_BANNER, secret_dict
 from ..stages import data as sources
@@ -44,7 +44,7 @@ from ..stages.steps import (
     _subset_size,
 )
 
-__all__ = ["CheckBudget", "run_verify"]
+__all__ = ["run_verify"]
 
 
 # Monte Carlo datasets per value at the data-level check's first look (half choose the
@@ -58,29 +58,12 @@ VERIFY_SAMPLES = 20_000
 VERIFY_MAX_SAMPLES = 160_000
 VERIFY_SECONDS = 300.0
 VERIFY_EARLY_STOP = True
-# Smallest --max-samples: the check splits each value's datasets three ways (fit, train,
-# evaluation); below a thousand its bounds say nothing at delta = 1e-3.
-MIN_VERIFY_SAMPLES = 1_000
 # Memory of one batch of resampled datasets (``--batch-mib``): the evaluation datasets are
 # drawn, noised and counted this many at a time, then dropped, so the check's memory does
 # not grow with its sample budget.
 VERIFY_BATCH_MIB = 256
 # Fewer datasets per batch than this and the per-call overhead of drawing dominates.
 MIN_VERIFY_BATCH = 100
-
-
-@dataclass(frozen=True)
-class CheckBudget:
-    """What bounds the data-level check of ``distpriv verify`` / ``release --verify``."""
-
-    #: Sample budget, datasets per value at the last look (``--max-samples``; None:
-    #: ``VERIFY_MAX_SAMPLES``).
-    max_samples: int | None = None
-    #: ``--no-early-stop`` sets False (None: ``VERIFY_EARLY_STOP``).
-    early_stop: bool | None = None
-    #: Memory of one batch of resampled datasets in MiB (``--batch-mib``; None:
-    #: ``VERIFY_BATCH_MIB``).
-    batch_mib: float | None = None
 
 
 def _look_sizes(budget: int) -> tuple[int, ...]:
@@ -96,13 +79,13 @@ def _verify_batch(
     n: int,
     m: int,
     sizes: tuple[int, ...],
-    spec: CheckBudget,
+    spec: VerifySpec,
     command: str = "verify",
 ) -> int:
     """Datasets per value per batch of the check, from its memory bound, or a refusal naming
-    what bounds it: ``--batch-mib`` (``release --verify``, the ``command`` that uses the
-    default, points to ``distpriv verify``), the dataset size (``[model] subset_size``) and
-    the number of statistics (``[query]``).
+    what bounds it: the batch memory (``--batch-mib`` of ``distpriv verify``, or the
+    configuration's ``[verify] batch_mib``, the one ``release --verify`` reads), the dataset
+    size (``[model] subset_size``) and the number of statistics (``[query]``).
 
     One batch holds each dataset's row indices and statistics (n + m values) in two copies,
     for every value of the secret; the sets are chosen on ``sizes[0] // 2`` datasets per
@@ -117,8 +100,8 @@ def _verify_batch(
     limit = sources.MEMORY_LIMIT_BYTES
     what = (
         f"the data-level check draws its resampled datasets in batches of {mib:g} MiB "
-        f"(--batch-mib): {max(batch, 0)} datasets per value at once ({values} values, {n} "
-        f"rows each by [model] subset_size, {m} statistics in [query])"
+        f"(--batch-mib, [verify] batch_mib): {max(batch, 0)} datasets per value at once "
+        f"({values} values, {n} rows each by [model] subset_size, {m} statistics in [query])"
     )
     if choose + MIN_VERIFY_BATCH * per_dataset > limit:
         raise ParameterError(
@@ -130,12 +113,9 @@ def _verify_batch(
     if batch < MIN_VERIFY_BATCH:
         need = math.ceil(MIN_VERIFY_BATCH * per_dataset / 1024**2)
         if command == "verify":
-            advice = f"pass --batch-mib {need} or more"
+            advice = f"pass --batch-mib {need} or more (or set [verify] batch_mib = {need})"
         else:
-            advice = (
-                "release --verify uses the default batch; check with `distpriv verify CONFIG "
-                f"--batch-mib {need}` instead"
-            )
+            advice = f"set [verify] batch_mib = {need} or more in the configuration"
         raise ParameterError(
             f"{what}, fewer than {MIN_VERIFY_BATCH}: {advice}, or use a smaller [model] subset_size"
         )
@@ -144,7 +124,8 @@ def _verify_batch(
         raise ParameterError(
             f"{what}; with the {sizes[0] // 2} datasets per value that choose the sets "
             f"(about {choose / 1024**3:.2f} GiB) this passes the memory limit of "
-            f"{limit / 1024**3:.3g} GiB: pass --batch-mib {math.floor(fits)} or less"
+            f"{limit / 1024**3:.3g} GiB: set --batch-mib (or [verify] batch_mib) to "
+            f"{math.floor(fits)} or less"
         )
     return batch
 
@@ -158,7 +139,7 @@ def _verify(
     mech: CalibratedMechanism,
 ) -> dict[str, Any]:
     """The data-level check of f_θ + Z (attacks.verify_on_data); refuses a failing release."""
-    check = _verify_check(cfg, model_frame, query, secret, n, mech)
+    check = _verify_check(cfg, model_frame, query, secret, n, mech, cfg.plan.verify)
     if check.verdict == "violation":
         # Refused before any noise is drawn or file written.
         raise MechanismNotApplicableError(
@@ -179,7 +160,7 @@ def _verify_check(
     secret: Secret,
     n: int,
     mech: CalibratedMechanism,
-    spec: CheckBudget | None = None,
+    spec: VerifySpec | None = None,
     missing_report: Mapping[str, Any] | None = None,
     command: str = "release --verify",
 ) -> Any:
@@ -197,7 +178,7 @@ def _verify_check(
     """
     from ...attacks.verify_sequential import verify_sequential
 
-    spec = CheckBudget() if spec is None else spec
+    spec = VerifySpec() if spec is None else spec
     budget = VERIFY_MAX_SAMPLES if spec.max_samples is None else spec.max_samples
     sizes = _look_sizes(budget)
     batch = _verify_batch(len(secret.values), n, len(cfg.query), sizes, spec, command)
@@ -310,14 +291,20 @@ def run_verify(
         ``progress(done, total)`` of an ``auto`` search.
     max_samples : int, optional
         The check's sample budget, resampled datasets per value at its last possible look
-        (``--max-samples``; default ``VERIFY_MAX_SAMPLES`` = 160,000; at least
-        ``MIN_VERIFY_SAMPLES`` = 1,000). More detects smaller excesses and costs more.
+        (``--max-samples``; default the configuration's ``[verify] max_samples``, else
+        ``VERIFY_MAX_SAMPLES`` = 160,000; at least ``MIN_VERIFY_SAMPLES`` = 1,000). More
+        detects smaller excesses and costs more.
     early_stop : bool, optional
-        Stop after the first look unless it is suspicious (default ``VERIFY_EARLY_STOP``;
-        ``--no-early-stop`` turns it off): :func:`distpriv.attacks.verify_sequential`.
+        Stop after the first look unless it is suspicious (default ``[verify] early_stop``,
+        else ``VERIFY_EARLY_STOP``; ``--no-early-stop`` turns it off):
+        :func:`distpriv.attacks.verify_sequential`.
     batch_mib : float, optional
         Memory of one batch of resampled datasets, MiB (``--batch-mib``; default
-        ``VERIFY_BATCH_MIB`` = 256): the check's memory does not grow with its budget.
+        ``[verify] batch_mib``, else ``VERIFY_BATCH_MIB`` = 256): the check's memory does not
+        grow with its budget.
+
+    Each argument given here wins over the configuration's ``[verify]`` table, which
+    ``release --verify`` reads too.
 
     Returns
     -------
@@ -348,7 +335,7 @@ def run_verify(
             secret,
             n,
             mech,
-            CheckBudget(max_samples, early_stop, batch_mib),
+            cfg.plan.verify.overridden(max_samples, early_stop, batch_mib),
             missing_report=getattr(model, "diagnostics", {}).get("missing"),
             command="verify",
         )
