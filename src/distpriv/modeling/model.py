@@ -174,6 +174,8 @@ def model_query(
     policy = check_missing_policy(missing)
     gen = check_rng(rng)
     boot = check_bootstrap(bootstrap)
+    if not isinstance(population, bool):
+        raise ParameterTypeError(f"population must be true or false, got {population!r}")
     if meth == "analytic" and not q.is_linear:
         bad = next(s for s in q.statistics if not s.linear)
         raise ParameterError(
@@ -187,6 +189,17 @@ def model_query(
     from .secret_mean import MeanSecret
     from .secret_several import SeveralSecrets
 
+    # The options a mean secret's builders take (model_mean, model_mean_events: neither
+    # takes a row pool or a bootstrap).
+    mean_options: dict[str, Any] = {
+        "subset_size": subset_size,
+        "method": meth,
+        "missing": policy,
+        "population": population,
+        "n_samples": draws_n,
+        "rng": gen,
+    }
+
     if isinstance(secret, MeanSecret):
         # Mean secrets: the law given the dataset's mean (modeling/model_mean.py).
         from .model_mean import mean_model
@@ -194,36 +207,12 @@ def model_query(
         mtable = as_table(data)
         q.check_columns(mtable)
         secret.parsed.check_columns(mtable.columns)
-        if not isinstance(population, bool):
-            raise ParameterTypeError(f"population must be true or false, got {population!r}")
-        return mean_model(
-            mtable,
-            q,
-            secret,
-            subset_size=subset_size,
-            method=meth,
-            missing=policy,
-            population=population,
-            n_samples=draws_n,
-            rng=gen,
-        )
+        return mean_model(mtable, q, secret, **mean_options)
     if isinstance(secret, EventSecret) and not isinstance(secret.source, ProportionSecret):
         # Mean events: a mean secret's model at each event's grid values.
         from .model_mean_events import mean_event_model
 
-        if not isinstance(population, bool):
-            raise ParameterTypeError(f"population must be true or false, got {population!r}")
-        return mean_event_model(
-            as_table(data),
-            q,
-            secret,
-            subset_size=subset_size,
-            method=meth,
-            missing=policy,
-            population=population,
-            n_samples=draws_n,
-            rng=gen,
-        )
+        return mean_event_model(as_table(data), q, secret, **mean_options)
     if isinstance(secret, SeveralSecrets):  # several attributes at once: one block each
         from .model_several import several_model
 
@@ -257,8 +246,6 @@ def model_query(
     table = as_table(data)
     q.check_columns(table)
     vsecret.parsed.check_columns(table.columns)
-    if not isinstance(population, bool):
-        raise ParameterTypeError(f"population must be true or false, got {population!r}")
     if meth == "analytic":
         return _analytic_model(table, q, vsecret, subset_size, policy, population)
 
