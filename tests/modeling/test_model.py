@@ -247,3 +247,22 @@ def test_secret_pairs():
     assert len(s2.pairs) == 3
     s3 = ProportionSecret("x", values=[0.3, 0.4, 0.5], pairs=[(0.3, 0.5)])
     assert s3.pairs == ((0.3, 0.5),)
+
+
+@pytest.mark.parametrize("kind", ["proportion", "mean", "mean-events", "several"])
+@pytest.mark.parametrize("population", ["yes", 1, None])
+def test_population_must_be_a_bool_for_every_kind_of_secret(adult_modeling, kind, population):
+    from distpriv.errors import ParameterTypeError
+    from distpriv.modeling.secret_events import EventSecret
+    from distpriv.modeling.secret_mean import MeanSecret
+    from distpriv.modeling.secret_mean_events import MeanGrid
+    from distpriv.modeling.secret_several import SeveralSecrets
+
+    secret = {
+        "proportion": INCOME,
+        "mean": MeanSecret("age", values=[37, 40]),
+        "mean-events": EventSecret(MeanGrid("age", step=1.0), [[30, 35], [40, 45]]),
+        "several": SeveralSecrets([INCOME, ProportionSecret("sex = 'Male'", [0.6, 0.7])]),
+    }[kind]
+    with pytest.raises(ParameterTypeError, match="population must be true or false"):
+        model_query(adult_modeling, ADULT_QUERY, secret, subset_size=100, population=population)
