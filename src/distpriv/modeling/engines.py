@@ -273,6 +273,16 @@ class DuckDBEngine:
         except duckdb.Error as exc:
             raise ParameterError(f"{what}: {_one_line(exc)}") from exc
 
+    def query_arrow(self, sql: str, what: str) -> Any:
+        """Run generated DuckDB SQL; the result as a pyarrow Table (large numeric results:
+        no Python object per value)."""
+        try:
+            rel = self.conn.sql(sql)
+            fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
+            return fetch()
+        except duckdb.Error as exc:
+            raise ParameterError(f"{what}: {_one_line(exc)}") from exc
+
     def query_native(
         self, sql: str, what: str, params: dict[str, Any] | None = None
     ) -> list[tuple[Any, ...]]:

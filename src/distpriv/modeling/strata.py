@@ -15,14 +15,23 @@ import numpy as np
 
 from ..errors import ParameterError, ParameterTypeError
 from ..util.validation import check_positive_int
+from .atoms import FeatureAtoms, feature_atoms
 from .cell_moments import stratum_cell_counts
 from .moments import STREAM_FROM
-from .queries import Query
+from .queries import Query, _row_sql
 from .sampling import chunk_rows, sample_subsets
 from .secrets import ProportionSecret
 from .tables import Table, as_table
 
 __all__ = ["StratifiedSampler"]
+
+# Per-row features larger than this (rows · m float64 values) are first looked for as the
+# query's distinct feature rows (modeling/atoms.py) when only the datasets' values are
+# needed: a large table has far fewer distinct feature rows than rows for thresholds,
+# bands and categories, and the draws then hold no per-row array at all.
+ATOMS_FROM_BYTES = 64 * 1024**2
+# The atoms' own memory bound (D · m float64 values).
+ATOMS_MAX_BYTES = 256 * 1024**2
 
 
 class StratifiedSampler:
@@ -52,6 +61,10 @@ class StratifiedSampler:
         checked on the table), each dataset's counts are drawn from the strata's cell
         counts — multinomial (``replace``) or multivariate hypergeometric, the exact law
         of the sum of the drawn rows' 0/1 indicators — in memory O(m), not O(rows · m).
+        Otherwise, when the per-row features would pass ``ATOMS_FROM_BYTES``, from the
+        query's distinct feature rows and their counts per stratum
+        (:mod:`distpriv.modeling.atoms`: the same law), if they fit ``ATOMS_MAX_BYTES``;
+        the rows of the table are then never copied out of the engine.
     """
 
     def __init__(
@@ -74,35 +87,29 @@ class StratifiedSampler:
         self.query = query
         self.secret = secret
         self.n = check_positive_int(subset_size, "subset_size")
-        mask = self.table.predicate(secret.predicate, f"secret predicate ({secret.predicate})")
-        self.rows_a, self.rows_b = np.flatnonzero(mask), np.flatnonzero(~mask)
-        if self.rows_a.size == 0:
-            raise ParameterError(
-                f"secret predicate {secret.predicate!r} is satisfied by no row of the {role}"
-            )
-        if self.rows_b.size == 0:
-            raise ParameterError(
-                f"secret predicate {secret.predicate!r} is satisfied by every row of the {role}"
-            )
         self.counts = secret.counts(self.n)
-        for p, k in zip(secret.values, self.counts, strict=True):
-            if k > self.rows_a.size:
-                raise ParameterError(
-                    f"subset_size={self.n} with p={p} needs {k} rows satisfying the "
-                    f"predicate; the {role} has {self.rows_a.size}"
-                )
-            if self.n - k > self.rows_b.size:
-                raise ParameterError(
-                    f"subset_size={self.n} with p={p} needs {self.n - k} rows not satisfying "
-                    f"the predicate; the {role} has {self.rows_b.size}"
-                )
+        # The query's distinct feature rows (only_values, large tables): no per-row arrays.
+        self._atoms = self._find_atoms(query, secret) if only_values else None
+        if self._atoms is not None:
+            self.rows_a = self.rows_b = np.empty(0, dtype=np.int64)  # never drawn from
+            sizes = self._atoms.stratum_sizes
+        else:
+            mask = self.table.predicate(secret.predicate, f"secret predicate ({secret.predicate})")
+            self.rows_a, self.rows_b = np.flatnonzero(mask), np.flatnonzero(~mask)
+            sizes = (self.rows_a.size, self.rows_b.size)
+        self._check_strata(sizes, role)
         # Per-stratum cell counts (m + 1: the last, rows in no cell) of disjoint counts.
         self._cells: tuple[np.ndarray, np.ndarray] | None = None
-        if only_values and query.is_linear and query.dim >= STREAM_FROM:
+        if only_values and self._atoms is None and query.is_linear and query.dim >= STREAM_FROM:
             self._cells = stratum_cell_counts(self.table, query, secret.predicate)
-        linear = query.is_linear and self._cells is None
+        linear = query.is_linear and self._cells is None and self._atoms is None
         self.features = query.row_features(self.table) if linear else None
-        if self.features is None and self._cells is None and query.function is None:
+        if (
+            self.features is None
+            and self._cells is None
+            and self._atoms is None
+            and query.function is None
+        ):
             query.evaluate_subsets(self.table, np.arange(min(self.n, self.table.n_rows))[None, :])
         self.scale: np.ndarray | None = None
         self._columns: tuple[np.ndarray, np.ndarray] | None = None
@@ -117,6 +124,44 @@ class StratifiedSampler:
                 np.ascontiguousarray(self.features[self.rows_a].T),
                 np.ascontiguousarray(self.features[self.rows_b].T),
             )
+
+    def _find_atoms(self, query: Query, secret: ProportionSecret) -> FeatureAtoms | None:
+        """The query's atoms when its per-row features would be large (class docstring)."""
+        if not query.is_linear or query.dim < 1:
+            return None
+        if self.table.n_rows * query.dim * 8.0 <= ATOMS_FROM_BYTES:
+            return None
+        query.check_columns(self.table)  # an unknown column: named, as the row path names it
+        return feature_atoms(
+            self.table,
+            [_row_sql(s) for s in query.statistics],
+            secret.predicate,
+            max_bytes=ATOMS_MAX_BYTES,
+            what="the statistics' distinct feature rows per stratum",
+        )
+
+    def _check_strata(self, sizes: tuple[int, int], role: str) -> None:
+        """Both strata hold rows, enough for every value's dataset."""
+        predicate = self.secret.predicate
+        if sizes[0] == 0:
+            raise ParameterError(
+                f"secret predicate {predicate!r} is satisfied by no row of the {role}"
+            )
+        if sizes[1] == 0:
+            raise ParameterError(
+                f"secret predicate {predicate!r} is satisfied by every row of the {role}"
+            )
+        for p, k in zip(self.secret.values, self.counts, strict=True):
+            if k > sizes[0]:
+                raise ParameterError(
+                    f"subset_size={self.n} with p={p} needs {k} rows satisfying the "
+                    f"predicate; the {role} has {sizes[0]}"
+                )
+            if self.n - k > sizes[1]:
+                raise ParameterError(
+                    f"subset_size={self.n} with p={p} needs {self.n - k} rows not satisfying "
+                    f"the predicate; the {role} has {sizes[1]}"
+                )
 
     def value_index(self, value: float) -> int:
         """Position of a secret value."""
@@ -161,6 +206,11 @@ class StratifiedSampler:
             c = min(step, count - start)
             if self._cells is not None and self.scale is not None:
                 yield self._cell_draws(k, c, rng) * self.scale
+                continue
+            if self._atoms is not None and self.scale is not None:
+                got = self._atoms.draw(0, k, c, rng, replace=self.replace)
+                got += self._atoms.draw(1, self.n - k, c, rng, replace=self.replace)
+                yield got * self.scale
                 continue
             if self._columns is None:
                 yield self.query.evaluate_subsets(self.table, self.rows(index, c, rng))
