@@ -62,6 +62,7 @@ def test_the_atoms_are_the_distinct_feature_rows_with_their_counts(seed):
         as_table(frame),
         [_row_sql(s) for s in q.statistics],
         SECRET.predicate,
+        columns=["x", "h", "c", "g"],
         max_bytes=1e9,
         what="atoms",
     )
@@ -82,11 +83,28 @@ def test_no_atoms_when_they_would_not_fit_or_not_help():
     features = [_row_sql(s) for s in q.statistics]
     table = as_table(frame)
     # Too little memory for them.
-    assert feature_atoms(table, features, SECRET.predicate, max_bytes=100.0, what="a") is None
+    cols = ["x", "h", "c", "g"]
+    assert (
+        feature_atoms(table, features, SECRET.predicate, columns=cols, max_bytes=100.0, what="a")
+        is None
+    )
     # Mostly distinct rows: no gain over the rows themselves.
     frame = frame.assign(x=np.random.default_rng(1).random(len(frame)))
-    got = feature_atoms(as_table(frame), ["x", "h"], SECRET.predicate, max_bytes=1e9, what="a")
+    got = feature_atoms(
+        as_table(frame), ["x", "h"], SECRET.predicate, columns=cols, max_bytes=1e9, what="a"
+    )
     assert got is None
+    # Many distinct rows of the columns, few distinct features (a threshold of a continuous
+    # column): found by the second estimate.
+    got = feature_atoms(
+        as_table(frame),
+        ["CASE WHEN x <= 0.5 THEN 1 ELSE 0 END", "h"],
+        SECRET.predicate,
+        columns=cols,
+        max_bytes=1e9,
+        what="a",
+    )
+    assert got is not None and got.values.shape == (8, 2)
 
 
 def _closed_form(frame: pd.DataFrame, q: Query, k: int, n: int, replace: bool):

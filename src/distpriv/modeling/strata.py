@@ -136,6 +136,7 @@ class StratifiedSampler:
             self.table,
             [_row_sql(s) for s in query.statistics],
             secret.predicate,
+            columns=sorted(self.table.column_name(c) for c in query.columns | secret.columns),
             max_bytes=ATOMS_MAX_BYTES,
             what="the statistics' distinct feature rows per stratum",
         )
