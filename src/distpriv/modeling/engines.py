@@ -323,12 +323,7 @@ class DuckDBEngine:
         verify`` never imports pandas).
         """
         sql = f"SELECT {select} FROM {self.relation}" + (f" WHERE {where}" if where else "")
-        try:
-            rel = self.conn.sql(sql)
-            fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
-            return fetch()
-        except duckdb.Error as exc:
-            raise ParameterError(f"{what}: {_one_line(exc)}") from exc
+        return self.query_arrow(sql, what)
 
     def sample_frame(self, where: str, k: int, seed: int, what: str) -> pd.DataFrame:
         """``k`` rows drawn uniformly without replacement from the rows satisfying ``where``.
