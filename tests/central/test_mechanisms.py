@@ -116,9 +116,16 @@ class TestDauM:
             calibrate("daum", model, epsilon=1.0, delta=1e-3, direction=[1.0, 0.0])
 
     def test_singular_covariance_refused(self):
+        # stat1 has zero variance under both hypotheses and different means: named.
         model = GaussianQueryModel([[0.0, 0.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 0.0]])
-        with pytest.raises(MechanismNotApplicableError, match="singular"):
+        with pytest.raises(
+            MechanismNotApplicableError, match="stat1 has zero variance under every hypothesis"
+        ):
             calibrate("daum", model, epsilon=1.0, delta=1e-3)
+        # Singular under one hypothesis only (not a constant direction): still refused.
+        one = GaussianQueryModel([[0.0, 0.0], [1.0, 1.0]], [[[1.0, 0.0], [0.0, 0.0]], np.eye(2)])
+        with pytest.raises(MechanismNotApplicableError, match="singular"):
+            calibrate("daum", one, epsilon=1.0, delta=1e-3, calibration="analytic")
         # EigM handles it (the noise fills the null space).
         mech = calibrate("eigm", model, epsilon=1.0, delta=1e-3)
         assert np.linalg.eigvalsh(mech.noise_covariance)[0] > 0

@@ -62,7 +62,7 @@ def transform(white: np.ndarray, ap: np.ndarray, aq: np.ndarray) -> np.ndarray |
     b_mat = white.T @ aq @ white
     diff = a_mat - b_mat
     _, v = np.linalg.eigh((diff + diff.T) / 2)
-    tot = np.einsum("ik,ij,jk->k", v, a_mat + b_mat, v)
+    tot = np.sum(v * ((a_mat + b_mat) @ v), axis=0)  # BLAS, not an unblocked einsum
     if not np.all(tot > 0.5):
         return None
     out: np.ndarray = (white @ v) / np.sqrt(tot)

@@ -40,6 +40,7 @@ from ..population.exact import (
 )
 from ..population.member_search import moments_model, smallest_scale_on_set, worst_member_delta
 from ._common import FALLBACK_NOTE, QueryModel
+from ._constant import structural_assumptions
 from ._exact_families import (
     _FLOOR_MARGIN,
     _family,
@@ -507,7 +508,7 @@ def calibrate_exact(
         delta=delta,
         theorem=f"{theorem}, calibrated by the {EXACT_THEOREM}",
         calibration="exact",
-        assumptions=(exact_assumption(check, delta),),
+        assumptions=(exact_assumption(check, delta), *structural_assumptions(paper)),
         premises=(gaussian_premise(model, gm), *_population(model, gm, beta)),
         notes=tuple(notes),
         fallback=None,

@@ -65,6 +65,7 @@ from ..population.exact import (
 from ..population.member_search import smallest_scale_on_set
 from ..querymodel import GaussianQueryModel
 from ._common import FALLBACK_NOTE, QueryModel, gaussian_assumption
+from ._constant import structural_assumptions
 from .base import CalibratedMechanism
 from .exact_calibration import scale_at_cost
 from .expected_value import calibrate_dirm
@@ -455,7 +456,7 @@ def _assemble(
             delta=delta,
             theorem=f"{theorem}, calibrated by the {EXACT_THEOREM}",
             calibration="exact",
-            assumptions=(exact_assumption(check, delta),),
+            assumptions=(exact_assumption(check, delta), *structural_assumptions(paper)),
             premises=(gaussian_premise(model, gm), *_population(model, gm, beta)),
             notes=tuple(notes),
             fallback=None,

@@ -27,6 +27,7 @@ from ._common import (
     make_guarantee,
     target_distance,
 )
+from ._constant import constant_directions
 from .base import CalibratedMechanism
 from .expected_value import gaussian_diagnostics
 
@@ -186,16 +187,33 @@ def calibrate_daum(
         if norm == 0.0:
             raise ParameterError("direction must be a non-zero vector")
         v = v / norm
-    for t, cov in enumerate(gm.covariances):
+    # Directions constant under every hypothesis with equal means (a full-coverage
+    # histogram's sum) reveal nothing: calibrate in their complement (central/_constant.py).
+    const = constant_directions(gm, "daum")
+    red = const.reduce(gm) if const.count else gm
+    v_red = const.complement.T @ v
+    if const.count:
+        norm = float(np.linalg.norm(v_red))
+        if norm <= 1e-12:
+            raise MechanismNotApplicableError(
+                f"daum: the direction lies along the constant direction(s) "
+                f"({const.describe(gm.statistics)}), where noise hides nothing; give a "
+                "direction with a component along the mean differences"
+            )
+        v_red = v_red / norm
+        v = const.complement @ v_red
+    for t, cov in enumerate(red.covariances):
         if is_singular(cov):
             raise MechanismNotApplicableError(
-                f"daum needs positive definite covariances; Sigma for theta "
-                f"{gm.labels[t]!s} is singular: use 'eigm' or 'expm-g'"
+                f"daum needs covariances positive definite outside the directions constant "
+                f"under every hypothesis; Sigma for theta {gm.labels[t]!s} is singular "
+                f"{'in their complement ' if const.count else ''}(a direction with zero "
+                "variance under this hypothesis only): use 'eigm' or 'expm-g'"
             )
     d_star, d_target = target_distance(epsilon, delta, calibration)
     per_pair = np.empty(len(gm.pairs))
-    for p, ((i, j), d) in enumerate(zip(gm.pairs, diffs, strict=True)):
-        per_pair[p] = max(daum_variance(gm.covariances[t], d, v, d_target) for t in (i, j))
+    for p, ((i, j), d) in enumerate(zip(red.pairs, red.mean_differences, strict=True)):
+        per_pair[p] = max(daum_variance(red.covariances[t], d, v_red, d_target) for t in (i, j))
     if not np.all(np.isfinite(per_pair)):
         bad = gm.pair_labels[int(np.argmax(~np.isfinite(per_pair)))]
         raise MechanismNotApplicableError(
@@ -218,6 +236,7 @@ def calibrate_daum(
     assumptions = [
         gauss,
         equal_covariance_assumption(gm),
+        *([const.assumption(gm.statistics)] if const.count else []),
         *calibration_assumptions(epsilon, calibration, delta),
     ]
     guarantee = make_guarantee(
@@ -236,6 +255,7 @@ def calibrate_daum(
         "pair_variances": per_pair,
         "noise_variance": sig2,
         "directional_expm_variance": float((parallel.max() / d_target) ** 2),
+        "constant_directions": const.null,
         **gaussian_diagnostics(gm, noise, epsilon, d_star, include_model=True),
     }
     return CalibratedMechanism("daum", noise, guarantee, model.statistics, diag)

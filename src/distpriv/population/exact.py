@@ -43,6 +43,7 @@ from ..querymodel import GaussianQueryModel
 from ..util.roots import brentq  # scipy.optimize's, without its import cost
 from ..util.threads import one_blas_thread
 from ..util.validation import check_real
+from ._stalled import stalled_message
 
 __all__ = [
     "PairCheck",
@@ -350,6 +351,8 @@ def _smallest_scale_all(
     search_tol = search_tolerance(delta)
     # Brent's method starts by evaluating both ends of the bracket, already known.
     seen: dict[float, float] = dict(known or {})
+    # How the worst pair was computed at each scale: the refusal names its cause.
+    how: dict[float, str] = {}
 
     def pairs_at(s: float) -> GaussianQueryModel:
         return model if model_at is None else model_at(s)
@@ -357,9 +360,10 @@ def _smallest_scale_all(
     def worst(s: float) -> float:
         if s not in seen:
             # Pairs certified below δ/2 cannot be the worst near the root: screened.
-            seen[s] = pair_deltas(
+            check = pair_deltas(
                 pairs_at(s), noise_of(s), epsilon=epsilon, tol=search_tol, screen=delta / 2
-            ).worst
+            )
+            seen[s], how[s] = check.worst, check.describe()
         return seen[s]
 
     s0 = start if start > 0 and math.isfinite(start) else 1.0
@@ -405,10 +409,7 @@ def _smallest_scale_all(
             stalled = (flat and matters) or (len(history) > 20 and f_hi > 0.999 * history[-21])
             if stalled or (matters and hi > _MAX_GROWTH * s0) or hi > 1e250:
                 raise MechanismNotApplicableError(
-                    f"{name}: no scale of its noise shape meets ({epsilon:g}, {delta:g}) under "
-                    f"the exact profile of the model's covariances (delta({epsilon:g}) stays at "
-                    f"{f_hi:.3g}): the hypotheses differ in a direction the noise does not "
-                    "cover; use 'expm-g' or 'optimal-g'"
+                    stalled_message(name, (epsilon, delta), noise_of, seen, (lo, how.get(lo)))
                 )
             f_hi = worst(hi)
 
