@@ -88,6 +88,11 @@ AUTO_OPTIONS = (
 # Relative slack for "the verified headline is no weaker than the request": the verified
 # numbers are rounded up by the accountant, never down.
 _TOLERANCE = 1e-9
+# Errors within this relative distance of the least are one error to auto's choice: the
+# exact scale search stops within a relative 1e-5 of the least scale
+# (population/exact.py, _SCALE_RTOL), so two shapes that publish the same noise can land up
+# to about 4e-5 apart in error, in an order the statistics' units can change.
+TIE_RTOL = 1e-4
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -242,10 +247,10 @@ def calibrate_candidates(
         if prune:
             reason = partial_rank(name, target, mine, allow_partial_noise)
         if prune and best is not None and not reason:
-            reason = dominated(
-                name, target, mine, w, best.mse, best.mechanism, epsilon=eps, delta=dlt
-            )
-            above = best.mse if reason else None
+            # Above the ties' reach (TIE_RTOL): a noise that fails there is never chosen.
+            bound = best.mse * (1.0 + TIE_RTOL)
+            reason = dominated(name, target, mine, w, bound, best.mechanism, epsilon=eps, delta=dlt)
+            above = bound if reason else None
         skipped = bool(reason)
         if skipped:
             pass  # provably not the choice: not calibrated (central/auto_pruning.py)
@@ -358,7 +363,12 @@ def choose_mechanism(
             f"mechanism='auto': no mechanism's guarantee verifies on this model at "
             f"epsilon={float(epsilon):g}, delta={float(delta):g} ({reasons})"
         )
-    best = min(ok, key=lambda c: c.mse)  # min keeps the first of equal errors
+    # The least error, ties within TIE_RTOL going to the first in the registry's order:
+    # two shapes that give the same noise (optimal-g's and optimal-g-full's, daum-floor's)
+    # differ in their error only by the calibration's rounding, which must not decide the
+    # name (it would change with the statistics' units).
+    least = min(c.mse for c in ok)
+    best = next(c for c in ok if c.mse <= least * (1.0 + TIE_RTOL))
     if best.calibrated is None:  # pragma: no cover - a verified candidate is a calibrated one
         raise RuntimeError(f"auto: verified candidate {best.mechanism!r} has no calibration")
     w = comparison_weights(_views(model)[0], weights=weights, objective=objective)
