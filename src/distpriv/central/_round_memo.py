@@ -15,9 +15,11 @@ shapes of the fitted model) is the same family Σ_Z(s) in every round. δ(ε) of
 only falls as s grows (adding independent noise is post-processing), so the least scale on
 the members of this round is the larger of the least scale on the last round's members
 (remembered here) and the least scale on the members added since: only those are searched,
-from the remembered scale, and the result is then checked strictly on *every* member, as
-the full search's result is (:func:`grown_scale`). The scale found is the full search's to
-the search's accuracy, and the check behind it is the same.
+from the remembered scale, and the result is checked strictly on them, as the full search's
+result is on every member (:func:`grown_scale`): the earlier members passed that strict check
+at the remembered scale, and pass at every larger one. The scale found is the full search's
+to the search's accuracy. What is published is checked as before: the noise as sampled,
+strictly, on every member of the set for that noise.
 
 Shapes that move with the members (the program solved on the set's members, EigM's shape in
 the objective's coordinates, which :func:`~distpriv.central._exact_families._weighted_eigm`
@@ -128,7 +130,9 @@ def grown_scale(
     Returns
     -------
     (float, PairCheck)
-        The scale, and the strict check of every pair of ``gm`` at it (which passes).
+        The scale, and the strict check at it (which passes) of the added pairs (of every
+        pair when none was added): the others passed it at the prior scale, verified by
+        the same strict check, and pass at every larger one.
 
     Raises
     ------
@@ -136,19 +140,22 @@ def grown_scale(
         No scale meets the target on the added pairs (then none meets it on ``gm``).
     """
     scale, added = prior
-    if added:
-        new = moments_model(gm, member_moments(gm, added))
-        # As the full search evaluates a scale (pairs certified below δ/2 screened).
-        tol = search_tolerance(delta)
-        at = pair_deltas(new, fam(scale), epsilon=epsilon, tol=tol, screen=delta / 2).worst
-        if at > delta:  # the added members need more: their least scale, from here up
-            scale, _ = smallest_scale(
-                new, fam, epsilon=epsilon, delta=delta, start=scale, name=name, known={scale: at}
-            )
-    # The strict check of every member, stepping up as the full search's end does, should
-    # the search's accuracy have left the scale a hair short.
+    if not added:  # the members the prior scale was verified on, strictly: the same check
+        return scale, pair_deltas(gm, fam(scale), epsilon=epsilon, screen=delta)
+    new = moments_model(gm, member_moments(gm, added))
+    # As the full search evaluates a scale (pairs certified below δ/2 screened).
+    tol = search_tolerance(delta)
+    at = pair_deltas(new, fam(scale), epsilon=epsilon, tol=tol, screen=delta / 2).worst
+    if at > delta:  # the added members need more: their least scale, from here up
+        scale, _ = smallest_scale(
+            new, fam, epsilon=epsilon, delta=delta, start=scale, name=name, known={scale: at}
+        )
+    # The strict check of the added members, stepping up as the full search's end does
+    # should the search's accuracy have left the scale a hair short. The earlier members
+    # passed the strict check at the prior scale, and a member that passes at a noise
+    # passes at every larger one (adding independent noise is post-processing).
     for k in range(60):
-        check = pair_deltas(gm, fam(scale), epsilon=epsilon, screen=delta)
+        check = pair_deltas(new, fam(scale), epsilon=epsilon, screen=delta)
         if check.worst <= delta:
             return scale, check
         scale *= 1.0 + 1e-6 * 2.0**k
