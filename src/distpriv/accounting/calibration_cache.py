@@ -14,7 +14,10 @@ functions behind that work remember their answers:
   moments' uncertainty, β and the noise; the members' noise-free parts (corner covariances
   and their clipping, the gap errors' square roots) once per model and β;
 * :func:`distpriv.central.optimal.calibrate_optimal` — keyed by the model's content, ε, δ,
-  the calibration and the weights.
+  the calibration and the weights;
+* optimal-g's exact search on the population set (``central/exact_calibration.py``, which
+  optimal-g-full repeats for its candidates) — keyed by the model's content and
+  uncertainty, ε, δ, β and the papers' noises the search starts from.
 
 Each is a deterministic function of exactly what its key holds (no randomness, no state),
 so a remembered answer is the one the call would compute, bit for bit, and every
@@ -92,6 +95,7 @@ class CalibrationCache:
         self.member_bytes = 0
         self.corners: dict[Hashable, Any] = {}
         self.optimal: dict[Hashable, Any] = {}
+        self.exact_noise: dict[Hashable, Any] = {}
         # Models made here (population members): id -> (model, fingerprint), so that they
         # are not hashed again; held while they are in ``members``.
         self.known: dict[int, tuple[Any, str]] = {}

@@ -20,12 +20,18 @@ import numpy as np
 
 from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..population.exact import PairCheck, pair_deltas, search_tolerance, smallest_scale
+from ..population.pair_pruning import first_failing
 from ._rank_bound import rank_limited_floor
+from ._round_memo import RoundMemo, grown_scale, member_keys
 from .base import CalibratedMechanism
 from .montecarlo_shapes import monte_carlo_families, sampled_covariance
 from .objective import is_identity_like, isotropic_shape
 
 __all__ = ["scale_at_cost"]
+
+_SET_LABEL = "convex program on the population set's worst members, scaled"
+_OTHER_LABEL = "{}'s noise shape (cheaper than the program's)"
+_EIGM_LABEL = _OTHER_LABEL.format("eigm")
 
 
 def _family(name: str, mech: CalibratedMechanism) -> tuple[Callable[[float], np.ndarray], float]:
@@ -59,6 +65,17 @@ def _family(name: str, mech: CalibratedMechanism) -> tuple[Callable[[float], np.
     raise ValueError(name)  # pragma: no cover - registry passes only EXACT_MECHANISMS
 
 
+def _family_parts(name: str, mech: CalibratedMechanism) -> tuple[Any, ...]:
+    """What :func:`_family` reads of ``mech`` (DauM's or EigM's), for a cache key."""
+    d = mech.diagnostics
+    if name == "daum":
+        return (np.asarray(d["direction"]), d["noise_variance"], d["directional_expm_variance"])
+    if name in ("eigm", "apgm"):
+        vecs, lam = np.asarray(d["eigenvectors"]), np.asarray(d["model_eigenvalues"])
+        return (vecs, lam, float(d["target_variance"]))
+    raise ValueError(name)  # pragma: no cover - only the shapes optimal-g tries
+
+
 def _search(
     name: str,
     gm: Any,
@@ -82,7 +99,7 @@ def _optimal(
     delta: float,
     weights: np.ndarray,
     for_set: bool = False,
-    hint: tuple[str, float] | None = None,
+    memo: RoundMemo | None = None,
     program: Callable[..., np.ndarray | None] | None = None,
 ) -> tuple[np.ndarray, float, PairCheck, str]:
     """optimal-g: the convex program's Σ_Z scaled, or repaired; never noisier than daum.
@@ -92,9 +109,11 @@ def _optimal(
     shapes. The one of least tr(W Σ_Z) is kept. With ``for_set`` (``gm`` is made of the
     population set's worst members) the program is also solved on those
     members themselves — a shape chosen for the set, not the fitted shape scaled up — and
-    :func:`_calibrate_robust` adds members until none binds (cutting planes). ``hint``:
-    the previous round's (shape, scale), where that shape's search starts (warm start;
-    the scale found is the least all the same, the search brackets it from there).
+    :func:`_calibrate_robust` adds members until none binds (cutting planes). ``memo``:
+    what the previous round of those cutting planes left (:mod:`distpriv.central._round_memo`):
+    its shape is tried first and its search starts at its scale (warm start; the scale
+    found is the least all the same), and a shape that does not move with the members is
+    searched only on the members added since its least scale was found; updated here.
     """
     base = paper.noise_covariance
     if np.trace(base) == 0:
@@ -138,8 +157,7 @@ def _optimal(
     ) <= (_FLOOR_MARGIN * delta):
         shaped = (program or _set_program)(gm, epsilon, delta, weights)
         if shaped is not None and np.trace(shaped) > 0:
-            label = "convex program on the population set's worst members, scaled"
-            families.append((label, _scaled(shaped), 1.0))
+            families.append((_SET_LABEL, _scaled(shaped), 1.0))
     if np.trace(base) > 0:
         families.append(("convex program's noise, scaled", lambda s: s * s * base, 1.0))
     for other in ("daum", "eigm"):
@@ -152,31 +170,52 @@ def _optimal(
                 fam, s0 = _family(other, build(other, calibration="analytic"))
         except MechanismNotApplicableError:
             continue
-        families.append((f"{other}'s noise shape (cheaper than the program's)", fam, s0))
+        families.append((_OTHER_LABEL.format(other), fam, s0))
     sampled = sampled_covariance(paper)
     if sampled is not None:  # a Monte Carlo model: its own shapes (central/montecarlo_shapes.py)
         families = monte_carlo_families(families, base, sampled, weights)
     best: tuple[np.ndarray, float, PairCheck, str] | None = None
     errors = []
+    # Shapes computed on the members themselves change from round to round: never reused.
+    moving = {_SET_LABEL, *([] if is_identity_like(weights) else [_EIGM_LABEL])}
+    keys = member_keys(gm) if memo is not None else ()
+    if memo is not None and memo.last is not None:
+        # The last round's shape first: a best that the others are checked against at once.
+        last = memo.last[0]
+        families.sort(key=lambda f: f[0] != last)
     for label, fam, start in families:
         known = None
-        if hint is not None and hint[0] == label and hint[1] > 0:
-            start = hint[1]
+        if memo is not None and memo.last is not None and memo.last[0] == label:
+            start = memo.last[1] if memo.last[1] > 0 else start
         if best is not None:
             # Prune: at the scale where this shape costs as much as the best so far, it
             # must already meet the target, or its least scale would cost more.
             cap = scale_at_cost(fam, weights, float(np.trace(weights @ best[0])), start)
-            at_cap = pair_deltas(
-                gm, fam(cap), epsilon=epsilon, tol=search_tolerance(delta), screen=delta
+            # pair_deltas' verdict at the search accuracy, stopped at the first failing
+            # member (tried first: the one that failed this shape's last such check).
+            hint = memo.failed_first(label, keys) if memo is not None else []
+            k, _ = first_failing(
+                gm, fam(cap), epsilon=epsilon, delta=delta, tol=search_tolerance(delta), first=hint
             )
-            if at_cap.worst > delta:
+            if k >= 0:
+                if memo is not None:
+                    memo.failed[label] = keys[k]
                 continue
-            start, known = cap, {cap: at_cap.worst}  # the search starts where this left off
+            start = cap  # the search starts where this left off
+        prior = None
+        if memo is not None and label not in moving:
+            prior = memo.prior(label, fam, keys)
         try:
-            cov, s, chk = _search("optimal-g", gm, fam, start, epsilon, delta, known)
+            if prior is not None:
+                s, chk = grown_scale(gm, fam, prior, epsilon, delta, "optimal-g")
+                cov = fam(s)
+            else:
+                cov, s, chk = _search("optimal-g", gm, fam, start, epsilon, delta, known)
         except MechanismNotApplicableError as exc:
             errors.append(str(exc))
             continue
+        if memo is not None and label not in moving:
+            memo.remember(label, fam, s, keys)
         if best is None or np.trace(weights @ cov) < np.trace(weights @ best[0]):
             best = (cov, s, chk, label)
     if best is None and sampled is not None:
@@ -186,6 +225,8 @@ def _optimal(
         )
     if best is None:
         raise MechanismNotApplicableError("; ".join(errors))
+    if memo is not None:
+        memo.last = (best[3], best[1])
     return best
 
 

@@ -45,12 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting.pair_profile import pair_profiles_unchecked
-from ..accounting.pair_screen import renyi_delta_bounds
 from ..errors import AssumptionWarning, DistPrivError
 from ..population.confidence import DEFAULT_BETA, population_model
 from ..population.exact import search_tolerance
-from ..population.pair_pruning import dominating_pairs
+from ..population.pair_pruning import first_failing
 from ..querymodel import GaussianQueryModel
 from ._common import gaussian_assumption
 from ._exact_families import _family, scale_at_cost
@@ -196,27 +194,8 @@ def failing_pair(
     float
         The failing pair's larger δ of its two directions, or 0.0.
     """
-    tol = search_tolerance(delta)
-    noise = (cov + cov.T) / 2
-    many = len(model.pairs) > 1
-    rep = dominating_pairs(model) if many else np.arange(len(model.pairs))
-    for k in reversed(range(len(model.pairs))):
-        if rep[k] != k:
-            continue
-        i, j = model.pairs[k]
-        ci, cj = model.covariances[i] + noise, model.covariances[j] + noise
-        mi, mj = model.means[i], model.means[j]
-        worst = max(p.delta for p in pair_profiles_unchecked(mi, ci, mj, cj, epsilon, tol))
-        if worst <= delta:
-            continue
-        if many:  # pair_deltas screens only with several pairs
-            bound = renyi_delta_bounds(
-                mi[None], ci[None], mj[None], cj[None], epsilon=epsilon, level=delta
-            )
-            if np.all(bound <= delta):
-                continue  # pair_deltas would report the bound (≤ delta): not a failure
-        return float(worst)
-    return 0.0
+    _, worst = first_failing(model, cov, epsilon=epsilon, delta=delta, tol=search_tolerance(delta))
+    return worst
 
 
 def dominated(

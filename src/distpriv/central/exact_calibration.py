@@ -19,6 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from ..accounting.calibration_cache import (
+    active_cache,
+    fingerprint,
+    model_fingerprint,
+    uncertainty_parts,
+)
 from ..errors import AssumptionWarning, MechanismNotApplicableError
 from ..noise import Noise, gaussian_of_covariance
 from ..population.confidence import (
@@ -44,6 +50,7 @@ from ._constant import structural_assumptions
 from ._exact_families import (
     _FLOOR_MARGIN,
     _family,
+    _family_parts,
     _optimal,
     _scaled,
     _search,
@@ -51,6 +58,7 @@ from ._exact_families import (
     scale_at_cost,
 )
 from ._rank_bound import rank_limited_floor
+from ._round_memo import RoundMemo
 from .base import CalibratedMechanism
 from .montecarlo_shapes import mark_monte_carlo, sampled_covariance
 from .objective import isotropic_shape
@@ -90,14 +98,15 @@ def _calibrate_on(
     start_scale: float | None = None,
     for_set: bool = False,
     at_paper: float | None = None,
-    start_label: str | None = None,
+    memo: RoundMemo | None = None,
 ) -> tuple[np.ndarray, float, PairCheck, str]:
     """The least noise of the mechanism's shape meeting the target on every pair of ``gm``.
 
     ``at_paper``: the worst δ of ``gm``'s pairs at the papers' noise, already computed at
     the search's accuracy (the robust calibration's first member); the
     search, which starts there, takes it instead of computing it again when the family at
-    its starting scale is the papers' noise covariance bit for bit.
+    its starting scale is the papers' noise covariance bit for bit. ``memo`` (optimal-g):
+    what the previous cutting-plane round left (:mod:`distpriv.central._round_memo`).
     """
     if paper is None:  # noiseless
         # The covariances alone can rule it out (a proven floor on δ at rank 0, central/
@@ -121,10 +130,9 @@ def _calibrate_on(
         return np.zeros((gm.dim, gm.dim)), 0.0, check, "no noise"
     if name == "optimal-g":
         weights = np.asarray(paper.diagnostics["weights"])
-        hint = None if start_scale is None or start_label is None else (start_label, start_scale)
         # _set_program looked up here at call time (tests switch it off on this module).
         return _optimal(
-            gm, paper, build, epsilon, delta, weights, for_set, hint, program=_set_program
+            gm, paper, build, epsilon, delta, weights, for_set, memo, program=_set_program
         )
     family, start = _family(name, paper)
     known = None
@@ -184,6 +192,9 @@ def _calibrate_robust(
         # how its members move, not only the one member of the last noise).
         corners = set_corners(gm, beta=beta, noise_cov=guess) if for_set else []
         active, scale, method = [*first, *corners], None, ""
+        # Each round's members are the last round's and more: optimal-g's shapes that do not
+        # move with them are searched only on the added ones (central/_round_memo.py).
+        memo = RoundMemo()
         for _ in range(_ROBUST_ROUNDS):
             target = moments_model(gm, active)
             # More members each round: the last round's scale of its shape is just below
@@ -198,7 +209,7 @@ def _calibrate_robust(
                 start_scale=scale,
                 for_set=for_set,
                 at_paper=first_delta if len(active) == 1 else None,
-                start_label=method or None,
+                memo=memo,
             )
             if name != "optimal-g":
                 # Settled if the noise as published passes its members (strict): the
@@ -250,6 +261,53 @@ def _calibrate_robust(
         f"{name}: the calibration for the population confidence set did not settle; "
         "use beta=None (fitted moments only) or a larger modelling table"
     )
+
+
+def _robust_shared(
+    name: str,
+    gm: Any,
+    paper: CalibratedMechanism | None,
+    build: Callable[..., CalibratedMechanism],
+    target: tuple[float, float, float],
+) -> tuple[np.ndarray, float, PairCheck, str]:
+    """:func:`_calibrate_robust` at ``target`` = (ε, δ, β), optimal-g's remembered within
+    one call.
+
+    ``auto`` calibrates optimal-g, and optimal-g-full calibrates optimal-g exactly again for
+    its candidates (central/floor_candidates.py), through another ``build`` of the same
+    model. The search is a deterministic function of what the key holds: the fitted model
+    with its moments' uncertainty, (ε, δ, β), and every noise ``build`` hands it (the
+    papers' optimal-g with its weights and, on a Monte Carlo model, Σ̄; DauM's and EigM's
+    noise the papers' way). Equal keys, equal searches (accounting/calibration_cache.py);
+    the noise is checked as published by the caller either way.
+    """
+    epsilon, delta, beta = target
+    cache = active_cache()
+    if cache is None or name != "optimal-g" or paper is None:
+        return _calibrate_robust(name, gm, paper, build, epsilon, delta, beta)
+    shapes: list[Any] = []
+    for other in ("daum", "eigm"):
+        try:
+            shapes.extend(_family_parts(other, build(other, calibration="analytic")))
+        except MechanismNotApplicableError:
+            shapes.append(None)
+    key = fingerprint(
+        name,
+        model_fingerprint(gm),
+        *uncertainty_parts(gm.uncertainty),
+        paper.noise_covariance,
+        np.asarray(paper.diagnostics["weights"]),
+        sampled_covariance(paper),
+        *shapes,
+        float(epsilon),
+        float(delta),
+        float(beta),
+    )
+    known = cache.get(cache.exact_noise, key)
+    if known is None:
+        known = _calibrate_robust(name, gm, paper, build, epsilon, delta, beta)
+        cache.exact_noise[key] = known
+    return known
 
 
 def _published_check(
@@ -449,8 +507,8 @@ def calibrate_exact(
         if name == "optimal-g":
             mark_monte_carlo(model, gm, paper)
         if robust_beta is not None:
-            cov, scale, check, method = _calibrate_robust(
-                name, gm, paper, build, epsilon, delta, robust_beta
+            cov, scale, check, method = _robust_shared(
+                name, gm, paper, build, (epsilon, delta, robust_beta)
             )
         else:
             cov, scale, check, method = _calibrate_on(name, gm, paper, build, epsilon, delta)

@@ -63,6 +63,7 @@ from ..population.exact import (
     verified_headline,
 )
 from ..population.member_search import smallest_scale_on_set
+from ..population.pair_pruning import first_failing
 from ..querymodel import GaussianQueryModel
 from ._common import FALLBACK_NOTE, QueryModel, gaussian_assumption
 from ._constant import structural_assumptions
@@ -303,17 +304,21 @@ def _search_best(
             # Prune (exact): δ(ε) is non-increasing and the cost non-decreasing in the
             # scale, so a family that fails the target where it costs as much as the best
             # so far can only verify at a higher cost. Otherwise search from there.
+            # pair_deltas' verdict at the search accuracy, stopped at the first failing pair.
             cap = scale_at_cost(fam, weights, best[0], start)
-            at_cap = pair_deltas(
+            failing, _ = first_failing(
                 target(fam(cap)),
                 fam(cap),
                 epsilon=epsilon,
+                delta=delta,
                 tol=search_tolerance(delta),
-                screen=delta,
             )
-            if at_cap.worst > delta:
+            if failing >= 0:
                 continue
-            start = cap
+            # The least scale is at most cap. Searched from the family's own start when
+            # that is below: the same search as the mechanism of that one family (daum-floor
+            # for DauM's direction), whose checks auto's calibration cache then shares.
+            start = min(start, cap)
         try:
             if robust_beta is not None:
                 s, check = _population_search(name, gm, fam, start, epsilon, delta, robust_beta)

@@ -27,13 +27,15 @@ passes on the exact profiles.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from ..accounting.pair_profile import GaussianPairProfile
+from ..accounting.pair_profile import GaussianPairProfile, pair_profiles_unchecked
 from ..accounting.pair_screen import renyi_delta_bounds
 from ..querymodel import GaussianQueryModel
 
-__all__ = ["SCREEN_METHOD", "dominating_pairs", "screened_profiles"]
+__all__ = ["SCREEN_METHOD", "dominating_pairs", "first_failing", "screened_profiles"]
 
 SCREEN_METHOD = "Renyi bound (screen)"
 # Relative tolerance of "parallel": the mean differences of a range are exact multiples of
@@ -114,6 +116,66 @@ def screened_profiles(
             GaussianPairProfile(epsilon, b, 0.0, b, SCREEN_METHOD, dim, detail),
         )
     return out
+
+
+def first_failing(
+    model: GaussianQueryModel,
+    cov: np.ndarray,
+    *,
+    epsilon: float,
+    delta: float,
+    tol: float,
+    first: Sequence[int] = (),
+) -> tuple[int, float]:
+    """The first pair found above ``delta``, and its δ(ε) (``(-1, 0.0)`` when none is).
+
+    The verdict of ``pair_deltas(model, cov, epsilon=epsilon, tol=tol, screen=delta).worst
+    > delta`` (:func:`~distpriv.population.exact.pair_deltas` at a search accuracy ``tol``)
+    without computing every pair: a pair counts when its profile at accuracy ``tol``
+    exceeds ``delta`` and its certified Rényi bound does not screen it out (as
+    :func:`screened_profiles` would, with several pairs), and pairs dominated by another
+    (:func:`dominating_pairs`) are never computed (pair_deltas reports the dominating
+    pair's profile for them). A check that only asks "does this noise fail?" stops at the
+    first failing pair: the pairs ``first`` are tried first (those that failed such a
+    check before are likely to again), then the others last first.
+
+    Parameters
+    ----------
+    model : GaussianQueryModel
+    cov : ndarray, shape (m, m)
+        Σ_Z.
+    epsilon, delta : float
+    tol : float
+        The accuracy of each profile (a search's, not the strict one).
+    first : sequence of int
+        Pair indices to try first.
+
+    Returns
+    -------
+    (int, float)
+        The failing pair's index and the larger δ of its two directions, or (-1, 0.0).
+    """
+    noise = (cov + cov.T) / 2
+    count = len(model.pairs)
+    many = count > 1
+    rep = dominating_pairs(model) if many else np.arange(count)
+    tried = [int(rep[int(k)]) for k in first if 0 <= int(k) < count]  # or their dominators
+    others = [k for k in reversed(range(count)) if rep[k] == k]
+    for k in dict.fromkeys([*tried, *others]):
+        i, j = model.pairs[k]
+        ci, cj = model.covariances[i] + noise, model.covariances[j] + noise
+        mi, mj = model.means[i], model.means[j]
+        worst = max(p.delta for p in pair_profiles_unchecked(mi, ci, mj, cj, epsilon, tol))
+        if worst <= delta:
+            continue
+        if many:  # pair_deltas screens only with several pairs
+            bound = renyi_delta_bounds(
+                mi[None], ci[None], mj[None], cj[None], epsilon=epsilon, level=delta
+            )
+            if np.all(bound <= delta):
+                continue  # pair_deltas would report the bound (≤ delta): not a failure
+        return k, float(worst)
+    return -1, 0.0
 
 
 def implied_constraints(
